@@ -1,0 +1,20 @@
+"""The one ``hetsched`` entry point; each subcommand group lives in its own module."""
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Heterogeneity-aware scheduling for Apache Storm.")
+
+
+def _register() -> None:
+    # Each module adds its commands to ``app``; one line per area of the product.
+    from hetsched import plan_cmd  # noqa: F401  planner core: hetsched plan
+
+
+def main() -> None:
+    _register()
+    app()
+
+
+if __name__ == "__main__":
+    main()

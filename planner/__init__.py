@@ -1,0 +1,1 @@
+"""The planner core: model, validation, rates, simulator and strategies. Knows nothing of HTTP."""

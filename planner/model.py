@@ -1,0 +1,211 @@
+"""The planning model of MODEL.md as typed objects.
+
+The same shapes as the HTTP contract (API.md), so one class parses a request
+body, a YAML/JSON file and a test fixture. Units: rates in tuples per second,
+CPU in percent of one machine (100 = the whole machine), ``e`` in seconds of
+the machine's whole CPU per tuple.
+
+Field constraints here catch what is wrong with a single value (negative,
+zero, NaN, infinite). Faults that need the whole request (cycles, unknown
+components, missing profile pairs) are found by :mod:`planner.validation`.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+SYSTEM_PREFIX = "__"
+"""Components whose id starts with this are Storm system components (``__acker``)."""
+
+Grouping = Literal[
+    "shuffle", "local_or_shuffle", "fields", "partial_key", "all", "global", "none", "direct"
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Component(_Model):
+    """A spout or bolt of the user topology graph."""
+
+    id: Name
+    kind: Literal["spout", "bolt"]
+    profile: Name | None = Field(
+        default=None,
+        description="Profile key (kind of work, e.g. highCompute). Required except for system components (id starting with '__').",
+    )
+    parallelism: int | None = Field(
+        default=None, ge=1, le=100_000,
+        description="Fixes the instance count; the planner then only places this component.",
+    )
+    weight: PositiveFloat | None = Field(
+        default=None, description="Spouts only: share of the topology input rate R (default 1)."
+    )
+
+    @property
+    def is_system(self) -> bool:
+        return self.id.startswith(SYSTEM_PREFIX)
+
+    @property
+    def spout_weight(self) -> float:
+        return 1.0 if self.weight is None else self.weight
+
+
+class Stream(_Model):
+    """A stream ``from -> to``; every subscriber receives the whole stream."""
+
+    source: Name = Field(alias="from")
+    target: Name = Field(alias="to")
+    grouping: Grouping = "shuffle"
+
+
+class Topology(_Model):
+    name: Name
+    components: list[Component] = Field(min_length=1, max_length=10_000)
+    streams: list[Stream] = Field(default_factory=list, max_length=100_000)
+
+    def component(self, component_id: str) -> Component:
+        for c in self.components:
+            if c.id == component_id:
+                return c
+        raise KeyError(component_id)
+
+
+class MachineType(_Model):
+    name: Name
+    capacity: PositiveFloat = Field(default=100.0, description="CPU capacity in percent (100 = the whole machine).")
+    cores: PositiveFloat | None = Field(
+        default=None, description="Where declared, one instance (one thread) can use at most 100/cores percent."
+    )
+    slots: int = Field(default=4, ge=1, le=10_000, description="Storm worker slots.")
+
+    @property
+    def thread_cap(self) -> float | None:
+        """Most CPU percent one instance can use on this type, or None if unbounded."""
+        return None if self.cores is None else 100.0 / self.cores
+
+
+class Machine(_Model):
+    id: Name
+    type: Name
+
+
+class Cluster(_Model):
+    machine_types: list[MachineType] = Field(min_length=1, max_length=1_000)
+    machines: list[Machine] = Field(min_length=1, max_length=100_000)
+
+
+class ProfileEntry(_Model):
+    """The measured cost of one profile key on one machine type: TCU = 100 * e * IR + met."""
+
+    profile: Name
+    machine_type: Name
+    e: NonNegativeFloat = Field(description="Seconds of the machine's whole CPU per tuple.")
+    met: NonNegativeFloat = Field(default=0.0, description="Fixed CPU percent of one running instance.")
+    alpha: NonNegativeFloat = Field(default=1.0, description="Output tuples per input tuple.")
+    r2: FiniteFloat | None = None
+    samples: int | None = Field(default=None, ge=0)
+    rate_range: tuple[NonNegativeFloat, NonNegativeFloat] | None = None
+
+
+class ProfileSet(_Model):
+    name: Name
+    entries: list[ProfileEntry] = Field(min_length=1, max_length=100_000)
+    source: dict = Field(default_factory=dict, description="Where the profiles came from (e.g. the aggregation run).")
+
+
+class ProfileRef(_Model):
+    """Either the name of a stored ProfileSet or the entries inline."""
+
+    name: Name | None = None
+    entries: list[ProfileEntry] | None = Field(default=None, min_length=1, max_length=100_000)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "ProfileRef":
+        if (self.name is None) == (self.entries is None):
+            raise ValueError("profiles must give exactly one of 'name' (a stored profile set) or 'entries' (inline)")
+        return self
+
+
+class PlanOptions(_Model):
+    initial_rate: PositiveFloat = Field(default=1.0, description="R0 of FirstAssignment, tuples/s.")
+    max_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
+        default=1.0, description="Headroom factor u_max: a machine may be loaded to capacity * u_max."
+    )
+    tolerance: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = Field(
+        default=1e-3, description="Relative step below which MaximizeThroughput stops."
+    )
+    max_iterations: int = Field(default=1_000_000, ge=1, le=100_000_000, description="Iteration guard of iterative strategies.")
+    reference_machine_type: Name | None = Field(
+        default=None, description="resource_aware: the machine type whose profile gives each executor's CPU points (default: the first type)."
+    )
+    time_limit_s: PositiveFloat | None = Field(default=None, description="optimal: stop the exact search after this many seconds.")
+
+
+class PlanRequest(_Model):
+    topology: Topology
+    cluster: Cluster
+    profiles: ProfileRef
+    strategy: Name | None = Field(default=None, description="paper, even, resource_aware, optimal, ...; default: the best the project has.")
+    options: PlanOptions = Field(default_factory=PlanOptions)
+
+
+class InstanceAssignment(_Model):
+    """An EvaluationRequest's placement of one instance."""
+
+    component: Name
+    machine: Name
+
+
+class EvaluationRequest(_Model):
+    topology: Topology
+    cluster: Cluster
+    profiles: ProfileRef
+    options: PlanOptions = Field(default_factory=PlanOptions)
+    assignments: list[InstanceAssignment] = Field(min_length=1, max_length=1_000_000)
+
+
+class Assignment(_Model):
+    component: str
+    index: int = Field(ge=0)
+    machine: str
+    input_rate: float = Field(description="Tuples/s this instance receives at the plan's input rate.")
+    cpu: float = Field(description="Predicted CPU percent of this instance on its machine.")
+
+
+class MachineLoad(_Model):
+    id: str
+    type: str
+    utilization: float = Field(description="Predicted CPU percent of the machine at the plan's input rate.")
+    instances: int
+
+
+class Evaluation(_Model):
+    """The simulator's figures for one placement."""
+
+    topology: str
+    input_rate: float = Field(description="R, the largest sustainable topology input rate, tuples/s.")
+    total_throughput: float = Field(description="Sum of IR_c over all components (the paper's figure).")
+    sink_throughput: float = Field(description="Sum of IR_c over components without output streams.")
+    instances: dict[str, int]
+    assignments: list[Assignment]
+    machines: list[MachineLoad]
+    weighted_utilization: float = Field(description="The paper's eq. 7-8, percent.")
+    bottleneck: str | None = Field(default=None, description="What limits R: a machine id or 'component:instance' at its thread cap.")
+    stats: dict = Field(default_factory=dict)
+
+
+class Plan(Evaluation):
+    id: str | None = None
+    strategy: str
+
+
+Placement = dict[str, list[str]]
+"""Where every instance runs: component id -> machine id of instance 0, 1, ... (the plan's ``index``)."""

@@ -1,0 +1,4 @@
+"""Shared fixtures. Each area keeps its fixtures in its own module under tests/fixtures/."""
+pytest_plugins = [
+    "tests.fixtures.paper",
+]
