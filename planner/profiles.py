@@ -1,0 +1,69 @@
+"""The profile table: the cost of one profile key on one machine type (MODEL.md, "Profile").
+
+A ProfileSet arrives as a flat list of entries; the planner looks them up by
+(profile key, machine type) all the time, so they are indexed once here.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from planner.errors import PlanningError
+from planner.model import ProfileEntry
+
+
+class ProfileTable:
+    """Profile entries indexed by (profile key, machine type); read-only once built."""
+
+    def __init__(self, by_pair: dict[tuple[str, str], ProfileEntry]):
+        self._by_pair = dict(by_pair)
+        self._types_of: dict[str, list[str]] = {}
+        for profile, machine_type in self._by_pair:
+            self._types_of.setdefault(profile, []).append(machine_type)
+        self._alpha = {
+            profile: sum(self._by_pair[(profile, t)].alpha for t in types) / len(types)
+            for profile, types in self._types_of.items()
+        }
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[ProfileEntry]) -> "ProfileTable":
+        """Index the entries; the same (profile, machine type) pair twice is a fault, not a silent overwrite."""
+        by_pair: dict[tuple[str, str], ProfileEntry] = {}
+        for entry in entries:
+            pair = (entry.profile, entry.machine_type)
+            if pair in by_pair:
+                raise PlanningError(
+                    f"the profiles give {entry.profile} on machine type {entry.machine_type} twice"
+                )
+            by_pair[pair] = entry
+        return cls(by_pair)
+
+    def get(self, profile: str, machine_type: str) -> ProfileEntry | None:
+        return self._by_pair.get((profile, machine_type))
+
+    def has_profile(self, profile: str) -> bool:
+        return profile in self._types_of
+
+    def alpha(self, profile: str) -> float:
+        """Output tuples per input tuple of a profile key.
+
+        MODEL.md makes alpha a property of the key, not of the machine type; the
+        measured entries of one key may differ slightly per type, so their mean is used.
+        """
+        try:
+            return self._alpha[profile]
+        except KeyError:
+            raise PlanningError(f"no profile for {profile} on any machine type") from None
+
+    def machine_types_of(self, profile: str) -> list[str]:
+        """Machine types that have an entry for this profile key, in entry order."""
+        return list(self._types_of.get(profile, []))
+
+    @property
+    def profiles(self) -> list[str]:
+        return list(self._types_of)
+
+    def entries(self) -> list[ProfileEntry]:
+        return list(self._by_pair.values())
+
+    def __len__(self) -> int:
+        return len(self._by_pair)

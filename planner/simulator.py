@@ -1,0 +1,263 @@
+"""The simulator: scores any placement with the same closed form (MODEL.md, "Load and constraints").
+
+For a fixed placement every load is linear in the input rate R: machine w
+carries ``U_w(R) = a_w * R + b_w`` and instance i uses ``a_i * R + b_i``. So
+the largest sustainable rate is
+
+    R_max = min( min_w (cap_w * u_max - b_w) / a_w ,  min_i (thread_cap_i * u_max - b_i) / a_i )
+
+with the thread cap ``100 / cores`` where a type declares cores. No search.
+
+Edge cases, decided here:
+- A placement whose fixed costs (MET) alone overload a machine or thread
+  sustains no rate: R_max = 0, reported with its bottleneck and
+  ``stats["feasible"] = False``, not an error, so baselines can be compared.
+- If no load grows with R (every placed instance has e = 0) the rate is
+  unbounded: PlanningError, since no finite figure would be honest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.errors import PlanningError
+from planner.model import (
+    Assignment,
+    Cluster,
+    Evaluation,
+    MachineLoad,
+    PlanOptions,
+    Placement,
+    Topology,
+)
+from planner.problem import Problem
+from planner.profiles import ProfileTable
+
+
+@dataclass(frozen=True)
+class LinearLoads:
+    """The loads of one placement as linear functions of R (arrays over instances i and machines w)."""
+
+    comp: np.ndarray  # (I,) component index
+    inst: np.ndarray  # (I,) instance index within its component
+    mach: np.ndarray  # (I,) machine index
+    rate: np.ndarray  # (I,) input tuples/s per unit R
+    a_i: np.ndarray  # (I,) CPU percent per unit R
+    b_i: np.ndarray  # (I,) fixed CPU percent (MET)
+    thread_limit_i: np.ndarray  # (I,) inf where unbounded
+    a_w: np.ndarray  # (M,)
+    b_w: np.ndarray  # (M,)
+    counts: np.ndarray  # (C,) instances per component
+
+
+def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
+    comp, inst, mach = problem.placement_arrays(placement)
+    counts = problem.counts_of(placement)
+    split, each, first = problem.shares(counts)
+    rate = split[comp] / counts[comp] + each[comp] + np.where(inst == 0, first[comp], 0.0)
+    mtype = problem.machine_type[mach]
+    a_i = problem.cost[comp, mtype] * rate
+    b_i = problem.met[comp, mtype]
+    m = problem.n_machines
+    return LinearLoads(
+        comp=comp,
+        inst=inst,
+        mach=mach,
+        rate=rate,
+        a_i=a_i,
+        b_i=b_i,
+        thread_limit_i=problem.thread_limit[mtype],
+        a_w=np.bincount(mach, weights=a_i, minlength=m),
+        b_w=np.bincount(mach, weights=b_i, minlength=m),
+        counts=counts,
+    )
+
+
+def _rate_limits(limit: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Largest R with a*R + b <= limit, elementwise: inf if a = 0 and it fits, negative if b alone is over."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (limit - b) / a
+    r = np.where(a > 0, r, np.where(b <= limit, np.inf, -1.0))
+    return np.where(np.isnan(r), np.inf, r)
+
+
+def max_rate(problem: Problem, loads: LinearLoads) -> tuple[float, str]:
+    """(R_max in tuples/s, what limits it: a machine id or 'component:index' at its thread cap)."""
+    machine_r = _rate_limits(problem.limit, loads.a_w, loads.b_w)
+    thread_r = _rate_limits(loads.thread_limit_i, loads.a_i, loads.b_i)
+    w = int(np.argmin(machine_r))
+    best, bottleneck = float(machine_r[w]), problem.machine_ids[w]
+    if thread_r.size:
+        i = int(np.argmin(thread_r))
+        if thread_r[i] < best:
+            best = float(thread_r[i])
+            bottleneck = f"{problem.component_ids[loads.comp[i]]}:{int(loads.inst[i])}"
+    if np.isinf(best):
+        raise PlanningError(
+            "the input rate is unbounded: no machine's load grows with the input rate "
+            "(every placed component costs e = 0 per tuple)"
+        )
+    return max(best, 0.0), bottleneck
+
+
+def weighted_utilization(problem: Problem, machine_util_pct: np.ndarray) -> float:
+    """The paper's eq. 7-8: the mean utilisation per machine type, weighted by how fast each type is.
+
+    ``x_t = sum_j (1/e[j,t]) / sum_k (1/e[j,k])`` over the topology's profile keys j
+    and the machine types k that have machines. The literal weights sum to the
+    number of keys C, so they are divided by C to keep the figure a percent.
+    Utilisation is taken as percent of each machine's capacity. Keys with
+    e = 0 on some type carry no speed information and are left out; if none
+    is left, the types weigh equally.
+    """
+    used = np.unique(problem.machine_type)
+    keys: dict[str, int] = {}
+    for ci, comp in enumerate(problem.components):
+        if comp.profile is not None and not comp.is_system:
+            keys.setdefault(comp.profile, ci)
+    weights = np.zeros(len(problem.type_names))
+    n_keys = 0
+    for ci in keys.values():
+        e = problem.cost[ci, used]
+        if np.all(e > 0):
+            speed = 1.0 / e
+            weights[used] += speed / speed.sum()
+            n_keys += 1
+    if n_keys == 0:
+        weights[used] = 1.0 / len(used)
+    else:
+        weights /= n_keys
+    pct_of_capacity = machine_util_pct / (problem.limit / problem.options.max_utilization) * 100.0
+    mean_by_type = np.bincount(problem.machine_type, weights=pct_of_capacity, minlength=len(weights))
+    n_by_type = np.bincount(problem.machine_type, minlength=len(weights))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_by_type = np.where(n_by_type > 0, mean_by_type / np.maximum(n_by_type, 1), 0.0)
+    return float(np.dot(weights, mean_by_type))
+
+
+def evaluate_problem(problem: Problem, placement: Placement, stats: dict | None = None) -> Evaluation:
+    """Score a placement of a compiled problem (see ``evaluate``)."""
+    loads = linear_loads(problem, placement)
+    rate, bottleneck = max_rate(problem, loads)
+    machine_util = loads.a_w * rate + loads.b_w
+    instance_cpu = loads.a_i * rate + loads.b_i
+    component_ir = problem.component_rates(loads.counts) * rate
+    assignments = [
+        Assignment(
+            component=problem.component_ids[c],
+            index=int(i),
+            machine=problem.machine_ids[w],
+            input_rate=float(r * rate),
+            cpu=float(cpu),
+        )
+        for c, i, w, r, cpu in zip(loads.comp, loads.inst, loads.mach, loads.rate, instance_cpu)
+    ]
+    assignments.sort(key=lambda a: (problem.component_index[a.component], a.index))
+    per_machine = np.bincount(loads.mach, minlength=problem.n_machines)
+    machines = [
+        MachineLoad(id=m.id, type=m.type, utilization=float(machine_util[w]), instances=int(per_machine[w]))
+        for w, m in enumerate(problem.cluster.machines)
+    ]
+    out_stats = dict(stats or {})
+    out_stats.setdefault("feasible", bool(rate > 0))
+    return Evaluation(
+        topology=problem.topology.name,
+        input_rate=rate,
+        total_throughput=float(component_ir.sum()),
+        sink_throughput=float(component_ir[problem.is_sink].sum()),
+        instances={cid: int(n) for cid, n in zip(problem.component_ids, loads.counts)},
+        assignments=assignments,
+        machines=machines,
+        weighted_utilization=weighted_utilization(problem, machine_util),
+        bottleneck=bottleneck,
+        stats=out_stats,
+    )
+
+
+def evaluate(
+    topology: Topology,
+    cluster: Cluster,
+    profiles: ProfileTable,
+    placement: Placement,
+    options: PlanOptions | None = None,
+) -> Evaluation:
+    """The largest sustainable input rate of a placement (closed form) and its figures at that rate.
+
+    Expects a request that passed planner.validation; a placement naming
+    unknown components or machines, or missing a component, is a PlanningError.
+    """
+    problem = Problem.build(topology, cluster, profiles, options or PlanOptions())
+    return evaluate_problem(problem, placement)
+
+
+@dataclass(frozen=True)
+class InstanceRateLoad:
+    component: str
+    index: int
+    machine: str
+    input_rate: float  # tuples/s
+    cpu: float  # percent of the machine
+    thread_limit: float | None  # percent, None where the type declares no cores
+    over_by: float  # percent above the thread limit, 0 if within
+
+
+@dataclass(frozen=True)
+class MachineRateLoad:
+    """One machine's load at a given rate and whether it is over its limit (capacity * u_max)."""
+
+    id: str
+    type: str
+    utilization: float  # percent of the machine
+    limit: float  # percent
+    instances: list[InstanceRateLoad] = field(default_factory=list)
+
+    @property
+    def over_by(self) -> float:
+        """Percent above the machine limit, 0 if within."""
+        return max(0.0, self.utilization - self.limit)
+
+    @property
+    def threads_over(self) -> list[InstanceRateLoad]:
+        return [i for i in self.instances if i.over_by > 0]
+
+    @property
+    def overloaded(self) -> bool:
+        return self.over_by > 0 or bool(self.threads_over)
+
+
+def loads_at_problem_rate(problem: Problem, placement: Placement, rate: float) -> list[MachineRateLoad]:
+    loads = linear_loads(problem, placement)
+    cpu = loads.a_i * rate + loads.b_i
+    per_machine: list[list[InstanceRateLoad]] = [[] for _ in range(problem.n_machines)]
+    for k in range(len(cpu)):
+        tl = float(loads.thread_limit_i[k])
+        per_machine[int(loads.mach[k])].append(
+            InstanceRateLoad(
+                component=problem.component_ids[loads.comp[k]],
+                index=int(loads.inst[k]),
+                machine=problem.machine_ids[loads.mach[k]],
+                input_rate=float(loads.rate[k] * rate),
+                cpu=float(cpu[k]),
+                thread_limit=None if np.isinf(tl) else tl,
+                over_by=0.0 if np.isinf(tl) else max(0.0, float(cpu[k]) - tl),
+            )
+        )
+    util = loads.a_w * rate + loads.b_w
+    return [
+        MachineRateLoad(id=m.id, type=m.type, utilization=float(util[w]), limit=float(problem.limit[w]), instances=per_machine[w])
+        for w, m in enumerate(problem.cluster.machines)
+    ]
+
+
+def loads_at_rate(
+    topology: Topology,
+    cluster: Cluster,
+    profiles: ProfileTable,
+    placement: Placement,
+    rate: float,
+    options: PlanOptions | None = None,
+) -> list[MachineRateLoad]:
+    """Every machine's load at input rate ``rate`` (tuples/s), with what is over its limit and by how much."""
+    problem = Problem.build(topology, cluster, profiles, options or PlanOptions())
+    return loads_at_problem_rate(problem, placement, rate)

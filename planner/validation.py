@@ -1,0 +1,134 @@
+"""Faults that need the whole request to see (single values are checked by planner.model).
+
+``validate`` raises PlanningError with one plain sentence naming the first
+fault found, in the order a person would fix them: ids, streams, graph shape,
+profiles, cluster, then whether the cluster can host the topology at all.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from planner.errors import PlanningError
+from planner.model import Cluster, PlanOptions, Topology
+from planner.profiles import ProfileTable
+from planner.rates import find_cycle, unit_rates
+
+
+def _first_duplicate(values: list[str]) -> str | None:
+    seen: set[str] = set()
+    for v in values:
+        if v in seen:
+            return v
+        seen.add(v)
+    return None
+
+
+def validate_topology(topology: Topology) -> None:
+    """The topology alone: ids, streams, a DAG with a spout."""
+    dup = _first_duplicate([c.id for c in topology.components])
+    if dup is not None:
+        raise PlanningError(f"the topology declares component {dup} twice")
+    kinds = {c.id: c.kind for c in topology.components}
+    for s in topology.streams:
+        if s.source not in kinds:
+            raise PlanningError(f"a stream comes from unknown component {s.source} (to {s.target})")
+        if s.target not in kinds:
+            raise PlanningError(f"a stream goes to unknown component {s.target} (from {s.source})")
+        if kinds[s.target] == "spout":
+            raise PlanningError(f"the stream {s.source} -> {s.target} goes into a spout; spouts take no input")
+    pairs = Counter((s.source, s.target) for s in topology.streams)
+    for (source, target), n in pairs.items():
+        if n > 1:
+            raise PlanningError(f"the stream {source} -> {target} is declared {n} times")
+    if "spout" not in kinds.values():
+        raise PlanningError("the topology has no spout")
+    for c in topology.components:
+        if c.kind == "bolt" and c.weight is not None:
+            raise PlanningError(f"component {c.id} is a bolt but declares a weight; only spouts take a share of the input rate")
+    cycle = find_cycle(topology)
+    if cycle is not None:
+        raise PlanningError("the topology has a cycle: " + " -> ".join(cycle))
+    for c in topology.components:
+        if c.profile is None and not c.is_system:
+            raise PlanningError(f"component {c.id} has no profile key")
+
+
+def validate_cluster(cluster: Cluster, options: PlanOptions) -> None:
+    dup = _first_duplicate([t.name for t in cluster.machine_types])
+    if dup is not None:
+        raise PlanningError(f"the cluster declares machine type {dup} twice")
+    dup = _first_duplicate([m.id for m in cluster.machines])
+    if dup is not None:
+        raise PlanningError(f"the cluster declares machine {dup} twice")
+    types = {t.name for t in cluster.machine_types}
+    for m in cluster.machines:
+        if m.type not in types:
+            raise PlanningError(f"machine {m.id} is of unknown machine type {m.type}")
+    ref = options.reference_machine_type
+    if ref is not None and ref not in types:
+        raise PlanningError(f"the reference machine type {ref} is not a machine type of the cluster")
+
+
+def used_machine_types(cluster: Cluster) -> list[str]:
+    """Machine types that at least one machine has, in declaration order."""
+    used = {m.type for m in cluster.machines}
+    return [t.name for t in cluster.machine_types if t.name in used]
+
+
+def validate_profiles(topology: Topology, cluster: Cluster, profiles: ProfileTable) -> None:
+    """Every non-system component needs a profile on every machine type a machine has."""
+    types = used_machine_types(cluster)
+    for c in topology.components:
+        if c.is_system:
+            continue
+        for t in types:
+            if profiles.get(c.profile, t) is None:
+                raise PlanningError(f"no profile for {c.profile} on machine type {t} (component {c.id})")
+
+
+def validate_capacity(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> None:
+    """Can the cluster host one instance of every component at the initial rate R0?
+
+    Necessary conditions only (each instance fits some machine on its own, and
+    the least total, counting fixed parallelism, fits the cluster's total); the strategies say so too when
+    their packing fails. Slots never limit: one worker per machine can host
+    any number of executors of one topology.
+    """
+    types = {t.name: t for t in cluster.machine_types}
+    used = used_machine_types(cluster)
+    machines_per_type = Counter(m.type for m in cluster.machines)
+    rates = unit_rates(topology, profiles)
+    u_max = options.max_utilization
+    least_total = 0.0
+    for c in topology.components:
+        count = c.parallelism or 1
+        least = None
+        for t in used:
+            entry = profiles.get(c.profile, t) if c.profile is not None else None
+            cpu = 0.0 if entry is None else 100.0 * entry.e * rates[c.id] / count * options.initial_rate + entry.met
+            mtype = types[t]
+            limit = mtype.capacity * u_max
+            if mtype.thread_cap is not None:
+                limit = min(limit, mtype.thread_cap * u_max)
+            if cpu <= limit and (least is None or cpu < least):
+                least = cpu
+        if least is None:
+            raise PlanningError(
+                f"the cluster cannot host one instance of component {c.id}: at the initial rate "
+                f"{options.initial_rate:g} tuples/s it needs more CPU than any machine (or one thread) offers"
+            )
+        least_total += least * count
+    capacity = sum(types[t].capacity * u_max * n for t, n in machines_per_type.items())
+    if least_total > capacity:
+        raise PlanningError(
+            f"the cluster cannot host one instance of every component: they need at least {least_total:.1f}% CPU "
+            f"at the initial rate and the machines offer {capacity:.1f}%"
+        )
+
+
+def validate(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> None:
+    """Raise PlanningError naming the first fault of the request, or return None if it can be planned."""
+    validate_topology(topology)
+    validate_cluster(cluster, options)
+    validate_profiles(topology, cluster, profiles)
+    validate_capacity(topology, cluster, profiles, options)
