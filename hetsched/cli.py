@@ -9,6 +9,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="Heterogeneit
 def _register() -> None:
     # Each module adds its commands to ``app``; one line per area of the product.
     from hetsched import plan_cmd  # noqa: F401  planner core: hetsched plan
+    from hetsched import serve_cmd  # noqa: F401  planning service: hetsched serve
+    from hetsched import profiles_cmd  # noqa: F401  planning service: hetsched profiles put|get|list
 
 
 def main() -> None:

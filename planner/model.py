@@ -155,6 +155,12 @@ class PlanRequest(_Model):
     profiles: ProfileRef
     strategy: Name | None = Field(default=None, description="paper, even, resource_aware, optimal, ...; default: the best the project has.")
     options: PlanOptions = Field(default_factory=PlanOptions)
+    plan_id: Name | None = Field(
+        default=None,
+        description="A stored plan (e.g. the one written in the topology's config): if it fits this request "
+        "(same topology, components and instance counts, its machines in the cluster), its placement is re-evaluated "
+        "and returned under its id instead of planning afresh.",
+    )
 
 
 class InstanceAssignment(_Model):

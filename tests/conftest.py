@@ -1,4 +1,5 @@
 """Shared fixtures. Each area keeps its fixtures in its own module under tests/fixtures/."""
 pytest_plugins = [
     "tests.fixtures.paper",
+    "tests.fixtures.service",
 ]

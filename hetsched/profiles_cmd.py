@@ -1,0 +1,97 @@
+"""``hetsched profiles put|get|list``: the profile sets stored in a running planning service."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+import yaml
+from pydantic import ValidationError
+
+from hetsched.cli import app
+from planner.client import TOKEN_ENV, URL_ENV, PlannerClient, PlannerClientError, request_body
+from planner.model import ProfileSet
+
+profiles_app = typer.Typer(no_args_is_help=True, help="Profile sets stored in a planning service.")
+app.add_typer(profiles_app, name="profiles")
+
+UrlOption = typer.Option(None, "--url", envvar=URL_ENV, help="The planning service [default: http://127.0.0.1:8765].")
+TokenOption = typer.Option(None, "--token", envvar=TOKEN_ENV, help="Bearer token, where the service needs one.")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"])
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {error['msg']}{more}" if where else f"{error['msg']}{more}"
+
+
+def load_profile_set(name: str, path: Path) -> ProfileSet:
+    """A profile set from a JSON or YAML file: a whole ProfileSet, ``{"entries": [...]}`` or a list of entries.
+
+    The set is stored under ``name`` whatever name the file gives.
+    """
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise _fail(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise _fail(f"{path} is neither JSON nor YAML: {str(exc).splitlines()[0]}") from None
+    if isinstance(data, list):
+        data = {"entries": data}
+    if not isinstance(data, dict):
+        raise _fail(f"{path} must hold a profile set (an object with 'entries') or a list of profile entries")
+    try:
+        return ProfileSet.model_validate({**data, "name": name})
+    except ValidationError as exc:
+        raise _fail(f"{path}: {_first_error(exc)}") from None
+
+
+@profiles_app.command("put")
+def put(name: str, file: Path, url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) -> None:
+    """Store FILE (JSON or YAML) as profile set NAME, replacing any set of that name."""
+    profile_set = load_profile_set(name, file)
+    try:
+        with PlannerClient(url, token) as client:
+            stored = client.put_profile_set(profile_set)
+            typer.echo(f"stored profile set {stored.name} ({len(stored.entries)} entries) at {client.url}")
+    except PlannerClientError as exc:
+        raise _fail(str(exc)) from None
+
+
+@profiles_app.command("get")
+def get(
+    name: str,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the set to this file instead of stdout."),
+    url: Optional[str] = UrlOption,
+    token: Optional[str] = TokenOption,
+) -> None:
+    """Print profile set NAME as JSON (the body PUT /v1/profiles accepts)."""
+    try:
+        with PlannerClient(url, token) as client:
+            profile_set = client.get_profile_set(name)
+    except PlannerClientError as exc:
+        raise _fail(str(exc)) from None
+    text = json.dumps(request_body(profile_set), indent=2)
+    if output is None:
+        typer.echo(text)
+    else:
+        output.write_text(text + "\n")
+        typer.echo(f"wrote profile set {name} ({len(profile_set.entries)} entries) to {output}")
+
+
+@profiles_app.command("list")
+def list_(url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) -> None:
+    """The names of the stored profile sets, one a line."""
+    try:
+        with PlannerClient(url, token) as client:
+            for name in client.profile_set_names():
+                typer.echo(name)
+    except PlannerClientError as exc:
+        raise _fail(str(exc)) from None

@@ -1,0 +1,66 @@
+"""``hetsched serve``: run the planning service under uvicorn."""
+from __future__ import annotations
+
+import copy
+import ipaddress
+import logging
+import logging.config
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from hetsched.cli import app
+from planner.client import TOKEN_ENV
+from planner.service.settings import DEFAULT_HOST, DEFAULT_MAX_BODY_MB, DEFAULT_PORT, DEFAULT_TIME_LIMIT_S, ServiceSettings
+from planner.storage import DB_ENV, StorageError, default_db_path
+
+log = logging.getLogger("hetsched.service")
+
+
+def _log_config(level: str) -> dict:
+    """uvicorn's own logging, with the service's logger printed the same way."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["hetsched"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    return config
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+@app.command("serve")
+def serve(
+    host: str = typer.Option(DEFAULT_HOST, help="Address to listen on; loopback unless you mean otherwise."),
+    port: int = typer.Option(DEFAULT_PORT, min=0, max=65535, help="TCP port (0: any free port, printed at start)."),
+    db: Optional[Path] = typer.Option(None, envvar=DB_ENV, help="SQLite file for plans and profile sets (default: ./var/hetsched.db)."),
+    token: Optional[str] = typer.Option(None, envvar=TOKEN_ENV, help="Require 'Authorization: Bearer TOKEN' on every /v1 call."),
+    max_body_mb: float = typer.Option(DEFAULT_MAX_BODY_MB, min=0.001, help="Largest request body, MB; larger ones get 413."),
+    time_limit_s: float = typer.Option(DEFAULT_TIME_LIMIT_S, min=0.001, help="Longest one plan may compute, seconds."),
+    log_level: str = typer.Option("info", help="debug, info, warning or error."),
+) -> None:
+    """Run the planning service (HTTP API of docs: /docs, /openapi.json)."""
+    import uvicorn
+
+    from planner.service.app import create_app
+
+    settings = ServiceSettings(
+        db_path=db or default_db_path(), token=token or None,
+        max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s,
+    )
+    logging.config.dictConfig(_log_config(log_level))
+    try:
+        service = create_app(settings)
+    except StorageError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    log.info("planner: db %s, %s, body limit %g MB, time limit %g s", settings.db_path,
+             "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s)
+    if not _is_loopback(host) and not settings.token:
+        log.warning("listening on %s without a token: anyone who can reach this address can plan and overwrite profiles", host)
+    uvicorn.run(service, host=host, port=port, log_config=_log_config(log_level), log_level=log_level, access_log=False)

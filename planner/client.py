@@ -1,0 +1,106 @@
+"""A Python client of the planning service (API.md), used by the command line and the benchmarks.
+
+Every failure becomes a :class:`PlannerClientError` whose message is one line a person can act
+on: no planner at the URL, the server's own sentence for 404/413/422, a refused token.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel
+
+from planner.model import Evaluation, EvaluationRequest, Plan, PlanRequest, ProfileSet
+
+URL_ENV = "HETSCHED_PLANNER_URL"
+TOKEN_ENV = "HETSCHED_PLANNER_TOKEN"
+DEFAULT_URL = "http://127.0.0.1:8765"
+DEFAULT_TIMEOUT_S = 60.0
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class PlannerClientError(RuntimeError):
+    """The call failed; ``status`` is the HTTP status (None when no answer came)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+def request_body(model: BaseModel) -> dict[str, Any]:
+    """The JSON the API expects: field aliases (``from``/``to``), no null optional fields."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class PlannerClient:
+    """Calls one planning service. ``url``/``token`` default to $HETSCHED_PLANNER_URL / $HETSCHED_PLANNER_TOKEN."""
+
+    def __init__(self, url: str | None = None, token: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        token = token if token is not None else os.environ.get(TOKEN_ENV)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
+
+    def __enter__(self) -> "PlannerClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/healthz").json()
+
+    def plan(self, request: PlanRequest) -> Plan:
+        return self._parse(Plan, self._call("POST", "/v1/plans", json=request_body(request)))
+
+    def get_plan(self, plan_id: str) -> Plan:
+        return self._parse(Plan, self._call("GET", f"/v1/plans/{quote(plan_id, safe='')}"))
+
+    def evaluate(self, request: EvaluationRequest) -> Evaluation:
+        return self._parse(Evaluation, self._call("POST", "/v1/evaluations", json=request_body(request)))
+
+    def put_profile_set(self, profile_set: ProfileSet) -> ProfileSet:
+        return self._parse(ProfileSet, self._call("PUT", f"/v1/profiles/{quote(profile_set.name, safe='')}", json=request_body(profile_set)))
+
+    def get_profile_set(self, name: str) -> ProfileSet:
+        return self._parse(ProfileSet, self._call("GET", f"/v1/profiles/{quote(name, safe='')}"))
+
+    def profile_set_names(self) -> list[str]:
+        return list(self._call("GET", "/v1/profiles").json()["profiles"])
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.ConnectError:
+            raise PlannerClientError(f"no planner at {self.url} (connection refused): start one with `hetsched serve`") from None
+        except httpx.TimeoutException:
+            raise PlannerClientError(f"the planner at {self.url} did not answer within {self._http.timeout.read:g} s") from None
+        except httpx.HTTPError as exc:
+            raise PlannerClientError(f"the call to the planner at {self.url} failed: {exc}") from None
+        if response.is_success:
+            return response
+        raise PlannerClientError(self._error_sentence(response), response.status_code)
+
+    def _error_sentence(self, response: httpx.Response) -> str:
+        try:
+            detail = response.json().get("detail")
+        except (ValueError, AttributeError):
+            detail = None
+        detail = detail if isinstance(detail, str) else response.text.strip()[:300] or response.reason_phrase
+        if response.status_code == 401:
+            return f"the planner at {self.url} refused the call (401): {detail}; pass --token or set ${TOKEN_ENV}"
+        if response.status_code in (404, 413, 422):
+            return detail
+        return f"the planner at {self.url} answered {response.status_code}: {detail}"
+
+    def _parse(self, model: type[M], response: httpx.Response) -> M:
+        try:
+            return model.model_validate_json(response.content)
+        except ValueError as exc:
+            raise PlannerClientError(f"the planner at {self.url} answered something that is not a {model.__name__}: {exc}") from None

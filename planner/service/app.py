@@ -1,0 +1,71 @@
+"""The FastAPI application: routers, error handlers and guards put together from the settings."""
+from __future__ import annotations
+
+import os
+from contextlib import asynccontextmanager
+from typing import Any
+
+from anyio import CapacityLimiter
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from planner.service.errors import ERROR_RESPONSES, install_error_handlers
+from planner.service.guards import PROTECTED_PREFIX, BearerToken, BodySizeLimit
+from planner.service.routers import evaluations, health, plans, profiles
+from planner.service.routers.health import service_version
+from planner.service.settings import ServiceSettings
+from planner.storage import Storage
+
+PLANNING_THREADS = max(2, os.cpu_count() or 2)
+"""Plans computed at once; more callers wait their turn (planning is CPU-bound)."""
+
+
+def create_app(settings: ServiceSettings | None = None, storage: Storage | None = None) -> FastAPI:
+    """The service for ``settings``; opens the database now so a bad path fails at start, not at the first call."""
+    settings = settings or ServiceSettings()
+    storage = storage or Storage(settings.db_path)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        storage.close()
+
+    app = FastAPI(
+        title="hetsched planner",
+        version=service_version(),
+        description="Heterogeneity-aware planning for Apache Storm: instance counts and placement of a topology on a heterogeneous cluster.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.storage = storage
+    app.state.planning_limiter = CapacityLimiter(PLANNING_THREADS)
+
+    app.include_router(health.router)
+    for module in (plans, evaluations, profiles):
+        app.include_router(module.router, responses=_documented_errors(settings))
+    install_error_handlers(app)
+
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    if settings.token:
+        app.add_middleware(BearerToken, token=settings.token)
+    app.openapi = lambda: _openapi(app, settings)
+    return app
+
+
+def _documented_errors(settings: ServiceSettings) -> dict[int | str, dict[str, Any]]:
+    return {code: spec for code, spec in ERROR_RESPONSES.items() if code != 401 or settings.token}
+
+
+def _openapi(app: FastAPI, settings: ServiceSettings) -> dict[str, Any]:
+    """The generated schema, plus the bearer scheme on every /v1 operation when a token is set."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    if settings.token:
+        schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        for path, operations in schema["paths"].items():
+            if path.startswith(PROTECTED_PREFIX):
+                for operation in operations.values():
+                    operation["security"] = [{"bearer": []}]
+    app.openapi_schema = schema
+    return schema

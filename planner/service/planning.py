@@ -1,0 +1,92 @@
+"""How the service runs the planner core: profiles resolved, a time limit enforced, plans reused.
+
+The core is synchronous CPU work; it runs in a worker thread so the event loop keeps
+answering other callers. The core itself stops at ``options.time_limit_s`` (set here
+from the service's limit); a guard a little later answers even if it does not.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Callable, TypeVar
+
+import anyio
+from anyio import CapacityLimiter
+
+from planner.errors import PlanningTimeout
+from planner.model import (
+    InstanceAssignment,
+    Plan,
+    PlanOptions,
+    PlanRequest,
+    ProfileEntry,
+    ProfileRef,
+)
+from planner.service.errors import not_found
+from planner.storage import Storage
+
+log = logging.getLogger("hetsched.service")
+
+T = TypeVar("T")
+
+GUARD_GRACE_S = 2.0
+"""How long past the time limit the service waits for the core before answering without it."""
+
+
+def resolve_profiles(ref: ProfileRef, storage: Storage) -> list[ProfileEntry]:
+    """The inline entries, or those of the stored profile set the request names (404 if none)."""
+    if ref.entries is not None:
+        return ref.entries
+    stored = storage.get_profile_set(ref.name)
+    if stored is None:
+        raise not_found(f"profile set '{ref.name}' does not exist: store it with PUT /v1/profiles/{ref.name}")
+    return stored.entries
+
+
+def limited_options(options: PlanOptions, service_limit_s: float) -> PlanOptions:
+    """The caller's options with a time limit no longer than the service's."""
+    asked = options.time_limit_s
+    limit = service_limit_s if asked is None else min(asked, service_limit_s)
+    return options.model_copy(update={"time_limit_s": limit})
+
+
+async def run_limited(func: Callable[..., T], *args, limit_s: float, limiter: CapacityLimiter) -> T:
+    """Run ``func(*args)`` in a worker thread; past ``limit_s`` (plus a grace) answer a PlanningTimeout.
+
+    A thread cannot be killed: one that overruns is left to finish on its own (the core is
+    told the same limit, so it stops by itself) and its result is dropped.
+    """
+    try:
+        with anyio.fail_after(limit_s + GUARD_GRACE_S):
+            return await anyio.to_thread.run_sync(functools.partial(func, *args), abandon_on_cancel=True, limiter=limiter)
+    except TimeoutError:
+        log.warning("%s overran the time limit of %g s; its thread was left to finish", getattr(func, "__name__", func), limit_s)
+        raise PlanningTimeout(
+            f"planning stopped at the service's time limit of {limit_s:g} s: "
+            "choose a faster strategy or a smaller input"
+        ) from None
+
+
+def stored_placement(request: PlanRequest, stored: Plan) -> list[InstanceAssignment] | None:
+    """The stored plan's placement if it fits this request exactly, else None (plan afresh).
+
+    It fits when the topology name matches, the request does not ask for another strategy,
+    every component of the request has the stored instance count (where it fixes one) and no
+    other components are in the plan, and every machine the plan uses is in the cluster.
+    """
+    if stored.topology != request.topology.name:
+        return None
+    if request.strategy is not None and request.strategy != stored.strategy:
+        return None
+    component_ids = {c.id for c in request.topology.components}
+    if set(stored.instances) != component_ids:
+        return None
+    for component in request.topology.components:
+        if component.parallelism is not None and component.parallelism != stored.instances[component.id]:
+            return None
+    machine_ids = {m.id for m in request.cluster.machines}
+    if any(a.machine not in machine_ids for a in stored.assignments):
+        return None
+    order = {c.id: i for i, c in enumerate(request.topology.components)}
+    placed = sorted(stored.assignments, key=lambda a: (order[a.component], a.index))
+    return [InstanceAssignment(component=a.component, machine=a.machine) for a in placed]

@@ -1,0 +1,1 @@
+"""One router per resource of the API: health, plans, evaluations, profiles."""

@@ -1,0 +1,39 @@
+"""/v1/evaluations: the simulator's figures for a placement the caller gives; nothing is stored."""
+from __future__ import annotations
+
+import logging
+import time
+
+import anyio
+from anyio import CapacityLimiter
+from fastapi import APIRouter, Depends
+
+from planner.api import evaluate_assignments
+from planner.model import Evaluation, EvaluationRequest
+from planner.service.deps import get_planning_limiter, get_settings, get_storage
+from planner.service.errors import ErrorBody
+from planner.service.planning import limited_options, resolve_profiles, run_limited
+from planner.service.settings import ServiceSettings
+from planner.storage import Storage
+
+log = logging.getLogger("hetsched.service")
+
+router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"])
+
+
+@router.post("", response_model=Evaluation,
+             responses={404: {"model": ErrorBody, "description": "The named profile set does not exist."}})
+async def evaluate(
+    request: EvaluationRequest,
+    storage: Storage = Depends(get_storage),
+    settings: ServiceSettings = Depends(get_settings),
+    limiter: CapacityLimiter = Depends(get_planning_limiter),
+) -> Evaluation:
+    started = time.perf_counter()
+    entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+    options = limited_options(request.options, settings.time_limit_s)
+    evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries,
+                                   request.assignments, options, limit_s=options.time_limit_s, limiter=limiter)
+    log.info("evaluation topology=%s machines=%d instances=%d elapsed_ms=%.1f", evaluation.topology,
+             len(request.cluster.machines), len(request.assignments), (time.perf_counter() - started) * 1000)
+    return evaluation

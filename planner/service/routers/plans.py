@@ -1,0 +1,73 @@
+"""/v1/plans: plan a topology on a cluster and keep the plan under an id."""
+from __future__ import annotations
+
+import logging
+import time
+
+import anyio
+from anyio import CapacityLimiter
+from fastapi import APIRouter, Depends
+
+from planner.api import evaluate_assignments, make_plan
+from planner.model import Plan, PlanRequest
+from planner.service.deps import get_planning_limiter, get_settings, get_storage
+from planner.service.errors import ErrorBody, not_found
+from planner.service.planning import limited_options, resolve_profiles, run_limited, stored_placement
+from planner.service.settings import ServiceSettings
+from planner.storage import Storage
+
+log = logging.getLogger("hetsched.service")
+
+router = APIRouter(prefix="/v1/plans", tags=["plans"])
+
+
+@router.post("", status_code=201, response_model=Plan,
+             responses={404: {"model": ErrorBody, "description": "The named profile set does not exist."}})
+async def create_plan(
+    request: PlanRequest,
+    storage: Storage = Depends(get_storage),
+    settings: ServiceSettings = Depends(get_settings),
+    limiter: CapacityLimiter = Depends(get_planning_limiter),
+) -> Plan:
+    """Plan the topology and store the plan.
+
+    With ``plan_id`` naming a stored plan that fits this request (same topology, components
+    and instance counts, machines still there), that plan's placement is re-evaluated on
+    this request's cluster and profiles and returned under its own id; otherwise a new plan
+    is made and stored.
+    """
+    started = time.perf_counter()
+    entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+    options = limited_options(request.options, settings.time_limit_s)
+    plan = await _reuse(request, entries, options, storage, limiter)
+    if plan is None:
+        plan = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options,
+                                 limit_s=options.time_limit_s, limiter=limiter)
+        plan = await anyio.to_thread.run_sync(storage.save_plan, plan)
+    log.info("plan topology=%s strategy=%s machines=%d instances=%d elapsed_ms=%.1f id=%s%s",
+             plan.topology, plan.strategy, len(request.cluster.machines), len(plan.assignments),
+             (time.perf_counter() - started) * 1000, plan.id, " (stored placement reused)" if plan.stats.get("reused_plan") else "")
+    return plan
+
+
+async def _reuse(request: PlanRequest, entries, options, storage: Storage, limiter: CapacityLimiter) -> Plan | None:
+    if request.plan_id is None:
+        return None
+    stored = await anyio.to_thread.run_sync(storage.get_plan, request.plan_id)
+    placement = stored_placement(request, stored) if stored is not None else None
+    if placement is None:
+        log.info("plan_id %s: %s; planning afresh", request.plan_id,
+                 "no such plan" if stored is None else "the stored plan does not fit this request")
+        return None
+    evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries, placement, options,
+                                   limit_s=options.time_limit_s, limiter=limiter)
+    return Plan(**evaluation.model_dump(exclude={"stats"}), id=stored.id, strategy=stored.strategy,
+                stats={**evaluation.stats, "reused_plan": True})
+
+
+@router.get("/{plan_id}", response_model=Plan, responses={404: {"model": ErrorBody, "description": "No plan has this id."}})
+def get_plan(plan_id: str, storage: Storage = Depends(get_storage)) -> Plan:
+    plan = storage.get_plan(plan_id)
+    if plan is None:
+        raise not_found(f"plan '{plan_id}' does not exist")
+    return plan

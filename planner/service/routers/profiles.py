@@ -1,0 +1,42 @@
+"""/v1/profiles: stored profile sets, by name, that plan requests can refer to."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path
+from pydantic import BaseModel
+
+from planner.model import ProfileSet
+from planner.service.deps import get_storage
+from planner.service.errors import ErrorBody, ServiceError, not_found
+from planner.storage import Storage
+
+router = APIRouter(prefix="/v1/profiles", tags=["profiles"])
+
+ProfileName = Annotated[str, Path(min_length=1, max_length=200, description="The profile set's name.")]
+
+
+class ProfileList(BaseModel):
+    profiles: list[str]
+
+
+@router.put("/{name}", response_model=ProfileSet, response_model_by_alias=True)
+def put_profile_set(name: ProfileName, profile_set: ProfileSet, storage: Storage = Depends(get_storage)) -> ProfileSet:
+    """Create or replace the profile set ``name``; the body's ``name`` must be the same."""
+    if profile_set.name != name:
+        raise ServiceError(422, "invalid_request",
+                           f"the body names profile set '{profile_set.name}' but the path names '{name}': they must be the same")
+    return storage.put_profile_set(profile_set)
+
+
+@router.get("/{name}", response_model=ProfileSet, responses={404: {"model": ErrorBody}})
+def get_profile_set(name: ProfileName, storage: Storage = Depends(get_storage)) -> ProfileSet:
+    stored = storage.get_profile_set(name)
+    if stored is None:
+        raise not_found(f"profile set '{name}' does not exist")
+    return stored
+
+
+@router.get("", response_model=ProfileList)
+def list_profile_sets(storage: Storage = Depends(get_storage)) -> ProfileList:
+    return ProfileList(profiles=storage.profile_set_names())
