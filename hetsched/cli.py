@@ -11,6 +11,7 @@ def _register() -> None:
     from hetsched import plan_cmd  # noqa: F401  planner core: hetsched plan
     from hetsched import serve_cmd  # noqa: F401  planning service: hetsched serve
     from hetsched import profiles_cmd  # noqa: F401  planning service: hetsched profiles put|get|list
+    from hetsched import topology_cmd  # noqa: F401  topologies: hetsched submit|kill|topologies
 
 
 def main() -> None:

@@ -1,0 +1,124 @@
+"""``hetsched submit|kill|topologies``: the benchmark topologies on a Storm cluster."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hetsched.cli import app
+from planner.client import URL_ENV
+from topologies.catalog import CATALOG
+from topologies.errors import TopologyError
+from topologies.locate import NIMBUS_ENV, nimbus_address
+from topologies.submission import SubmitRequest, parse_conf, parse_parallelism
+
+console = Console()
+
+NimbusOption = typer.Option(
+    None, "--nimbus", envvar=NIMBUS_ENV, help="Nimbus host:port (default: the local cluster's Nimbus)."
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(1)
+
+
+def _uptime(seconds: int) -> str:
+    minutes, s = divmod(int(seconds), 60)
+    hours, m = divmod(minutes, 60)
+    days, h = divmod(hours, 24)
+    if days:
+        return f"{days}d {h}h {m}m"
+    if hours:
+        return f"{h}h {m}m {s}s"
+    return f"{m}m {s}s" if m else f"{s}s"
+
+
+@app.command("submit")
+def submit(
+    topology: str = typer.Argument(..., help=f"One of: {', '.join(CATALOG)}."),
+    parallelism: Optional[str] = typer.Option(None, "--parallelism", "-p", help="Instances per component: comp=N,comp=N."),
+    plan: Optional[str] = typer.Option(None, "--plan", help="Take every component's instances from this stored plan."),
+    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default http://127.0.0.1:8765)."),
+    profiles: Optional[str] = typer.Option(None, "--profiles", help="Name of the profile set the plan was made with (hetsched.profiles)."),
+    rate: Optional[float] = typer.Option(None, "--rate", help="Tuples/s of each spout component; default: as fast as flow control allows."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes (topology.workers)."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", "-c", help="Topology config key=value (value parsed as JSON where it can be); repeatable."),
+    name: Optional[str] = typer.Option(None, "--name", help="Name to run under (default: the topology's own)."),
+    sample_rate: float = typer.Option(1.0, "--sample-rate", help="topology.stats.sample.rate (1.0: exact counts)."),
+    force: bool = typer.Option(False, "--force", help="Kill a running topology of the same name first, and wait for it to go."),
+    nimbus: Optional[str] = NimbusOption,
+) -> None:
+    """Build the topology jar, upload it and submit TOPOLOGY with the given or planned parallelism."""
+    from topologies.submit import submit as do_submit
+
+    try:
+        request = SubmitRequest(
+            topology=topology,
+            name=name,
+            parallelism=parse_parallelism(parallelism),
+            rate=rate,
+            workers=workers,
+            conf=parse_conf(conf),
+            sample_rate=sample_rate,
+            plan_id=plan,
+            profiles=profiles,
+            planner_url=planner if plan else None,
+        )
+        result = do_submit(request, nimbus_address(nimbus), force=force)
+    except TopologyError as exc:
+        raise _fail(str(exc)) from None
+
+    table = Table(title=f"{result.topology} submitted as {result.name}", title_justify="left")
+    table.add_column("component")
+    table.add_column("profile")
+    table.add_column("instances", justify="right")
+    profiles_map = result.conf.get("hetsched.component.profiles", {})
+    for component, n in result.parallelism.items():
+        table.add_row(component, profiles_map.get(component, ""), str(n))
+    console.print(table)
+    facts = [f"id {result.topology_id or '(not listed yet)'}", f"Nimbus {result.nimbus}"]
+    if result.replaced:
+        facts.append("replaced the running one")
+    if plan:
+        facts.append(f"plan {plan}")
+    console.print(", ".join(facts), highlight=False)
+
+
+@app.command("kill")
+def kill(
+    name: str = typer.Argument(..., help="Name the topology runs under."),
+    wait: bool = typer.Option(False, "--wait", help="Return only once Nimbus no longer lists it."),
+    grace: int = typer.Option(0, "--grace", min=0, help="Seconds Storm deactivates the spouts before killing."),
+    nimbus: Optional[str] = NimbusOption,
+) -> None:
+    """Kill a running topology."""
+    from topologies.submit import kill as do_kill
+
+    try:
+        do_kill(name, nimbus_address(nimbus), wait=wait, grace_s=grace)
+    except TopologyError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"killed {name}" if wait else f"kill of {name} requested", highlight=False)
+
+
+@app.command("topologies")
+def topologies(nimbus: Optional[str] = NimbusOption) -> None:
+    """The topologies running on the cluster."""
+    from topologies.submit import running_topologies
+
+    try:
+        address = nimbus_address(nimbus)
+        running = running_topologies(address)
+    except TopologyError as exc:
+        raise _fail(str(exc)) from None
+    table = Table(title=f"topologies on Nimbus {address}", title_justify="left")
+    for column, justify in (("name", "left"), ("id", "left"), ("status", "left"), ("workers", "right"),
+                            ("executors", "right"), ("tasks", "right"), ("uptime", "right")):
+        table.add_column(column, justify=justify)
+    for t in sorted(running, key=lambda t: t.name):
+        table.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.tasks), _uptime(t.uptime_s))
+    console.print(table if running else "no topologies running", highlight=False)

@@ -1,0 +1,47 @@
+"""A stored plan as the parallelism of a submit: every component's instance count from the planner."""
+from __future__ import annotations
+
+from planner.client import PlannerClient, PlannerClientError
+from planner.model import Plan, SYSTEM_PREFIX
+from topologies.catalog import CatalogEntry
+from topologies.errors import TopologyError
+
+
+def fetch_plan(plan_id: str, planner_url: str | None = None) -> Plan:
+    """GET /v1/plans/{id} from the planning service."""
+    with PlannerClient(planner_url) as client:
+        try:
+            return client.get_plan(plan_id)
+        except PlannerClientError as exc:
+            if exc.status == 404:
+                raise TopologyError(f"the planner at {client.url} has no plan {plan_id!r}") from None
+            raise TopologyError(str(exc)) from None
+
+
+def plan_parallelism(plan: Plan, entry: CatalogEntry) -> dict[str, int]:
+    """The plan's instance count of each component, if the plan is for exactly this topology's components."""
+    planned = {c: n for c, n in plan.instances.items() if not c.startswith(SYSTEM_PREFIX)}
+    wanted = entry.component_ids
+    if set(planned) != set(wanted):
+        missing = [c for c in wanted if c not in planned]
+        extra = sorted(set(planned) - set(wanted))
+        faults = []
+        if missing:
+            faults.append(f"has no instances for {', '.join(missing)}")
+        if extra:
+            faults.append(f"places components the topology does not have ({', '.join(extra)})")
+        raise TopologyError(
+            f"plan {plan.id or '?'} (topology {plan.topology!r}) does not match topology {entry.name}: it "
+            + " and ".join(faults)
+            + f"; {entry.name} has {', '.join(wanted)}"
+        )
+    bad = {c: n for c, n in planned.items() if n < 1}
+    if bad:
+        raise TopologyError(f"plan {plan.id or '?'} gives no instances to {', '.join(sorted(bad))}")
+    return {c: planned[c] for c in wanted}
+
+
+def plan_profiles_name(plan: Plan) -> str | None:
+    """The profile set the plan was made with, where the planner recorded it."""
+    name = plan.stats.get("profiles") if isinstance(plan.stats, dict) else None
+    return name if isinstance(name, str) and name else None

@@ -1,0 +1,166 @@
+"""What goes to Nimbus for one submit: the Thrift topology with its parallelism, and the topology config.
+
+Pure: no network, no files. :mod:`topologies.submit` does the I/O.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from topologies import conf as keys
+from topologies.bolts import WindowedBolt
+from topologies.catalog import CatalogEntry, lookup
+from topologies.errors import TopologyError
+
+
+@dataclass
+class SubmitRequest:
+    """Everything the user asked for; None means "Storm's or the topology's default"."""
+
+    topology: str
+    name: str | None = None
+    parallelism: dict[str, int] = field(default_factory=dict)
+    rate: float | None = None
+    """Tuples/s of each spout component in total; None or 0: flow control only."""
+    workers: int | None = None
+    conf: dict[str, Any] = field(default_factory=dict)
+    sample_rate: float = keys.DEFAULT_STATS_SAMPLE_RATE
+    plan_id: str | None = None
+    profiles: str | None = None
+    planner_url: str | None = None
+
+
+@dataclass
+class Submission:
+    name: str
+    entry: CatalogEntry
+    topology: Any
+    """A ``StormTopology`` Thrift struct of its own (the catalog's class is never changed)."""
+    conf: dict[str, Any]
+    parallelism: dict[str, int]
+
+
+def default_streamparse_run() -> Path:
+    """``streamparse_run`` of the virtualenv this process runs in (the project's ``.venv``)."""
+    return Path(sys.prefix).resolve() / "bin" / "streamparse_run"
+
+
+def parse_parallelism(text: str | None) -> dict[str, int]:
+    """``spout=1,low=2`` -> ``{"spout": 1, "low": 2}``."""
+    result: dict[str, int] = {}
+    if not text:
+        return result
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        component, sep, count = item.partition("=")
+        component = component.strip()
+        if not sep or not component:
+            raise TopologyError(f"--parallelism entry {item!r} is not component=N")
+        try:
+            n = int(count)
+        except ValueError:
+            raise TopologyError(f"--parallelism for {component!r} must be a whole number, not {count.strip()!r}") from None
+        if n < 1:
+            raise TopologyError(f"--parallelism for {component!r} must be at least 1, not {n}")
+        if component in result:
+            raise TopologyError(f"--parallelism names {component!r} twice")
+        result[component] = n
+    return result
+
+
+def parse_conf(items: list[str] | None) -> dict[str, Any]:
+    """``["topology.workers=2", "a.b=x"]`` -> ``{"topology.workers": 2, "a.b": "x"}``; values are JSON where they parse."""
+    result: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise TopologyError(f"--conf {item!r} is not key=value")
+        try:
+            result[key] = json.loads(value)
+        except ValueError:
+            result[key] = value
+    return result
+
+
+def _check(request: SubmitRequest, entry: CatalogEntry) -> None:
+    unknown = sorted(set(request.parallelism) - set(entry.component_ids))
+    if unknown:
+        raise TopologyError(
+            f"topology {entry.name} has no component {', '.join(repr(c) for c in unknown)}; "
+            f"its components are {', '.join(entry.component_ids)}"
+        )
+    for component, n in request.parallelism.items():
+        if not isinstance(n, int) or n < 1:
+            raise TopologyError(f"parallelism of {component!r} must be a whole number of at least 1, not {n!r}")
+    if request.rate is not None and (not math.isfinite(request.rate) or request.rate < 0):
+        raise TopologyError(f"--rate must be a finite number of tuples/s, at least 0, not {request.rate}")
+    if request.workers is not None and request.workers < 1:
+        raise TopologyError(f"--workers must be at least 1, not {request.workers}")
+    if not (0 < request.sample_rate <= 1):
+        raise TopologyError(f"the stats sample rate must be in (0, 1], not {request.sample_rate}")
+    for key, value in request.conf.items():
+        if key.startswith(keys.CPU_MS_PREFIX) and (not isinstance(value, (int, float)) or value < 0):
+            raise TopologyError(f"--conf {key} must be a number of CPU milliseconds, at least 0, not {value!r}")
+    if request.name is not None and not request.name.strip():
+        raise TopologyError("--name must not be empty")
+
+
+def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]:
+    """The topology config: defaults, then ``--conf``, then the explicit options, then what hetsched always sets."""
+    conf: dict[str, Any] = {
+        keys.MAX_SPOUT_PENDING: keys.DEFAULT_MAX_SPOUT_PENDING,
+        **{
+            keys.cpu_ms_key(profile): ms
+            for profile, ms in keys.DEFAULT_CPU_MS.items()
+            if profile in entry.profiles().values()
+        },
+    }
+    conf.update(request.conf)
+    conf[keys.STATS_SAMPLE_RATE] = request.sample_rate
+    if request.rate is not None:
+        conf[keys.SPOUT_RATE] = request.rate
+    if request.workers is not None:
+        conf[keys.WORKERS] = request.workers
+    if request.plan_id is not None:
+        conf[keys.PLAN_ID] = request.plan_id
+    if request.profiles is not None:
+        conf[keys.PROFILES] = request.profiles
+    if request.planner_url is not None:
+        conf[keys.PLANNER_URL] = request.planner_url
+    conf[keys.COMPONENT_PROFILES] = entry.profiles()
+    conf[keys.TOPOLOGY] = entry.name
+    return conf
+
+
+def build_submission(request: SubmitRequest, streamparse_run: Path | None = None) -> Submission:
+    """Check the request against the topology and build what Nimbus gets."""
+    entry = lookup(request.topology)
+    _check(request, entry)
+    conf = topology_conf(request, entry)
+    run = str(streamparse_run or default_streamparse_run())
+
+    topology = copy.deepcopy(entry.topology.thrift_topology)
+    parallelism: dict[str, int] = {}
+    for component_id, spec in {**topology.spouts, **topology.bolts}.items():
+        common = spec.common
+        common.parallelism_hint = request.parallelism.get(component_id, common.parallelism_hint)
+        parallelism[component_id] = common.parallelism_hint
+        component = spec.spout_object if component_id in topology.spouts else spec.bolt_object
+        if component.shell is not None:
+            component.shell.execution_command = run
+        cls = entry.component_class(component_id)
+        if issubclass(cls, WindowedBolt):
+            component_conf = json.loads(common.json_conf or "{}")
+            component_conf[keys.TICK_FREQ_S] = int(conf.get(keys.EMIT_FREQUENCY_S, cls.default_emit_frequency_s))
+            common.json_conf = json.dumps(component_conf)
+
+    name = (request.name or entry.name).strip()
+    return Submission(name=name, entry=entry, topology=topology, conf=conf, parallelism=parallelism)
