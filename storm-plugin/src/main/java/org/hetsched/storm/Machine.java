@@ -1,0 +1,72 @@
+package org.hetsched.storm;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import org.apache.storm.scheduler.Cluster;
+import org.apache.storm.scheduler.SupervisorDetails;
+import org.apache.storm.scheduler.WorkerSlot;
+
+/**
+ * One supervisor as the planner sees it: its machine type and the worker ports one topology may use there.
+ *
+ * @param id          the supervisor id (what the plan names)
+ * @param host        the supervisor's host name (a stored plan may name the host instead of the id)
+ * @param type        machine type, from the supervisor's {@code supervisor.scheduler.meta}
+ * @param cores       cores of the machine where declared, else null
+ * @param totalSlots  all worker ports of the supervisor
+ * @param usablePorts ports free now or already held by the topology being placed, ascending
+ */
+public record Machine(String id, String host, String type, Double cores, int totalSlots, List<Integer> usablePorts) {
+
+    /** Scheduler-meta key a supervisor may use to declare its cores. */
+    public static final String CORES_KEY = "cores";
+
+    /**
+     * Every supervisor with at least one port this topology can use, sorted by id.
+     *
+     * <p>The topology's own current slots count as usable because a planner topology is always
+     * placed whole: its old slots are freed when the new placement is applied.
+     */
+    public static List<Machine> usableBy(Cluster cluster, String topologyId,
+                                         SchedulerSettings settings, TopologySettings topology) {
+        List<Machine> machines = new ArrayList<>();
+        List<SupervisorDetails> supervisors = new ArrayList<>(cluster.getSupervisors().values());
+        supervisors.sort(Comparator.comparing(SupervisorDetails::getId));
+        for (SupervisorDetails supervisor : supervisors) {
+            if (cluster.isBlackListed(supervisor.getId())) {
+                continue;
+            }
+            TreeSet<Integer> ports = new TreeSet<>(cluster.getAvailablePorts(supervisor));
+            for (WorkerSlot own : cluster.getUsedSlotsByTopologyId(topologyId)) {
+                if (own.getNodeId().equals(supervisor.getId())) {
+                    ports.add(own.getPort());
+                }
+            }
+            if (ports.isEmpty()) {
+                continue;
+            }
+            String type = metaValue(supervisor, settings.machineTypeKey());
+            if (type == null || type.isBlank()) {
+                type = settings.defaultMachineType();
+            }
+            Double cores = TopologySettings.positiveNumber(metaValue(supervisor, CORES_KEY));
+            if (cores == null) {
+                cores = topology.machineTypeCores().get(type);
+            }
+            machines.add(new Machine(supervisor.getId(), supervisor.getHost(), type, cores,
+                    supervisor.getAllPorts().size(), List.copyOf(ports)));
+        }
+        return machines;
+    }
+
+    private static String metaValue(SupervisorDetails supervisor, String key) {
+        if (supervisor.getSchedulerMeta() instanceof Map<?, ?> meta) {
+            Object value = meta.get(key);
+            return value == null ? null : value.toString().trim();
+        }
+        return null;
+    }
+}

@@ -1,0 +1,51 @@
+package org.hetsched.storm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The part of the planner's Plan (API.md) that the plugin acts on: where every instance goes.
+ *
+ * @param id          the stored plan's id, or null
+ * @param strategy    the strategy that made it, or null
+ * @param assignments one entry per instance
+ */
+public record Plan(String id, String strategy, List<InstanceAssignment> assignments) {
+
+    /** Instance {@code index} of {@code component} runs on supervisor (or host) {@code machine}. */
+    public record InstanceAssignment(String component, int index, String machine) {
+    }
+
+    /** Reads a Plan; anything that is not one is the planner's fault. */
+    public static Plan parse(JsonNode body) throws PlanFault {
+        if (body == null || !body.isObject()) {
+            throw malformed("the answer is not a JSON object");
+        }
+        JsonNode list = body.get("assignments");
+        if (list == null || !list.isArray()) {
+            throw malformed("the answer has no 'assignments' list");
+        }
+        List<InstanceAssignment> assignments = new ArrayList<>(list.size());
+        for (int i = 0; i < list.size(); i++) {
+            JsonNode a = list.get(i);
+            JsonNode component = a.get("component");
+            JsonNode index = a.get("index");
+            JsonNode machine = a.get("machine");
+            if (component == null || !component.isTextual() || machine == null || !machine.isTextual()
+                    || index == null || !index.canConvertToInt() || !index.isIntegralNumber() || index.asInt() < 0) {
+                throw malformed("assignment " + i + " lacks a text 'component', a text 'machine' or an index >= 0");
+            }
+            assignments.add(new InstanceAssignment(component.asText(), index.asInt(), machine.asText()));
+        }
+        return new Plan(text(body.get("id")), text(body.get("strategy")), List.copyOf(assignments));
+    }
+
+    private static String text(JsonNode node) {
+        return node == null || node.isNull() ? null : node.asText();
+    }
+
+    private static PlanFault malformed(String what) {
+        return PlanFault.plannerFailed("malformed plan from the planner: " + what);
+    }
+}

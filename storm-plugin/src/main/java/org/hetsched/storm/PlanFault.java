@@ -1,0 +1,51 @@
+package org.hetsched.storm;
+
+/**
+ * Why a topology could not be placed by the planner: the one reason that goes into the log line
+ * and the topology's status.
+ *
+ * <p>{@link #countsAgainstPlanner()} tells the circuit breaker whether the planner itself is
+ * failing (down, slow, erroring, answering nonsense), as opposed to a fault of this one topology
+ * or cluster (a missing profile set, a plan that no longer fits).
+ */
+public final class PlanFault extends Exception {
+    private final boolean countsAgainstPlanner;
+
+    private PlanFault(String reason, boolean countsAgainstPlanner) {
+        super(reason);
+        this.countsAgainstPlanner = countsAgainstPlanner;
+    }
+
+    /** The planner is down, too slow, erroring or answering nonsense. */
+    public static PlanFault plannerFailed(String reason) {
+        return new PlanFault(reason, true);
+    }
+
+    /** The planner is up but refused this request (unknown profile set or plan, a request it finds wrong). */
+    public static PlanFault plannerRefused(String reason) {
+        return new PlanFault(reason, false);
+    }
+
+    /** The planner was not asked, because the circuit breaker is open. */
+    public static PlanFault plannerSkipped(String reason) {
+        return new PlanFault(reason, false);
+    }
+
+    /** The plan cannot be carried out on this cluster as it is now. */
+    public static PlanFault planDoesNotFit(String reason) {
+        return new PlanFault(reason, false);
+    }
+
+    /** A hetsched.* value in the topology conf is malformed. */
+    public static PlanFault topologyConf(String reason) {
+        return new PlanFault(reason, false);
+    }
+
+    public boolean countsAgainstPlanner() {
+        return countsAgainstPlanner;
+    }
+
+    public String reason() {
+        return getMessage();
+    }
+}

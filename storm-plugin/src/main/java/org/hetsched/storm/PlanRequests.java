@@ -1,0 +1,96 @@
+package org.hetsched.storm;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Builds the PlanRequest body of {@code POST /v1/plans} (API.md) for one topology.
+ *
+ * <p>Every component is sent with its executor count as a fixed parallelism: the plugin cannot
+ * change executor counts, so for Nimbus a plan is a placement. A topology's stored plan id goes
+ * along as {@code plan_id}: the planner reuses that plan where it still fits.
+ */
+public final class PlanRequests {
+    /** Every machine is its whole self: the API's CPU unit is percent of one machine. */
+    static final double MACHINE_CAPACITY = 100.0;
+
+    private PlanRequests() {
+    }
+
+    public static ObjectNode build(ObjectMapper json, TopologyGraph graph, List<Machine> machines,
+                                   TopologySettings settings) {
+        ObjectNode request = json.createObjectNode();
+
+        ObjectNode topology = request.putObject("topology");
+        topology.put("name", graph.name());
+        ArrayNode components = topology.putArray("components");
+        for (TopologyGraph.Component c : graph.components()) {
+            ObjectNode component = components.addObject();
+            component.put("id", c.id());
+            component.put("kind", c.kind());
+            if (!c.isSystem() || settings.componentProfiles().containsKey(c.id())) {
+                component.put("profile", settings.profileOf(c.id()));
+            }
+            component.put("parallelism", c.executors().size());
+        }
+        ArrayNode streams = topology.putArray("streams");
+        for (TopologyGraph.Stream s : graph.streams()) {
+            streams.addObject().put("from", s.from()).put("to", s.to()).put("grouping", s.grouping());
+        }
+
+        ObjectNode cluster = request.putObject("cluster");
+        ArrayNode types = cluster.putArray("machine_types");
+        for (MachineTypeSummary type : summarize(machines).values()) {
+            ObjectNode t = types.addObject();
+            t.put("name", type.name);
+            t.put("capacity", MACHINE_CAPACITY);
+            if (type.cores != null) {
+                t.put("cores", type.cores);
+            }
+            t.put("slots", Math.max(1, type.slots));
+        }
+        ArrayNode machineList = cluster.putArray("machines");
+        for (Machine m : machines) {
+            machineList.addObject().put("id", m.id()).put("type", m.type());
+        }
+
+        request.putObject("profiles").put("name", settings.profiles());
+        if (settings.strategy() != null) {
+            request.put("strategy", settings.strategy());
+        }
+        if (settings.planId() != null) {
+            request.put("plan_id", settings.planId());
+        }
+        if (!settings.options().isEmpty()) {
+            request.set("options", json.valueToTree(settings.options()));
+        }
+        return request;
+    }
+
+    /** Machine types seen among the supervisors: slots is the most ports a supervisor of the type has. */
+    private static Map<String, MachineTypeSummary> summarize(List<Machine> machines) {
+        Map<String, MachineTypeSummary> types = new TreeMap<>();
+        for (Machine m : machines) {
+            MachineTypeSummary type = types.computeIfAbsent(m.type(), MachineTypeSummary::new);
+            type.slots = Math.max(type.slots, m.totalSlots());
+            if (type.cores == null) {
+                type.cores = m.cores();
+            }
+        }
+        return types;
+    }
+
+    private static final class MachineTypeSummary {
+        final String name;
+        int slots;
+        Double cores;
+
+        MachineTypeSummary(String name) {
+            this.name = name;
+        }
+    }
+}

@@ -1,0 +1,154 @@
+package org.hetsched.storm;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Talks to the planning service (API.md): {@code POST /v1/plans} and {@code GET /v1/plans/{id}}.
+ *
+ * <p>Every call is bounded by one time budget covering connect, request and answer, so a slow
+ * planner costs a Nimbus round at most that long. Every failure becomes a {@link PlanFault} whose
+ * reason says what went wrong in one line.
+ */
+public final class PlannerClient {
+    private static final int MAX_DETAIL_CHARS = 300;
+
+    private final URI baseUrl;
+    private final Duration timeout;
+    private final String token;
+    private final ObjectMapper json;
+    private final HttpClient http;
+
+    public PlannerClient(URI baseUrl, Duration timeout, String token, ObjectMapper json) {
+        this.baseUrl = baseUrl;
+        this.timeout = timeout;
+        this.token = token;
+        this.json = json;
+        this.http = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(timeout)
+                .followRedirects(HttpClient.Redirect.NEVER)
+                .build();
+    }
+
+    /** Asks for a new plan; the planner answers 201 with the stored Plan. */
+    public Plan requestPlan(JsonNode planRequest) throws PlanFault {
+        String body;
+        try {
+            body = json.writeValueAsString(planRequest);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a PlanRequest built from Java maps could not be written as JSON", e);
+        }
+        HttpRequest request = base("/v1/plans")
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8))
+                .build();
+        return Plan.parse(call(request, "POST /v1/plans"));
+    }
+
+    /** Reads a plan the planner already stores. */
+    public Plan fetchPlan(String planId) throws PlanFault {
+        String path = "/v1/plans/" + URLEncoder.encode(planId, StandardCharsets.UTF_8).replace("+", "%20");
+        return Plan.parse(call(base(path).GET().build(), "GET /v1/plans/" + planId));
+    }
+
+    public URI baseUrl() {
+        return baseUrl;
+    }
+
+    private HttpRequest.Builder base(String path) {
+        HttpRequest.Builder builder = HttpRequest.newBuilder(URI.create(baseUrl + path))
+                .timeout(timeout)
+                .header("Accept", "application/json");
+        if (token != null) {
+            builder.header("Authorization", "Bearer " + token);
+        }
+        return builder;
+    }
+
+    private JsonNode call(HttpRequest request, String what) throws PlanFault {
+        CompletableFuture<HttpResponse<String>> pending =
+                http.sendAsync(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        HttpResponse<String> response;
+        try {
+            response = pending.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            pending.cancel(true);
+            throw timedOut(what);
+        } catch (InterruptedException e) {
+            pending.cancel(true);
+            Thread.currentThread().interrupt();
+            throw PlanFault.plannerFailed(what + " to " + baseUrl + " was interrupted");
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (cause instanceof HttpTimeoutException) {
+                throw timedOut(what);
+            }
+            if (cause instanceof ConnectException) {
+                throw PlanFault.plannerFailed("planner unreachable at " + baseUrl + " (connection refused)");
+            }
+            throw PlanFault.plannerFailed("planner unreachable at " + baseUrl + ": " + describe(cause));
+        }
+
+        int status = response.statusCode();
+        if (status == 200 || status == 201) {
+            try {
+                return json.readTree(response.body());
+            } catch (JsonProcessingException e) {
+                throw PlanFault.plannerFailed("malformed plan from the planner: the answer to " + what
+                        + " is not JSON (" + oneLine(e.getOriginalMessage()) + ")");
+            }
+        }
+        String reason = what + " answered HTTP " + status + detail(response.body());
+        if (status == 404 || status == 422 || status == 400 || status == 413) {
+            throw PlanFault.plannerRefused("planner refused the request: " + reason);
+        }
+        throw PlanFault.plannerFailed("planner failed: " + reason);
+    }
+
+    private PlanFault timedOut(String what) {
+        return PlanFault.plannerFailed("planner timed out: " + what + " to " + baseUrl
+                + " gave no answer within " + timeout.toMillis() + " ms");
+    }
+
+    /** The planner's own words for an error: FastAPI's {@code detail}, else the body's start. */
+    private String detail(String body) {
+        if (body == null || body.isBlank()) {
+            return "";
+        }
+        String text = body;
+        try {
+            JsonNode detail = json.readTree(body).get("detail");
+            if (detail != null) {
+                text = detail.isTextual() ? detail.asText() : detail.toString();
+            }
+        } catch (JsonProcessingException notJson) {
+            // the raw body is the best description there is
+        }
+        return ": " + oneLine(text);
+    }
+
+    private static String describe(Throwable cause) {
+        String message = cause.getMessage();
+        return cause.getClass().getSimpleName() + (message == null ? "" : " " + oneLine(message));
+    }
+
+    private static String oneLine(String text) {
+        String flat = text == null ? "" : text.replaceAll("\\s+", " ").trim();
+        return flat.length() <= MAX_DETAIL_CHARS ? flat : flat.substring(0, MAX_DETAIL_CHARS) + "...";
+    }
+}

@@ -1,0 +1,124 @@
+package org.hetsched.storm;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The plugin's settings from Nimbus's storm.yaml.
+ *
+ * <p>Read once in {@code prepare}; a bad value stops Nimbus with a sentence naming the key,
+ * rather than failing quietly on every scheduling round later.
+ *
+ * @param plannerUrl        base URL of the planning service, or null when no planner is configured
+ * @param timeout           the whole budget of one planner call (connect, request, answer)
+ * @param token             Bearer token for the planner's /v1 calls, or null
+ * @param fallback          what happens to a planner topology when the planner cannot place it
+ * @param machineTypeKey    the key of {@code supervisor.scheduler.meta} that names a supervisor's machine type
+ * @param defaultMachineType the type of supervisors whose meta names none
+ * @param breakerFailures   consecutive planner failures that open the circuit breaker
+ * @param breakerBackoff    how long the breaker first stays open; doubles on every failed retry
+ * @param breakerMaxBackoff the longest the breaker stays open
+ */
+public record SchedulerSettings(
+        URI plannerUrl,
+        Duration timeout,
+        String token,
+        Fallback fallback,
+        String machineTypeKey,
+        String defaultMachineType,
+        int breakerFailures,
+        Duration breakerBackoff,
+        Duration breakerMaxBackoff) {
+
+    public static final String PLANNER_URL = "hetsched.planner.url";
+    public static final String PLANNER_TIMEOUT_MS = "hetsched.planner.timeout.ms";
+    public static final String PLANNER_TOKEN = "hetsched.planner.token";
+    public static final String FALLBACK = "hetsched.fallback";
+    public static final String MACHINE_TYPE_KEY = "hetsched.machine.type.key";
+    public static final String DEFAULT_MACHINE_TYPE = "hetsched.machine.type.default";
+    public static final String BREAKER_FAILURES = "hetsched.breaker.failures";
+    public static final String BREAKER_BACKOFF_MS = "hetsched.breaker.backoff.ms";
+    public static final String BREAKER_MAX_BACKOFF_MS = "hetsched.breaker.backoff.max.ms";
+
+    /** What to do with a planner topology the planner could not place. */
+    public enum Fallback {
+        /** Storm's DefaultScheduler places the topology evenly. */
+        EVEN,
+        /** The topology waits unscheduled until the planner can place it. */
+        NONE
+    }
+
+    public static SchedulerSettings fromConf(Map<String, Object> conf) {
+        String url = text(conf, PLANNER_URL, null);
+        URI plannerUrl = null;
+        if (url != null && !url.isBlank()) {
+            try {
+                plannerUrl = URI.create(url.endsWith("/") ? url.substring(0, url.length() - 1) : url);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(PLANNER_URL + " is not a URL: '" + url + "'", e);
+            }
+            String scheme = plannerUrl.getScheme();
+            if (!"http".equals(scheme) && !"https".equals(scheme) || plannerUrl.getHost() == null) {
+                throw new IllegalArgumentException(PLANNER_URL + " must be an http(s) URL with a host, got '" + url + "'");
+            }
+        }
+        String fallbackText = text(conf, FALLBACK, "even").toLowerCase(Locale.ROOT);
+        Fallback fallback = switch (fallbackText) {
+            case "even" -> Fallback.EVEN;
+            case "none" -> Fallback.NONE;
+            default -> throw new IllegalArgumentException(
+                    FALLBACK + " must be 'even' or 'none', got '" + fallbackText + "'");
+        };
+        Duration backoff = Duration.ofMillis(positiveLong(conf, BREAKER_BACKOFF_MS, 5_000));
+        Duration maxBackoff = Duration.ofMillis(positiveLong(conf, BREAKER_MAX_BACKOFF_MS, 300_000));
+        if (maxBackoff.compareTo(backoff) < 0) {
+            throw new IllegalArgumentException(
+                    BREAKER_MAX_BACKOFF_MS + " must be at least " + BREAKER_BACKOFF_MS + " (" + backoff.toMillis() + ")");
+        }
+        String token = text(conf, PLANNER_TOKEN, null);
+        return new SchedulerSettings(
+                plannerUrl,
+                Duration.ofMillis(positiveLong(conf, PLANNER_TIMEOUT_MS, 2_000)),
+                token == null || token.isBlank() ? null : token.trim(),
+                fallback,
+                text(conf, MACHINE_TYPE_KEY, "machine-type"),
+                text(conf, DEFAULT_MACHINE_TYPE, "default"),
+                (int) Math.min(Integer.MAX_VALUE, positiveLong(conf, BREAKER_FAILURES, 3)),
+                backoff,
+                maxBackoff);
+    }
+
+    public boolean hasPlanner() {
+        return plannerUrl != null;
+    }
+
+    private static String text(Map<String, Object> conf, String key, String defaultValue) {
+        Object value = conf.get(key);
+        if (value == null) {
+            return defaultValue;
+        }
+        if (value instanceof String || value instanceof Number) {
+            return value.toString();
+        }
+        throw new IllegalArgumentException(key + " must be a string, got " + value.getClass().getSimpleName());
+    }
+
+    private static long positiveLong(Map<String, Object> conf, String key, long defaultValue) {
+        Object value = conf.get(key);
+        if (value == null) {
+            return defaultValue;
+        }
+        long parsed;
+        try {
+            parsed = value instanceof Number n ? n.longValue() : Long.parseLong(value.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " must be a whole number, got '" + value + "'", e);
+        }
+        if (parsed <= 0) {
+            throw new IllegalArgumentException(key + " must be positive, got " + parsed);
+        }
+        return parsed;
+    }
+}

@@ -1,0 +1,143 @@
+package org.hetsched.storm;
+
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * What a topology asks of the planner, from its own topology conf.
+ *
+ * <p>A topology asks for the planner by naming a profile set ({@code hetsched.profiles}) or a
+ * stored plan ({@code hetsched.plan.id}); every other topology is scheduled evenly as Storm would.
+ * With a profile set the planner is asked for a plan ({@code POST /v1/plans}, passing the plan id
+ * for reuse); with only a plan id the stored plan is read as it is ({@code GET /v1/plans/{id}}).
+ *
+ * @param profiles              name of the stored ProfileSet the planner should use, or null
+ * @param strategy              planner strategy (paper, even, ...), or null for the planner's default
+ * @param planId                id of a plan already stored in the planner, or null
+ * @param componentProfiles     component id to profile key; a component not named uses its id
+ * @param machineTypeCores      machine type to cores, for supervisors whose meta declares none
+ * @param options               PlanOptions passed through to the planner as they are, or empty
+ * @param maxExecutorsPerWorker most executors of this topology in one worker, or null for no limit
+ */
+public record TopologySettings(
+        String profiles,
+        String strategy,
+        String planId,
+        Map<String, String> componentProfiles,
+        Map<String, Double> machineTypeCores,
+        Map<String, Object> options,
+        Integer maxExecutorsPerWorker) {
+
+    public static final String PROFILES = "hetsched.profiles";
+    public static final String STRATEGY = "hetsched.strategy";
+    public static final String PLAN_ID = "hetsched.plan.id";
+    public static final String COMPONENT_PROFILES = "hetsched.component.profiles";
+    public static final String MACHINE_TYPE_CORES = "hetsched.machine.type.cores";
+    public static final String OPTIONS = "hetsched.options";
+    public static final String MAX_EXECUTORS_PER_WORKER = "hetsched.max.executors.per.worker";
+
+    /** Reads the settings; a malformed value is a {@link PlanFault} naming the key, so the topology still gets scheduled. */
+    public static TopologySettings fromConf(Map<String, Object> conf) throws PlanFault {
+        Integer maxPerWorker = null;
+        Object max = conf.get(MAX_EXECUTORS_PER_WORKER);
+        if (max != null) {
+            maxPerWorker = wholeNumber(MAX_EXECUTORS_PER_WORKER, max);
+            if (maxPerWorker < 1) {
+                throw PlanFault.topologyConf(MAX_EXECUTORS_PER_WORKER + " must be at least 1, got " + maxPerWorker);
+            }
+        }
+        return new TopologySettings(
+                text(conf, PROFILES),
+                text(conf, STRATEGY),
+                text(conf, PLAN_ID),
+                textMap(conf, COMPONENT_PROFILES),
+                numberMap(conf, MACHINE_TYPE_CORES),
+                objectMap(conf, OPTIONS),
+                maxPerWorker);
+    }
+
+    /** Reads only what decides whether the planner is asked at all; never fails. */
+    public static boolean asksForPlanner(Map<String, Object> conf) {
+        return conf.get(PROFILES) != null || conf.get(PLAN_ID) != null;
+    }
+
+    public String profileOf(String componentId) {
+        return componentProfiles.getOrDefault(componentId, componentId);
+    }
+
+    private static String text(Map<String, Object> conf, String key) throws PlanFault {
+        Object value = conf.get(key);
+        if (value == null) {
+            return null;
+        }
+        if (!(value instanceof String) && !(value instanceof Number)) {
+            throw PlanFault.topologyConf(key + " must be a string, got " + value.getClass().getSimpleName());
+        }
+        String s = value.toString().trim();
+        return s.isEmpty() ? null : s;
+    }
+
+    private static Map<?, ?> map(Map<String, Object> conf, String key) throws PlanFault {
+        Object value = conf.get(key);
+        if (value == null) {
+            return Collections.emptyMap();
+        }
+        if (!(value instanceof Map<?, ?> m)) {
+            throw PlanFault.topologyConf(key + " must be a map, got " + value.getClass().getSimpleName());
+        }
+        return m;
+    }
+
+    private static Map<String, String> textMap(Map<String, Object> conf, String key) throws PlanFault {
+        Map<String, String> out = new HashMap<>();
+        for (Map.Entry<?, ?> e : map(conf, key).entrySet()) {
+            if (e.getValue() == null) {
+                throw PlanFault.topologyConf(key + " gives no value for '" + e.getKey() + "'");
+            }
+            out.put(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
+        }
+        return Map.copyOf(out);
+    }
+
+    private static Map<String, Double> numberMap(Map<String, Object> conf, String key) throws PlanFault {
+        Map<String, Double> out = new HashMap<>();
+        for (Map.Entry<?, ?> e : map(conf, key).entrySet()) {
+            Double value = positiveNumber(e.getValue());
+            if (value == null) {
+                throw PlanFault.topologyConf(key + " must map to positive numbers, got '" + e.getValue()
+                        + "' for '" + e.getKey() + "'");
+            }
+            out.put(String.valueOf(e.getKey()), value);
+        }
+        return Map.copyOf(out);
+    }
+
+    private static Map<String, Object> objectMap(Map<String, Object> conf, String key) throws PlanFault {
+        Map<String, Object> out = new HashMap<>();
+        map(conf, key).forEach((k, v) -> out.put(String.valueOf(k), v));
+        return Collections.unmodifiableMap(out);
+    }
+
+    private static int wholeNumber(String key, Object value) throws PlanFault {
+        try {
+            return value instanceof Number n ? Math.toIntExact(n.longValue()) : Integer.parseInt(value.toString().trim());
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw PlanFault.topologyConf(key + " must be a whole number, got '" + value + "'");
+        }
+    }
+
+    /** A positive finite number from a number or numeric text, else null. */
+    static Double positiveNumber(Object value) {
+        if (value == null) {
+            return null;
+        }
+        double d;
+        try {
+            d = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
+        } catch (NumberFormatException e) {
+            return null;
+        }
+        return Double.isFinite(d) && d > 0 ? d : null;
+    }
+}
