@@ -1,0 +1,268 @@
+"""The PySpark job: raw worker records in, the planner's ProfileSet out.
+
+Per (profile key, machine type): counters become per-interval input rates and CPU percent
+(:mod:`spark_profiling.rates`), Spark sums them (n, Σx, Σy, Σxy, Σx², Σy², ...) and the driver fits
+the line from the sums alone (:mod:`spark_profiling.fit`). The input is read once: validation,
+intervals and every count of the run's report come out of one grouped aggregation whose result
+has one row per (file, verdict, pair), never raw records.
+
+Run it as ``spark-submit spark_profiling/aggregate.py IN... --out F`` or ``hetsched aggregate``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import os
+import sys
+import time
+from collections import Counter, defaultdict
+from functools import reduce
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from planner.model import ProfileEntry, ProfileSet
+from spark_profiling.errors import ProfilingError
+from spark_profiling.fit import Clamped, PairSums, Skipped, profile_entry
+from spark_profiling.inputs import Format, InputSpec, read_raw, resolve_inputs, spark_error_sentence
+from spark_profiling.rates import (
+    COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, INPUT_RATE, INTERVAL, NON_INCREASING_TS, OK, intervals,
+)
+from spark_profiling.records import REASON, SOURCE_FILE, validate
+from spark_profiling.session import spark_session
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MIN_SAMPLES = 5
+"""Fewest intervals a (profile key, machine type) pair needs before its line is trusted."""
+
+
+def _pair_sums_frame(records: DataFrame) -> DataFrame:
+    """One row per (source file, reason, profile, machine type) with the counts and regression sums."""
+    points = intervals(records)
+    valid = F.col(REASON).isNull()
+    ok = F.col(INTERVAL) == OK
+    x, y = F.col(INPUT_RATE), F.col(CPU_PERCENT)
+
+    def ok_sum(value):
+        return F.sum(F.when(ok, value))
+
+    return points.groupBy(
+        SOURCE_FILE,
+        REASON,
+        F.when(valid, F.col("profile")).alias("profile"),
+        F.when(valid, F.col("machine_type")).alias("machine_type"),
+    ).agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.when(ok, 1)).alias("n"),
+        F.count(F.when(F.col(INTERVAL) == COUNTER_RESET, 1)).alias("resets"),
+        F.count(F.when(F.col(INTERVAL) == NON_INCREASING_TS, 1)).alias("non_increasing"),
+        ok_sum(x).alias("sx"),
+        ok_sum(y).alias("sy"),
+        ok_sum(x * y).alias("sxy"),
+        ok_sum(x * x).alias("sxx"),
+        ok_sum(y * y).alias("syy"),
+        F.min(x).alias("x_min"),
+        F.max(x).alias("x_max"),
+        ok_sum(F.col(D_EXECUTED)).alias("executed"),
+        ok_sum(F.col(D_EMITTED)).alias("emitted"),
+        F.collect_set(F.when(valid, F.col("run_id"))).alias("runs"),
+    )
+
+
+def _sums(row) -> PairSums:
+    return PairSums(
+        n=row["n"],
+        sx=row["sx"] or 0.0,
+        sy=row["sy"] or 0.0,
+        sxy=row["sxy"] or 0.0,
+        sxx=row["sxx"] or 0.0,
+        syy=row["syy"] or 0.0,
+        x_min=row["x_min"] if row["x_min"] is not None else float("inf"),
+        x_max=row["x_max"] if row["x_max"] is not None else float("-inf"),
+        executed=row["executed"] or 0.0,
+        emitted=row["emitted"] or 0.0,
+    )
+
+
+def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_samples: int = DEFAULT_MIN_SAMPLES) -> ProfileSet:
+    """Aggregate the inputs into a ProfileSet whose ``source`` reports the run.
+
+    Raises ProfilingError when an input cannot be read, holds no valid record, or no pair has
+    enough intervals for a profile.
+    """
+    if min_samples < 2:
+        raise ProfilingError(f"min_samples must be at least 2 (a line needs two points), not {min_samples}.")
+    started = time.monotonic()
+    records = reduce(DataFrame.unionByName, [validate(read_raw(spark, spec)) for spec in inputs])
+    try:
+        groups = _pair_sums_frame(records).collect()
+    except Exception as exc:  # a file that fails mid-read (corrupt gzip, truncated Parquet)
+        raise ProfilingError(f"reading the inputs failed: {spark_error_sentence(exc)}") from None
+
+    rows_per_file: Counter[str] = Counter()
+    bad_per_file: Counter[str] = Counter()
+    bad_rows: Counter[str] = Counter()
+    pairs: dict[tuple[str, str], PairSums] = defaultdict(PairSums)
+    resets = non_increasing = 0
+    runs: set[str] = set()
+    for g in groups:
+        rows_per_file[g[SOURCE_FILE]] += g["rows"]
+        if g[REASON] is not None:
+            bad_rows[g[REASON]] += g["rows"]
+            bad_per_file[g[SOURCE_FILE]] += g["rows"]
+            continue
+        pairs[(g["profile"], g["machine_type"])] += _sums(g)
+        resets += g["resets"]
+        non_increasing += g["non_increasing"]
+        runs.update(g["runs"])
+
+    total_rows = sum(rows_per_file.values())
+    valid_rows = total_rows - sum(bad_rows.values())
+    if total_rows == 0:
+        raise ProfilingError("the inputs hold no records.")
+    if bad_rows:
+        log.warning("skipped %d bad rows of %d: %s", sum(bad_rows.values()), total_rows, _reasons_text(bad_rows))
+    if valid_rows == 0:
+        raise ProfilingError(f"no valid record in the inputs: all {total_rows} rows are bad ({_reasons_text(bad_rows)}).")
+
+    entries: list[ProfileEntry] = []
+    skipped: list[Skipped] = []
+    clamped: list[Clamped] = []
+    for (profile, machine_type), sums in sorted(pairs.items()):
+        result = profile_entry(profile, machine_type, sums, min_samples)
+        if result.entry is not None:
+            entries.append(result.entry)
+        if result.skipped is not None:
+            skipped.append(result.skipped)
+            log.warning("pair (%s, %s) left out: %s", profile, machine_type, result.skipped.reason)
+        for clamp in result.clamped:
+            clamped.append(clamp)
+            log.warning("pair (%s, %s): fitted %s %.4g clamped to %g", profile, machine_type, clamp.field, clamp.fitted, clamp.used)
+    if not entries:
+        raise ProfilingError(
+            f"no (profile, machine type) pair has enough data for a profile: "
+            + "; ".join(f"({s.profile}, {s.machine_type}) {s.reason}" for s in skipped)
+            + "."
+        )
+
+    source = {
+        "kind": "spark_profiling.aggregate",
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "inputs": [{"path": spec.path, "format": spec.format} for spec in inputs],
+        "files": [
+            {"file": f, "rows": rows_per_file[f], "bad_rows": bad_per_file[f]} for f in sorted(rows_per_file)
+        ],
+        "rows": total_rows,
+        "valid_rows": valid_rows,
+        "bad_rows": dict(sorted(bad_rows.items())),
+        "intervals": {"used": sum(p.n for p in pairs.values()), COUNTER_RESET: resets, NON_INCREASING_TS: non_increasing},
+        "runs": sorted(runs),
+        "min_samples": min_samples,
+        "skipped_pairs": [vars(s) for s in skipped],
+        "clamped": [vars(c) for c in clamped],
+        "spark": {"version": spark.version, "master": spark.sparkContext.master},
+        "elapsed_s": round(time.monotonic() - started, 3),
+    }
+    return ProfileSet(name=name, entries=entries, source=source)
+
+
+def _reasons_text(reasons: Counter[str]) -> str:
+    return ", ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+
+
+def check_writable(out: Path) -> None:
+    """Fail before a long Spark run, not after it, when the output cannot be written."""
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise ProfilingError(f"output {out} is a folder; give a file name.")
+    existing = parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise ProfilingError(f"output {out} cannot be written: {existing} is not a writable folder.")
+
+
+def write_profile_set(out: Path, profile_set: ProfileSet) -> None:
+    """Write the set as JSON atomically (a reader never sees half a file)."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(f".{out.name}.partial")
+        partial.write_text(profile_set.model_dump_json(indent=2) + "\n")
+        os.replace(partial, out)
+    except OSError as exc:
+        raise ProfilingError(f"cannot write {out}: {exc.strerror or exc}.") from None
+
+
+def set_name(out: Path, name: str | None, put: str | None) -> str:
+    """The set's name: ``name``, else the name it is stored under, else the output file's stem."""
+    if name and put and name != put:
+        raise ProfilingError(f"--name {name} and --put {put} differ; the stored set is named by --put, so give one name.")
+    return name or put or out.stem
+
+
+def run(
+    inputs: list[str],
+    out: Path,
+    name: str | None = None,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
+    fmt: Format | None = None,
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> ProfileSet:
+    """Check the inputs and output, aggregate in a Spark session, write the set to ``out``."""
+    specs = resolve_inputs(inputs, fmt)
+    check_writable(out)
+    with spark_session(master, conf) as spark:
+        profile_set = aggregate(spark, specs, name or out.stem, min_samples)
+    write_profile_set(out, profile_set)
+    return profile_set
+
+
+def parse_conf(pairs: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` strings (``--conf``) as a dict."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ProfilingError(f"--conf {pair!r} is not KEY=VALUE.")
+        conf[key.strip()] = value
+    return conf
+
+
+def main(argv: list[str] | None = None) -> int:
+    """spark-submit entry point; the same options as ``hetsched aggregate``."""
+    from spark_profiling.publish import DEFAULT_PLANNER, put_profile_set
+    from spark_profiling.report import summary_lines
+
+    parser = argparse.ArgumentParser(prog="aggregate.py", description=__doc__.splitlines()[0])
+    parser.add_argument("inputs", nargs="+", help="raw record files or folders (JSON lines or Parquet)")
+    parser.add_argument("--out", required=True, type=Path, help="where to write the ProfileSet JSON")
+    parser.add_argument("--name", help="the ProfileSet's name (default: --put NAME, else the output file's stem)")
+    parser.add_argument("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES, help="fewest intervals per pair")
+    parser.add_argument("--format", choices=["jsonl", "parquet"], help="force the input format")
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    parser.add_argument("--put", metavar="NAME", help="also store the set in the planner under NAME")
+    parser.add_argument("--planner", default=os.environ.get("HETSCHED_PLANNER", DEFAULT_PLANNER), help="planner URL")
+    parser.add_argument("--token", default=os.environ.get("HETSCHED_TOKEN"), help="planner bearer token")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        name = set_name(args.out, args.name, args.put)
+        profile_set = run(args.inputs, args.out, name, args.min_samples, args.format, args.master, parse_conf(args.conf))
+        print("\n".join(summary_lines(profile_set)))
+        print(f"wrote {args.out}")
+        if args.put:
+            put_profile_set(args.planner, args.put, profile_set, token=args.token)
+            print(f"stored as {args.put!r} at {args.planner}")
+    except ProfilingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

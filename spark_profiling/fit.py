@@ -1,0 +1,129 @@
+"""The least-squares line through one pair's intervals, from sums alone, and the ProfileEntry it gives.
+
+MODEL.md: one instance fed ``IR`` tuples/s uses ``TCU = 100 * e * IR + MET`` percent of the
+machine. So a line of CPU percent (y) against input rate (x) has slope ``100 * e`` and intercept
+``MET``. The sums (n, Σx, Σy, Σxy, Σx², Σy²) are all the fit needs, which is why the Spark job
+aggregates only them and never brings raw rows to the driver. Pure Python: no Spark here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.model import ProfileEntry
+
+SPREAD_EPSILON = 1e-9
+"""Relative variance below which the input rates count as all equal (no slope can be fitted)."""
+
+
+@dataclass(frozen=True)
+class PairSums:
+    """Additive sums over the intervals of one (profile key, machine type) pair."""
+
+    n: int = 0
+    sx: float = 0.0
+    sy: float = 0.0
+    sxy: float = 0.0
+    sxx: float = 0.0
+    syy: float = 0.0
+    x_min: float = math.inf
+    x_max: float = -math.inf
+    executed: float = 0.0
+    emitted: float = 0.0
+
+    def __add__(self, other: "PairSums") -> "PairSums":
+        return PairSums(
+            n=self.n + other.n,
+            sx=self.sx + other.sx,
+            sy=self.sy + other.sy,
+            sxy=self.sxy + other.sxy,
+            sxx=self.sxx + other.sxx,
+            syy=self.syy + other.syy,
+            x_min=min(self.x_min, other.x_min),
+            x_max=max(self.x_max, other.x_max),
+            executed=self.executed + other.executed,
+            emitted=self.emitted + other.emitted,
+        )
+
+
+@dataclass(frozen=True)
+class Line:
+    slope: float
+    intercept: float
+    r2: float | None
+    """None where the CPU is constant (R² undefined)."""
+
+
+def fit_line(s: PairSums) -> Line | None:
+    """Ordinary least squares of y on x, or None when the x values have no spread."""
+    if s.n < 2:
+        return None
+    var_x = s.sxx - s.sx * s.sx / s.n
+    if var_x <= SPREAD_EPSILON * max(s.sxx, 1e-300):
+        return None
+    cov = s.sxy - s.sx * s.sy / s.n
+    var_y = s.syy - s.sy * s.sy / s.n
+    slope = cov / var_x
+    intercept = (s.sy - slope * s.sx) / s.n
+    r2 = None if var_y <= SPREAD_EPSILON * max(s.syy, 1e-300) else min(1.0, max(0.0, cov * cov / (var_x * var_y)))
+    return Line(slope=slope, intercept=intercept, r2=r2)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A pair left out of the profile set, and why (never an invented profile)."""
+
+    profile: str
+    machine_type: str
+    samples: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Clamped:
+    """A fitted value outside its physical range, replaced by the bound (said in the set's source)."""
+
+    profile: str
+    machine_type: str
+    field: str
+    fitted: float
+    used: float
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """What one pair's intervals gave: an entry (maybe with clamps), or the reason it was skipped."""
+
+    entry: ProfileEntry | None
+    skipped: Skipped | None = None
+    clamped: tuple[Clamped, ...] = ()
+
+
+def profile_entry(profile: str, machine_type: str, s: PairSums, min_samples: int) -> PairResult:
+    """The pair's ProfileEntry, or why there is none.
+
+    ``r2`` is that of the fitted line before any clamp. A slope at or below zero means the CPU
+    does not grow with the input rate: no usable cost per tuple, so the pair is skipped.
+    """
+    def skip(reason: str) -> PairResult:
+        return PairResult(entry=None, skipped=Skipped(profile, machine_type, s.n, reason))
+
+    if s.n < min_samples:
+        return skip(f"{s.n} intervals, fewer than the {min_samples} needed")
+    line = fit_line(s)
+    if line is None:
+        return skip(f"every interval had the same input rate ({s.x_min:g} tuples/s), so no slope")
+    if not line.slope > 0:
+        return skip(f"CPU does not grow with input rate (slope {line.slope:.4g} percent per tuple/s)")
+    entry = ProfileEntry(
+        profile=profile,
+        machine_type=machine_type,
+        e=line.slope / 100.0,
+        met=max(line.intercept, 0.0),
+        alpha=s.emitted / s.executed if s.executed > 0 else 0.0,
+        r2=line.r2,
+        samples=s.n,
+        rate_range=(max(s.x_min, 0.0), max(s.x_max, 0.0)),
+    )
+    clamped = (Clamped(profile, machine_type, "met", line.intercept, 0.0),) if line.intercept < 0 else ()
+    return PairResult(entry=entry, clamped=clamped)

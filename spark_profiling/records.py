@@ -1,0 +1,144 @@
+"""The raw profiling record: one task's counters at one moment, and how a row is judged valid.
+
+One record per task per sample (every few seconds), as JSON lines or Parquet. Counters are
+cumulative, so rates come from differences between consecutive samples (:mod:`spark_profiling.rates`).
+docs/profiling-records.md is the reader's version of :data:`FIELDS`; keep the two in step.
+
+A row that breaks the schema is not an error of the run: it gets a *reason* (``missing:cpu_seconds``,
+``non_numeric:ts``, ...), is counted and skipped. Only the first fault of a row is named.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+Kind = Literal["text", "number", "integer"]
+Bound = Literal["any", "non_negative", "positive"]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: Kind
+    required: bool
+    bound: Bound = "any"
+    doc: str = ""
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("run_id", "text", True, doc="One experiment run (a collector invocation)."),
+    Field("ts", "number", True, "positive", "Sample time, unix seconds."),
+    Field("topology", "text", True, doc="Storm topology name."),
+    Field("component", "text", True, doc="Component id (spout or bolt)."),
+    Field("profile", "text", True, doc="Profile key of the component (e.g. highCompute)."),
+    Field("task_id", "integer", True, doc="Storm task id (unique within the topology)."),
+    Field("pid", "integer", True, "positive", "Pid of the task's Python process (ShellBolt/ShellSpout subprocess)."),
+    Field("worker_id", "text", False, doc="Storm worker id the task ran in."),
+    Field("machine", "text", False, doc="Supervisor (machine) id."),
+    Field("machine_type", "text", True, doc="Machine type of the supervisor (supervisor.scheduler.meta)."),
+    Field("machine_cores", "number", True, "positive", "The machine's CPU quota in cores (e.g. 0.5, 1, 2)."),
+    Field("rate_step", "number", False, "non_negative", "Offered spout rate of the experiment step, tuples/s."),
+    Field("executed", "number", True, "non_negative", "Cumulative tuples executed by the task (spouts: tuples emitted)."),
+    Field("emitted", "number", True, "non_negative", "Cumulative tuples emitted by the task on its user streams."),
+    Field("cpu_seconds", "number", True, "non_negative", "Cumulative CPU seconds (user+system) of the task's Python process."),
+    Field("machine_cpu_seconds", "number", False, "non_negative", "Cumulative cgroup cpuacct usage of the machine, seconds."),
+    Field("machine_quota_cores", "number", False, "positive", "The machine's cgroup CPU quota in cores as read from the cgroup."),
+)
+
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
+SEGMENT_KEY: tuple[str, ...] = ("run_id", "topology", "task_id", "pid", "machine_type")
+"""Consecutive samples with the same key form one counter series; a new pid is a new series."""
+
+CORRUPT = "_corrupt_record"
+LINE = "_line"
+SOURCE_FILE = "source_file"
+REASON = "reason"
+
+MALFORMED_JSON = "malformed_json"
+BLANK_LINE = "blank_line"
+
+JSON_READ_SCHEMA = T.StructType(
+    [T.StructField(name, T.StringType()) for name in FIELD_NAMES] + [T.StructField(CORRUPT, T.StringType())]
+)
+"""Every field read as text, so a non-numeric value is seen and named instead of nulling the whole row."""
+
+_SPARK_TYPE = {"text": T.StringType(), "number": T.DoubleType(), "integer": T.LongType()}
+
+
+def parse_json_lines(lines: DataFrame) -> DataFrame:
+    """Parse a DataFrame of text lines (column ``value``) into raw string fields plus the line itself."""
+    parsed = F.from_json(F.col("value"), JSON_READ_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
+    return lines.select(F.col("value").alias(LINE), parsed.alias("r"), F.col(SOURCE_FILE)).select(
+        LINE, "r.*", SOURCE_FILE
+    )
+
+
+def _number_text(raw: Column) -> Column:
+    # Spark's JSON reader hands a bare NaN/Infinity to a string field as "\"NaN\"": drop the quotes.
+    return F.regexp_replace(F.trim(raw), r'^"(.*)"$', "$1")
+
+
+def validate(raw: DataFrame) -> DataFrame:
+    """Typed fields plus a ``reason`` column: null for a valid row, else the row's first fault.
+
+    ``raw`` may hold the fields as text (JSON lines) or typed (Parquet); absent columns count as
+    missing. The result has every field of :data:`FIELDS` with its Spark type, ``reason`` and
+    ``source_file``. Values of a bad row are whatever could be parsed and must not be used.
+    """
+    types = {f.name: f.dataType for f in raw.schema.fields}
+    typed: dict[str, Column] = {}
+    checks: list[Column] = []
+    if LINE in types:
+        checks.append(F.when(F.trim(F.col(LINE)) == "", F.lit(BLANK_LINE)))
+    if CORRUPT in types:
+        checks.append(F.when(F.col(CORRUPT).isNotNull(), F.lit(MALFORMED_JSON)))
+
+    for field in FIELDS:
+        source_type = types.get(field.name)
+        col = F.col(field.name) if source_type is not None else F.lit(None).cast(T.StringType())
+        is_numeric_source = isinstance(source_type, T.NumericType)
+
+        if field.kind == "text":
+            value = F.trim(col.cast(T.StringType()))
+            typed[field.name] = F.when(value != "", value)
+            if field.required:
+                checks.append(F.when(typed[field.name].isNull(), F.lit(f"missing:{field.name}")))
+            continue
+
+        if is_numeric_source:
+            number = col.cast(T.DoubleType())
+            present = number.isNotNull()
+            non_numeric = F.lit(False)
+        else:
+            text = _number_text(col.cast(T.StringType()))
+            present = text.isNotNull() & (text != "")
+            number = text.try_cast(T.DoubleType())
+            non_numeric = present & number.isNull()
+
+        field_checks = [
+            (non_numeric, "non_numeric"),
+            (present & (F.isnan(number) | (F.abs(number) == float("inf"))), "non_finite"),
+        ]
+        if field.kind == "integer":
+            field_checks.append((present & (number != F.floor(number)), "non_integer"))
+            field_checks.append((present & (F.abs(number) >= 2.0**62), "out_of_range"))
+        if field.bound == "non_negative":
+            field_checks.append((present & (number < 0), "negative"))
+        elif field.bound == "positive":
+            field_checks.append((present & (number <= 0), "non_positive"))
+        if field.required:
+            checks.append(F.when(~present, F.lit(f"missing:{field.name}")))
+        for failed, reason in field_checks:
+            checks.append(F.when(failed, F.lit(f"{reason}:{field.name}")))
+        typed[field.name] = F.when(present & ~non_numeric, number).try_cast(_SPARK_TYPE[field.kind])
+
+    source = F.col(SOURCE_FILE) if SOURCE_FILE in types else F.lit(None).cast(T.StringType())
+    return raw.select(
+        *[typed[name].alias(name) for name in FIELD_NAMES],
+        F.coalesce(*checks).alias(REASON),
+        source.alias(SOURCE_FILE),
+    )
