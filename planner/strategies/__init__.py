@@ -45,6 +45,9 @@ class Deadline:
 
 # name -> module with a ``plan(topology, cluster, profiles, options) -> StrategyResult`` function.
 _MODULES: dict[str, str] = {
+    "paper": "planner.strategies.paper",
+    "even": "planner.strategies.even",
+    "resource_aware": "planner.strategies.resource_aware",
 }
 
 STRATEGIES: dict[str, Strategy] = {name: importlib.import_module(module).plan for name, module in _MODULES.items()}

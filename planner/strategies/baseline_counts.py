@@ -1,0 +1,22 @@
+"""Instance counts for the Storm baselines (even, resource_aware).
+
+Storm's schedulers only place executors; the user picks the parallelism. To
+compare placement alone, as the paper's simulation does, a baseline gets the
+instance counts of the ``paper`` plan for every component whose parallelism
+is not fixed (and the fixed count where it is).
+"""
+from __future__ import annotations
+
+from planner.model import Cluster, PlanOptions, Topology
+from planner.problem import Problem
+from planner.profiles import ProfileTable
+from planner.simulator import evaluate_problem
+from planner.strategies import paper
+
+
+def paper_counts(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> tuple[dict[str, int], float]:
+    """(instances per component of the paper plan, that plan's closed-form input rate in tuples/s)."""
+    result = paper.plan(topology, cluster, profiles, options)
+    problem = Problem.build(topology, cluster, profiles, options)
+    evaluation = evaluate_problem(problem, result.placement)
+    return evaluation.instances, evaluation.input_rate
