@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from planner.service.errors import error_response
 
 PROTECTED_PREFIX = "/v1"
+DRAIN_AT_LEAST_BYTES = 64_000_000
 
 
 class BearerToken:
@@ -44,7 +45,7 @@ class BodySizeLimit:
     def __init__(self, app: ASGIApp, max_bytes: int, drain_bytes: int | None = None):
         self.app = app
         self.max_bytes = max_bytes
-        self.drain_bytes = drain_bytes if drain_bytes is not None else 4 * max_bytes + (1 << 20)
+        self.drain_bytes = drain_bytes if drain_bytes is not None else max(10 * max_bytes, DRAIN_AT_LEAST_BYTES)
 
     def _sentence(self, size: int | None) -> str:
         limit_mb = self.max_bytes / 1_000_000

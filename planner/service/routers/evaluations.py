@@ -12,13 +12,14 @@ from planner.api import evaluate_assignments
 from planner.model import Evaluation, EvaluationRequest
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
 from planner.service.errors import ErrorBody
+from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import limited_options, resolve_profiles, run_limited
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
 
 log = logging.getLogger("hetsched.service")
 
-router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"])
+router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], route_class=StrictJSONRoute)
 
 
 @router.post("", response_model=Evaluation,

@@ -12,13 +12,14 @@ from planner.api import evaluate_assignments, make_plan
 from planner.model import Plan, PlanRequest
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
 from planner.service.errors import ErrorBody, not_found
+from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import limited_options, resolve_profiles, run_limited, stored_placement
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
 
 log = logging.getLogger("hetsched.service")
 
-router = APIRouter(prefix="/v1/plans", tags=["plans"])
+router = APIRouter(prefix="/v1/plans", tags=["plans"], route_class=StrictJSONRoute)
 
 
 @router.post("", status_code=201, response_model=Plan,

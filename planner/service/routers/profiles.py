@@ -9,9 +9,10 @@ from pydantic import BaseModel
 from planner.model import ProfileSet
 from planner.service.deps import get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
+from planner.service.json_body import StrictJSONRoute
 from planner.storage import Storage
 
-router = APIRouter(prefix="/v1/profiles", tags=["profiles"])
+router = APIRouter(prefix="/v1/profiles", tags=["profiles"], route_class=StrictJSONRoute)
 
 ProfileName = Annotated[str, Path(min_length=1, max_length=200, description="The profile set's name.")]
 

@@ -1,0 +1,88 @@
+"""``hetsched profiles`` and ``hetsched plan --url`` against a real service, and their one-line errors."""
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from hetsched.cli import _register, app
+from tests.fixtures.service import small_profiles
+
+_register()
+runner = CliRunner()
+
+
+def _run(*args: str, env: dict | None = None):
+    return runner.invoke(app, list(args), env=env or {})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_profiles_put_get_list_round_trip(planner_service, tmp_path):
+    source = small_profiles("whatever-the-file-says")
+    yaml_file = tmp_path / "micro.yaml"
+    yaml_file.write_text(yaml.safe_dump(source))
+    result = _run("profiles", "put", "cli-micro", str(yaml_file), "--url", planner_service.url)
+    assert result.exit_code == 0, result.output
+    assert f"stored profile set cli-micro ({len(source['entries'])} entries)" in result.output
+
+    listing = _run("profiles", "list", "--url", planner_service.url)
+    assert "cli-micro" in listing.output.splitlines()
+
+    got = _run("profiles", "get", "cli-micro", "--url", planner_service.url)
+    assert got.exit_code == 0
+    body = json.loads(got.output)
+    assert body["name"] == "cli-micro"
+    assert [e["e"] for e in body["entries"]] == [e["e"] for e in source["entries"]]
+
+
+def test_profiles_put_accepts_a_bare_list_of_entries_and_the_url_from_the_environment(planner_service, tmp_path):
+    json_file = tmp_path / "entries.json"
+    json_file.write_text(json.dumps(small_profiles()["entries"]))
+    result = _run("profiles", "put", "cli-list", str(json_file), env={"HETSCHED_PLANNER_URL": planner_service.url})
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "back.json"
+    assert _run("profiles", "get", "cli-list", "-o", str(out), "--url", planner_service.url).exit_code == 0
+    assert len(json.loads(out.read_text())["entries"]) == len(small_profiles()["entries"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (("profiles", "get", "no-such-set"), "error: profile set 'no-such-set' does not exist"),
+])
+def test_server_answers_become_one_line(planner_service, args, message):
+    result = _run(*args, "--url", planner_service.url)
+    assert result.exit_code == 1
+    assert result.output.strip() == message
+
+
+def test_bad_file_is_one_line(planner_service, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"entries": [{"profile": "p", "machine_type": "t", "e": -2}]}))
+    result = _run("profiles", "put", "x", str(bad), "--url", planner_service.url)
+    assert result.exit_code == 1
+    assert result.output.strip().startswith(f"error: {bad}: entries.0.e: Input should be greater than or equal to 0")
+    missing = _run("profiles", "put", "x", str(tmp_path / "nope.yaml"), "--url", planner_service.url)
+    assert missing.exit_code == 1 and "cannot read" in missing.output and len(missing.output.strip().splitlines()) == 1
+
+
+def test_no_planner_at_the_url_is_one_line():
+    url = f"http://127.0.0.1:{_free_port()}"
+    result = _run("profiles", "list", "--url", url)
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: no planner at {url} (connection refused): start one with `hetsched serve`"
+
+
+def test_refused_token_is_one_line(start_planner_service):
+    service = start_planner_service(token="t0ken")
+    result = _run("profiles", "list", "--url", service.url)
+    assert result.exit_code == 1
+    assert "refused the call (401)" in result.output and len(result.output.strip().splitlines()) == 1
+    assert _run("profiles", "list", "--url", service.url, "--token", "t0ken").exit_code == 0
+    assert _run("profiles", "list", "--url", service.url, env={"HETSCHED_PLANNER_TOKEN": "t0ken"}).exit_code == 0
