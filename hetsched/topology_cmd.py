@@ -17,7 +17,7 @@ from topologies.submission import SubmitRequest, parse_conf, parse_parallelism
 console = Console()
 
 NimbusOption = typer.Option(
-    None, "--nimbus", envvar=NIMBUS_ENV, help="Nimbus host:port (default: the local cluster's Nimbus)."
+    None, "--nimbus", help=f"Nimbus host:port (default: ${NIMBUS_ENV}, else the local cluster's Nimbus)."
 )
 
 

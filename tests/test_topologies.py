@@ -1,0 +1,280 @@
+"""The topologies' graphs, the jar, the submission (parallelism and config) and every user error before Nimbus."""
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from hetsched.cli import app
+import hetsched.topology_cmd  # noqa: F401  registers submit/kill/topologies on app
+from planner.model import Topology as PlannerTopology
+from topologies import conf as keys
+from topologies.catalog import CATALOG, lookup, planner_topology
+from topologies.errors import TopologyError
+from topologies.inputs import URL_COUNT, URL_ZIPF_S, ZipfSampler, page_views, parse_page_view, sentences, word
+from topologies.jar import PACKAGE_DIR, build_jar, source_files
+from topologies.nimbus import parse_address
+from topologies.pacing import Pacer
+from topologies.plans import plan_parallelism
+from topologies.submission import SubmitRequest, build_submission, default_streamparse_run, parse_conf, parse_parallelism
+from topologies.windows import SlidingCounts, SlidingSets, slot_count
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER_TOPOLOGIES = REPO / "planner" / "fixtures" / "paper_topologies.yaml"
+runner = CliRunner()
+
+
+def _graph(topology: PlannerTopology) -> tuple[dict, set]:
+    components = {c.id: (c.kind, c.profile) for c in topology.components}
+    streams = {(s.source, s.target, s.grouping) for s in topology.streams}
+    return components, streams
+
+
+@pytest.mark.parametrize("name", ["linear", "diamond", "star"])
+def test_micro_benchmarks_have_the_planner_fixtures_components_and_streams(name):
+    fixture = PlannerTopology.model_validate(yaml.safe_load(PAPER_TOPOLOGIES.read_text())[name])
+    assert _graph(planner_topology(lookup(name))) == _graph(fixture)
+
+
+def test_storm_benchmark_topologies_group_the_second_stream_by_key():
+    rolling = planner_topology(lookup("rolling_count"))
+    unique = planner_topology(lookup("unique_visitor"))
+    assert _graph(rolling)[1] == {("spout", "split", "shuffle"), ("split", "rolling_count", "fields")}
+    assert _graph(unique)[1] == {("spout", "view", "shuffle"), ("view", "uniquer", "fields")}
+    assert lookup("rolling_count").topology.thrift_bolts["rolling_count"].common.inputs
+    grouping = next(iter(lookup("unique_visitor").topology.thrift_bolts["uniquer"].common.inputs.values()))
+    assert grouping.fields == ["url"]
+
+
+def test_every_component_runs_through_streamparse_run_from_this_package():
+    for entry in CATALOG.values():
+        for spec in entry.topology.specs:
+            shell = spec.component_object.shell
+            assert shell.execution_command == "streamparse_run"
+            module, cls = shell.script.rsplit(".", 1)
+            assert module in ("topologies.spouts", "topologies.bolts")
+            assert (PACKAGE_DIR / f"{module.split('.')[1]}.py").exists()
+
+
+@pytest.mark.parametrize("text", ["Linear", "rolling-count", "RollingCount", " unique_visitor "])
+def test_lookup_ignores_case_and_separators(text):
+    assert lookup(text).name in CATALOG
+
+
+def test_unknown_topology_lists_the_known_ones():
+    with pytest.raises(TopologyError, match="unknown topology 'ring'; known topologies: linear, diamond, star"):
+        lookup("ring")
+
+
+# --- the jar ---
+
+def test_jar_holds_the_package_sources_under_resources(tmp_path):
+    jar = build_jar(tmp_path / "t.jar")
+    with zipfile.ZipFile(jar) as zf:
+        names = zf.namelist()
+        assert "META-INF/MANIFEST.MF" in names
+        python = sorted(n for n in names if n.startswith("resources/"))
+        assert python == sorted(f"resources/{p.as_posix()}" for p in source_files())
+        assert "resources/topologies/bolts.py" in python and "resources/topologies/spouts.py" in python
+        assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+        assert zf.read("resources/topologies/bolts.py") == (PACKAGE_DIR / "bolts.py").read_bytes()
+
+
+def test_jar_is_the_same_for_the_same_sources(tmp_path):
+    assert build_jar(tmp_path / "a.jar").read_bytes() == build_jar(tmp_path / "b.jar").read_bytes()
+
+
+# --- the submission ---
+
+def test_submission_sets_parallelism_shell_command_and_config_without_touching_the_catalog():
+    request = SubmitRequest("linear", parallelism={"low": 2, "high": 5}, rate=40.0, workers=3,
+                            conf={"topology.max.spout.pending": 10, keys.cpu_ms_key("highCompute"): 8})
+    submission = build_submission(request, Path("/venv/bin/streamparse_run"))
+    assert submission.parallelism == {"spout": 1, "low": 2, "mid": 1, "high": 5}
+    assert submission.topology.bolts["high"].common.parallelism_hint == 5
+    assert CATALOG["linear"].topology.thrift_topology.bolts["high"].common.parallelism_hint == 1
+    for spec in [*submission.topology.spouts.values()]:
+        assert spec.spout_object.shell.execution_command == "/venv/bin/streamparse_run"
+    for spec in submission.topology.bolts.values():
+        assert spec.bolt_object.shell.execution_command == "/venv/bin/streamparse_run"
+    assert CATALOG["linear"].topology.thrift_topology.bolts["high"].bolt_object.shell.execution_command == "streamparse_run"
+    conf = submission.conf
+    assert conf[keys.COMPONENT_PROFILES] == {"spout": "spout", "low": "lowCompute", "mid": "midCompute", "high": "highCompute"}
+    assert conf[keys.STATS_SAMPLE_RATE] == 1.0
+    assert conf[keys.SPOUT_RATE] == 40.0 and conf[keys.WORKERS] == 3
+    assert conf["topology.max.spout.pending"] == 10
+    assert conf[keys.cpu_ms_key("highCompute")] == 8 and conf[keys.cpu_ms_key("lowCompute")] == keys.DEFAULT_CPU_MS["lowCompute"]
+    assert keys.PLAN_ID not in conf
+    json.dumps(conf)
+
+
+def test_default_cpu_per_tuple_keeps_the_paper_ratio():
+    ms = keys.DEFAULT_CPU_MS
+    paper = {"lowCompute": 0.0581, "midCompute": 0.103, "highCompute": 0.1915}
+    for profile in ("midCompute", "highCompute"):
+        assert ms[profile] / ms["lowCompute"] == pytest.approx(paper[profile] / paper["lowCompute"], rel=0.05)
+
+
+def test_plan_and_profiles_go_into_the_config():
+    submission = build_submission(SubmitRequest("star", plan_id="p-1", profiles="micro", planner_url="http://x:1"))
+    assert submission.conf[keys.PLAN_ID] == "p-1"
+    assert submission.conf[keys.PROFILES] == "micro"
+    assert submission.conf[keys.PLANNER_URL] == "http://x:1"
+
+
+def test_windowed_bolts_tick_at_the_emit_frequency():
+    submission = build_submission(SubmitRequest("rolling_count", conf={keys.EMIT_FREQUENCY_S: 5}))
+    assert json.loads(submission.topology.bolts["rolling_count"].common.json_conf)[keys.TICK_FREQ_S] == 5
+    default = build_submission(SubmitRequest("unique_visitor"))
+    assert json.loads(default.topology.bolts["uniquer"].common.json_conf)[keys.TICK_FREQ_S] == 3
+
+
+def test_streamparse_run_is_the_virtualenvs():
+    run = default_streamparse_run()
+    assert run.is_absolute() and run.exists()
+
+
+@pytest.mark.parametrize("request_, fault", [
+    (SubmitRequest("linear", parallelism={"lo": 2}), "topology linear has no component 'lo'; its components are spout, low, mid, high"),
+    (SubmitRequest("linear", rate=-1.0), "--rate must be"),
+    (SubmitRequest("linear", rate=float("nan")), "--rate must be"),
+    (SubmitRequest("linear", workers=0), "--workers must be at least 1"),
+    (SubmitRequest("linear", sample_rate=0.0), "sample rate"),
+    (SubmitRequest("linear", conf={keys.cpu_ms_key("lowCompute"): "fast"}), "CPU milliseconds"),
+    (SubmitRequest("nope"), "unknown topology 'nope'"),
+])
+def test_bad_requests_are_refused_with_a_sentence(request_, fault):
+    with pytest.raises(TopologyError, match=fault.replace("(", r"\(").replace(")", r"\)")):
+        build_submission(request_)
+
+
+def test_parse_parallelism_and_conf():
+    assert parse_parallelism("spout=1, low=3,") == {"spout": 1, "low": 3}
+    assert parse_conf(["a=1", "b=x", "c=[1,2]", "d={\"k\": true}"]) == {"a": 1, "b": "x", "c": [1, 2], "d": {"k": True}}
+    for bad, fault in [("low", "not component=N"), ("low=x", "whole number"), ("low=0", "at least 1"),
+                       ("low=1,low=2", "twice"), ("=3", "not component=N")]:
+        with pytest.raises(TopologyError, match=fault):
+            parse_parallelism(bad)
+    with pytest.raises(TopologyError, match="not key=value"):
+        parse_conf(["novalue"])
+
+
+def test_parse_nimbus_address():
+    assert (parse_address("10.0.0.1:7000").host, parse_address("10.0.0.1:7000").port) == ("10.0.0.1", 7000)
+    assert parse_address("nimbus").port == 6627
+    for bad in ("h:x", "h:0", ":"):
+        with pytest.raises(TopologyError, match="is not host:port"):
+            parse_address(bad)
+
+
+# --- plans ---
+
+def _plan(instances: dict[str, int]):
+    from planner.model import Plan
+    return Plan(id="p1", strategy="paper", topology="linear", input_rate=1, total_throughput=1, sink_throughput=1,
+                instances=instances, assignments=[], machines=[], weighted_utilization=0)
+
+
+def test_plan_instances_become_the_parallelism_system_components_aside():
+    plan = _plan({"spout": 1, "low": 2, "mid": 3, "high": 6, "__acker": 2})
+    assert plan_parallelism(plan, lookup("linear")) == {"spout": 1, "low": 2, "mid": 3, "high": 6}
+
+
+def test_plan_for_other_components_is_refused():
+    with pytest.raises(TopologyError, match="does not match topology star: it has no instances for spout1, spout2 "
+                                            r"and places components the topology does not have \(spout\)"):
+        plan_parallelism(_plan({"spout": 1, "low": 2, "mid": 3, "high": 6}), lookup("star"))
+
+
+# --- the components' pure parts ---
+
+def test_pacer_emits_at_the_rate_and_forgives_long_stalls():
+    pacer = Pacer(rate=10.0, start=0.0)
+    assert pacer.due(0.05) == 0 and pacer.wait(0.05) == pytest.approx(0.05)
+    assert pacer.due(0.35) == 3
+    pacer.sent(3)
+    assert pacer.due(0.39) == 0
+    assert pacer.due(100.0) == 10
+    pacer.sent(10)
+    assert pacer.due(100.0) == 0 and pacer.due(100.1) == 1
+
+
+def test_sliding_windows_forget_the_oldest_slot():
+    counts = SlidingCounts(slots=2)
+    counts.add("a"); counts.add("a"); counts.add("b")
+    assert counts.totals_then_advance() == {"a": 2, "b": 1}
+    counts.add("a")
+    assert counts.totals_then_advance() == {"a": 3, "b": 1}
+    assert counts.totals_then_advance() == {"a": 1}
+    sets = SlidingSets(slots=2)
+    sets.add("u", 1); sets.add("u", 1); sets.add("u", 2)
+    assert sets.sizes_then_advance() == {"u": 2}
+    assert slot_count(9, 3) == 3 and slot_count(300, 60) == 5 and slot_count(1, 5) == 1
+
+
+def test_page_views_follow_the_declared_zipf_skew():
+    views = [parse_page_view(line) for line in itertools.islice(page_views(task=0), 20_000)]
+    assert all(v is not None for v in views)
+    counts = Counter(url for url, _ in views)
+    share_top = counts.most_common(1)[0][1] / len(views)
+    assert share_top == pytest.approx(ZipfSampler(URL_COUNT, URL_ZIPF_S, None).probability(1), rel=0.15)
+    assert counts.most_common(1)[0][0].endswith("/page/1")
+
+
+def test_generated_inputs_are_reproducible_and_differ_per_task():
+    first = list(itertools.islice(sentences(task=0), 5))
+    assert first == list(itertools.islice(sentences(task=0), 5))
+    assert first != list(itertools.islice(sentences(task=1), 5))
+    assert len({word(r) for r in range(1, 5001)}) == 5000
+    assert parse_page_view("garbage") is None and parse_page_view("u\t200\t1\tx") is None
+
+
+# --- the command line, before any cluster ---
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cli_unknown_topology():
+    result = runner.invoke(app, ["submit", "ring", "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1
+    assert "unknown topology 'ring'; known topologies: linear, diamond, star, rolling_count, unique_visitor" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cli_parallelism_for_unknown_component():
+    result = runner.invoke(app, ["submit", "diamond", "--parallelism", "low=2,sink=3", "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1
+    assert "topology diamond has no component 'sink'; its components are spout, low, mid, high" in result.output
+
+
+def test_cli_says_where_it_looked_for_nimbus():
+    port = _closed_port()
+    for args in (["submit", "linear"], ["kill", "linear"], ["topologies"]):
+        result = runner.invoke(app, [*args, "--nimbus", f"127.0.0.1:{port}"])
+        assert result.exit_code == 1
+        assert f"cannot reach Nimbus at 127.0.0.1:{port} (from --nimbus)" in result.output
+        assert "Traceback" not in result.output
+
+
+def test_cli_nimbus_from_environment(monkeypatch):
+    port = _closed_port()
+    monkeypatch.setenv("HETSCHED_NIMBUS", f"127.0.0.1:{port}")
+    result = runner.invoke(app, ["topologies"])
+    assert result.exit_code == 1
+    assert f"cannot reach Nimbus at 127.0.0.1:{port} (from $HETSCHED_NIMBUS)" in result.output
+
+
+def test_cli_plan_and_parallelism_together_are_refused():
+    result = runner.invoke(app, ["submit", "linear", "--plan", "p1", "-p", "low=2", "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1
+    assert "give either --plan or --parallelism, not both" in result.output
