@@ -122,3 +122,26 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
     for t in sorted(running, key=lambda t: t.name):
         table.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.tasks), _uptime(t.uptime_s))
     console.print(table if running else "no topologies running", highlight=False)
+
+
+@app.command("counts")
+def counts(
+    name: str = typer.Argument(..., help="Name the topology runs under."),
+    window: float = typer.Option(30.0, "--window", min=1.0, help="Seconds to count over."),
+    nimbus: Optional[str] = NimbusOption,
+) -> None:
+    """Tuples each component of a running topology handled within a window (Nimbus counts)."""
+    from topologies.submit import window_counts
+
+    try:
+        address = nimbus_address(nimbus)
+        with console.status(f"counting {name} for {window:g} s"):
+            topology, rates = window_counts(name, address, window)
+    except TopologyError as exc:
+        raise _fail(str(exc)) from None
+    table = Table(title=f"{name} ({topology}) over {rates[0].window_s:.1f} s", title_justify="left")
+    for column in ("component", "role", "tuples", "tuples/s", "acked", "failed"):
+        table.add_column(column, justify="left" if column in ("component", "role") else "right")
+    for r in rates:
+        table.add_row(r.component, r.role, str(r.tuples), f"{r.per_second:.1f}", str(r.acked), str(r.failed))
+    console.print(table)

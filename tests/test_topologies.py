@@ -278,3 +278,63 @@ def test_cli_plan_and_parallelism_together_are_refused():
     result = runner.invoke(app, ["submit", "linear", "--plan", "p1", "-p", "low=2", "--nimbus", "127.0.0.1:1"])
     assert result.exit_code == 1
     assert "give either --plan or --parallelism, not both" in result.output
+
+
+# --- plans from a real planning service ---
+
+def _linear_plan_request() -> dict:
+    entries = [
+        {"profile": profile, "machine_type": machine_type, "e": e * factor, "met": 0.5}
+        for profile, e in (("spout", 0.0005), ("lowCompute", 0.002), ("midCompute", 0.0036), ("highCompute", 0.0066))
+        for machine_type, factor in (("small", 2.0), ("large", 1.0))
+    ]
+    return {
+        "topology": planner_topology(lookup("linear")).model_dump(mode="json", by_alias=True, exclude_none=True),
+        "cluster": {
+            "machine_types": [{"name": "small", "capacity": 100, "cores": 1, "slots": 4},
+                              {"name": "large", "capacity": 100, "cores": 4, "slots": 4}],
+            "machines": [{"id": "sup-small", "type": "small"}, {"id": "sup-large", "type": "large"}],
+        },
+        "profiles": {"entries": entries},
+        "strategy": "paper",
+    }
+
+
+@pytest.fixture(scope="module")
+def stored_plan(planner_service):
+    with planner_service.http() as http:
+        response = http.post("/v1/plans", json=_linear_plan_request())
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def test_plan_from_the_service_sets_every_components_parallelism(planner_service, stored_plan):
+    from topologies.submit import apply_plan
+
+    request = apply_plan(SubmitRequest("linear", plan_id=stored_plan["id"], planner_url=planner_service.url, profiles="micro"))
+    assert request.parallelism == {c: stored_plan["instances"][c] for c in ("spout", "low", "mid", "high")}
+    submission = build_submission(request)
+    assert submission.parallelism == request.parallelism
+    assert submission.conf[keys.PLAN_ID] == stored_plan["id"]
+    assert submission.conf[keys.PROFILES] == "micro"
+
+
+def test_cli_plan_that_does_not_exist(planner_service):
+    result = runner.invoke(app, ["submit", "linear", "--plan", "no-such-plan", "--planner", planner_service.url,
+                                 "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1
+    assert f"the planner at {planner_service.url} has no plan 'no-such-plan'" in result.output
+
+
+def test_cli_plan_for_another_topology(planner_service, stored_plan):
+    result = runner.invoke(app, ["submit", "star", "--plan", stored_plan["id"], "--planner", planner_service.url,
+                                 "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1
+    assert f"plan {stored_plan['id']} (topology 'linear') does not match topology star" in result.output
+
+
+def test_cli_planner_unreachable():
+    result = runner.invoke(app, ["submit", "linear", "--plan", "p1", "--planner", f"http://127.0.0.1:{_closed_port()}",
+                                 "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1
+    assert "no planner at http://127.0.0.1:" in result.output and "Traceback" not in result.output

@@ -10,7 +10,9 @@ from typing import Any
 from topologies import plans
 from topologies.catalog import lookup
 from topologies.errors import TopologyError
+from topologies.conf import TOPOLOGY as TOPOLOGY_KEY
 from topologies.jar import build_jar
+from topologies.measure import ComponentRate, window_rates
 from topologies.nimbus import NimbusAddress, RunningTopology, connect
 from topologies.submission import SubmitRequest, build_submission
 
@@ -97,3 +99,17 @@ def kill(name: str, address: NimbusAddress, wait: bool = False, grace_s: int = 0
 def running_topologies(address: NimbusAddress, leader_timeout_s: float = 60.0) -> list[RunningTopology]:
     with connect(address, leader_timeout_s) as nimbus:
         return nimbus.topologies()
+
+
+def window_counts(name: str, address: NimbusAddress, window_s: float,
+                  leader_timeout_s: float = 60.0) -> tuple[str, list[ComponentRate]]:
+    """The catalog name of a running topology and what each component did within the window."""
+    with connect(address, leader_timeout_s) as nimbus:
+        running = nimbus.find(name)
+        if running is None:
+            raise TopologyError(f"no topology named {name!r} is running on Nimbus {address}")
+        catalog_name = nimbus.topology_conf(running.id).get(TOPOLOGY_KEY)
+        if not catalog_name:
+            raise TopologyError(f"topology {name!r} was not submitted by hetsched (no {TOPOLOGY_KEY} in its config)")
+        entry = lookup(catalog_name)
+        return entry.name, window_rates(nimbus, name, entry, window_s)

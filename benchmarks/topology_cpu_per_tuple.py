@@ -1,0 +1,223 @@
+"""Is a compute bolt's CPU per tuple what it is configured to spend, and how much is multi-lang overhead?
+
+Runs Linear (spout -> low -> mid -> high, one instance each) on a live Storm
+cluster twice: once with the configured CPU per tuple, once with 0 ms (so all
+that is left is the multi-lang overhead: JSON in and out, the ack). For each
+component it measures the CPU time of its Python processes (psutil) against
+the tuples Nimbus says it executed, over the same window. Nimbus's counts
+move in steps (each worker heartbeat), so both ends of the window are taken
+at the moment a count step is seen, with the CPU read right then.
+
+    .venv/bin/python benchmarks/topology_cpu_per_tuple.py [--nimbus host:port] [--window 90]
+
+Prints a table and, with --json, writes the figures to a file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from topologies import conf as keys  # noqa: E402
+from topologies.catalog import lookup  # noqa: E402
+from topologies.errors import TopologyError  # noqa: E402
+from topologies.locate import nimbus_address  # noqa: E402
+from topologies.measure import roles  # noqa: E402
+from topologies.nimbus import Nimbus, NimbusAddress, connect  # noqa: E402
+from topologies.submission import SubmitRequest  # noqa: E402
+from topologies.submit import kill, submit  # noqa: E402
+from topologies.workers import ProcessGroup, component_groups, worker_jvms  # noqa: E402
+
+console = Console()
+TOPOLOGY = "linear"
+POLL_S = 0.2
+TOLERANCE = 0.10
+
+
+@dataclass
+class Edge:
+    """A component's count right after it stepped, and its processes' CPU at that moment."""
+
+    at: float
+    tuples: int
+    cpu_s: float
+
+
+@dataclass
+class ComponentResult:
+    component: str
+    role: str
+    configured_ms: float | None
+    tuples: int
+    window_s: float
+    cpu_ms_per_tuple: float
+    processes: int
+
+
+def _tuples(nimbus: Nimbus, topology_id: str, component: str, role: str) -> int:
+    c = nimbus.component_counts(topology_id, component)
+    return c.emitted if role == "spout" else c.executed
+
+
+def wait_until_flowing(nimbus: Nimbus, name: str, timeout_s: float = 300.0) -> str:
+    """Block until every component has handled tuples; return the topology id."""
+    entry = lookup(TOPOLOGY)
+    kinds = roles(entry)
+    deadline = time.monotonic() + timeout_s
+    with console.status(f"waiting for {name} to run and tuples to reach every component"):
+        while time.monotonic() < deadline:
+            running = nimbus.find(name)
+            if running is not None and all(_tuples(nimbus, running.id, c, kinds[c]) > 0 for c in entry.component_ids):
+                return running.id
+            time.sleep(2.0)
+    raise TopologyError(f"{name}: tuples did not reach every component within {timeout_s:.0f} s")
+
+
+def measure(nimbus: Nimbus, topology_id: str, groups: list[ProcessGroup], window_s: float) -> dict[str, tuple[Edge, Edge]]:
+    """First and last count step of each component within the window, with its CPU at each step."""
+    kinds = roles(lookup(TOPOLOGY))
+    last: dict[str, int] = {}
+    first_edge: dict[str, Edge] = {}
+    last_edge: dict[str, Edge] = {}
+    start = time.monotonic()
+    with Progress(TextColumn("measuring"), BarColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("window", total=window_s)
+        while (now := time.monotonic()) - start < window_s:
+            for group in groups:
+                component = group.components[0]
+                tuples = _tuples(nimbus, topology_id, component, kinds[component])
+                if component in last and tuples != last[component]:
+                    edge = Edge(time.monotonic(), tuples, group.cpu_seconds())
+                    first_edge.setdefault(component, edge)
+                    last_edge[component] = edge
+                last[component] = tuples
+            bar.update(task, completed=now - start)
+            time.sleep(POLL_S)
+    missing = [g.components[0] for g in groups if g.components[0] not in first_edge or first_edge[g.components[0]] is last_edge[g.components[0]]]
+    if missing:
+        raise TopologyError(f"counts of {', '.join(missing)} did not move twice within {window_s:.0f} s; use a longer --window")
+    return {c: (first_edge[c], last_edge[c]) for c in first_edge}
+
+
+def run_phase(address: NimbusAddress, name: str, cpu_ms: dict[str, float], rate: float | None,
+              warmup_s: float, window_s: float) -> tuple[list[ComponentResult], dict]:
+    entry = lookup(TOPOLOGY)
+    kinds = roles(entry)
+    request = SubmitRequest(
+        TOPOLOGY, name=name, workers=1, rate=rate,
+        conf={keys.cpu_ms_key(p): ms for p, ms in cpu_ms.items()},
+    )
+    result = submit(request, address, force=True)
+    console.print(f"submitted {TOPOLOGY} as {name} ({result.topology_id}) with CPU ms per tuple {cpu_ms}", highlight=False)
+    try:
+        with connect(address) as nimbus:
+            topology_id = wait_until_flowing(nimbus, name)
+            with console.status(f"warming up for {warmup_s:g} s"):
+                time.sleep(warmup_s)
+            groups = component_groups(entry, topology_id)
+            empty = [g.label for g in groups if not g.processes]
+            if empty:
+                raise TopologyError(f"found no Python process of {', '.join(empty)} (is the cluster on this machine?)")
+            jvms = worker_jvms(groups)
+            jvm_cpu_before = sum(sum(p.cpu_times()[:2]) for p in jvms)
+            spout_before = _tuples(nimbus, topology_id, "spout", "spout")
+            edges = measure(nimbus, topology_id, groups, window_s)
+            jvm_cpu_after = sum(sum(p.cpu_times()[:2]) for p in jvms)
+            spout_after = _tuples(nimbus, topology_id, "spout", "spout")
+    finally:
+        kill(name, address, wait=True)
+    results = []
+    for group in groups:
+        component = group.components[0]
+        first, last = edges[component]
+        tuples = last.tuples - first.tuples
+        profile = entry.profiles()[component]
+        results.append(ComponentResult(
+            component=component,
+            role=kinds[component],
+            configured_ms=cpu_ms.get(profile) if profile in cpu_ms else None,
+            tuples=tuples,
+            window_s=last.at - first.at,
+            cpu_ms_per_tuple=(last.cpu_s - first.cpu_s) / tuples * 1000 if tuples else float("nan"),
+            processes=len(group.processes),
+        ))
+    spout_tuples = max(1, spout_after - spout_before)
+    jvm = {"workers": len(jvms), "cpu_ms_per_spout_tuple": (jvm_cpu_after - jvm_cpu_before) / spout_tuples * 1000,
+           "spout_tuples": spout_tuples}
+    return results, jvm
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nimbus", help="host:port (default: $HETSCHED_NIMBUS, else the local cluster's Nimbus)")
+    parser.add_argument("--window", type=float, default=90.0, help="seconds measured per phase")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds after tuples flow before measuring")
+    parser.add_argument("--rate", type=float, default=None, help="spout tuples/s (default: flow control)")
+    for profile, ms in keys.DEFAULT_CPU_MS.items():
+        parser.add_argument(f"--{profile.removesuffix('Compute')}-ms", type=float, default=ms, dest=profile,
+                            help=f"CPU ms per tuple of {profile} (default {ms})")
+    parser.add_argument("--name", default="hetsched-cpu-per-tuple")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    configured = {p: getattr(args, p) for p in keys.DEFAULT_CPU_MS}
+    try:
+        address = nimbus_address(args.nimbus)
+        loaded, jvm_loaded = run_phase(address, args.name, configured, args.rate, args.warmup, args.window)
+        bare, jvm_bare = run_phase(address, args.name, {p: 0.0 for p in configured}, args.rate, args.warmup, args.window)
+    except TopologyError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 1
+
+    overhead = {r.component: r.cpu_ms_per_tuple for r in bare}
+    table = Table(title="Python CPU per tuple (ms), Linear, one instance each", title_justify="left")
+    for column in ("component", "configured", "measured", "measured/configured", "overhead at 0 ms",
+                   "overhead share", "tuples", "window s"):
+        table.add_column(column, justify="left" if column == "component" else "right")
+    verdicts = []
+    rows = []
+    for r in loaded:
+        share = overhead[r.component] / r.cpu_ms_per_tuple if r.cpu_ms_per_tuple else float("nan")
+        ratio = r.cpu_ms_per_tuple / r.configured_ms if r.configured_ms else None
+        if ratio is not None:
+            verdicts.append(abs(ratio - 1) <= TOLERANCE)
+        table.add_row(
+            r.component,
+            f"{r.configured_ms:.2f}" if r.configured_ms is not None else "-",
+            f"{r.cpu_ms_per_tuple:.3f}",
+            f"{ratio:.3f}" if ratio is not None else "-",
+            f"{overhead[r.component]:.3f}",
+            f"{share:.1%}",
+            str(r.tuples),
+            f"{r.window_s:.1f}",
+        )
+        rows.append({**asdict(r), "overhead_ms_per_tuple": overhead[r.component], "overhead_share": share,
+                     "ratio": ratio})
+    console.print(table)
+    console.print(
+        f"worker JVM CPU per spout tuple: {jvm_loaded['cpu_ms_per_spout_tuple']:.3f} ms (configured run), "
+        f"{jvm_bare['cpu_ms_per_spout_tuple']:.3f} ms (0 ms run); includes ShellBolt/ShellSpout serialization, "
+        "ackers, transfer and Storm's own threads for all four components",
+        highlight=False,
+    )
+    ok = all(verdicts)
+    console.print(f"compute bolts within {TOLERANCE:.0%} of their configured CPU per tuple: {'yes' if ok else 'NO'}",
+                  highlight=False)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"components": rows, "overhead_run": [asdict(r) for r in bare],
+                                         "jvm": {"configured": jvm_loaded, "zero": jvm_bare},
+                                         "within_tolerance": ok, "tolerance": TOLERANCE}, indent=2))
+    return 0 if ok else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
