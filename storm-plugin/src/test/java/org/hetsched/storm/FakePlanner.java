@@ -1,0 +1,160 @@
+package org.hetsched.storm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * A real HTTP server on 127.0.0.1 standing in for the planning service, answering as a test tells it:
+ * good plans, or each of the faults the plugin must survive.
+ */
+final class FakePlanner implements AutoCloseable {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    /** One call the plugin made. */
+    record Call(String method, String path, String authorization, JsonNode body) {
+    }
+
+    /** What to answer: status, body, and how long to wait first. */
+    record Answer(int status, String body, long delayMillis) {
+        static Answer json(int status, JsonNode body) {
+            return new Answer(status, body.toString(), 0);
+        }
+
+        static Answer raw(int status, String body) {
+            return new Answer(status, body, 0);
+        }
+    }
+
+    /** Decides the answer to a call. */
+    interface Behaviour {
+        Answer answer(Call call);
+    }
+
+    /** Chooses the machine of instance {@code index} of a component, given the request's machine ids. */
+    interface Rule {
+        String machineFor(String component, int index, List<String> machines);
+    }
+
+    private final HttpServer server;
+    private final ExecutorService threads = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "fake-planner");
+        t.setDaemon(true);
+        return t;
+    });
+    private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
+    private volatile Behaviour behaviour;
+
+    FakePlanner(Behaviour behaviour) throws IOException {
+        this.behaviour = behaviour;
+        server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+        server.createContext("/", this::handle);
+        server.setExecutor(threads);
+        server.start();
+    }
+
+    URI url() {
+        return URI.create("http://127.0.0.1:" + server.getAddress().getPort());
+    }
+
+    void answerWith(Behaviour next) {
+        behaviour = next;
+    }
+
+    List<Call> calls() {
+        synchronized (calls) {
+            return List.copyOf(calls);
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        threads.shutdownNow();
+    }
+
+    /** A URL where nothing listens: a port bound and released again. */
+    static URI nothingListening() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return URI.create("http://127.0.0.1:" + socket.getLocalPort());
+        }
+    }
+
+    /** Answers every plan request with a plan made by {@code rule}, as the real service would shape it. */
+    static Behaviour planning(String planId, Rule rule) {
+        return call -> Answer.json(201, planFor(call.body(), planId, rule, true));
+    }
+
+    /** A Plan for a PlanRequest: every component's fixed parallelism placed by {@code rule}. */
+    static ObjectNode planFor(JsonNode request, String planId, Rule rule, boolean withSystemComponents) {
+        List<String> machines = new ArrayList<>();
+        request.get("cluster").get("machines").forEach(m -> machines.add(m.get("id").asText()));
+        ObjectNode plan = JSON.createObjectNode();
+        plan.put("id", planId);
+        plan.put("strategy", request.path("strategy").asText("paper"));
+        plan.put("topology", request.get("topology").get("name").asText());
+        plan.put("input_rate", 10.0);
+        ObjectNode instances = plan.putObject("instances");
+        ArrayNode assignments = plan.putArray("assignments");
+        for (JsonNode component : request.get("topology").get("components")) {
+            String id = component.get("id").asText();
+            if (!withSystemComponents && id.startsWith("__")) {
+                continue;
+            }
+            int count = component.get("parallelism").asInt();
+            instances.put(id, count);
+            for (int i = 0; i < count; i++) {
+                assignments.addObject().put("component", id).put("index", i)
+                        .put("machine", rule.machineFor(id, i, machines))
+                        .put("input_rate", 1.0).put("cpu", 5.0);
+            }
+        }
+        plan.putArray("machines");
+        plan.putObject("stats").put("elapsed_ms", 1.0);
+        return plan;
+    }
+
+    private void handle(HttpExchange exchange) throws IOException {
+        try (exchange) {
+            byte[] in = exchange.getRequestBody().readAllBytes();
+            JsonNode body = in.length == 0 ? null : JSON.readTree(in);
+            Call call = new Call(exchange.getRequestMethod(), exchange.getRequestURI().getPath(),
+                    exchange.getRequestHeaders().getFirst("Authorization"), body);
+            calls.add(call);
+            Answer answer = behaviour.answer(call);
+            if (answer.delayMillis() > 0) {
+                try {
+                    Thread.sleep(answer.delayMillis());
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+            byte[] out = answer.body().getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().set("Content-Type", "application/json");
+            exchange.sendResponseHeaders(answer.status(), out.length == 0 ? -1 : out.length);
+            if (out.length > 0) {
+                try (OutputStream os = exchange.getResponseBody()) {
+                    os.write(out);
+                }
+            }
+        } catch (IOException e) {
+            // the plugin gave up on this call (timeout): nothing left to answer
+        }
+    }
+}
