@@ -1,0 +1,460 @@
+"""A heterogeneous Storm 2.8 cluster of local processes: up, status, down.
+
+ZooKeeper (Storm's DevZookeeper), Nimbus and, where STORM_HOME has it, the
+UI run in the cluster's ``daemons`` cgroup (no quota). Each machine of the
+spec is one supervisor in its own cgroup with the machine's CPU quota, its
+own ``storm.local.dir``, ports and hostname (127.0.0.x). Workers and their
+Python processes inherit the supervisor's cgroup, so the quota covers them.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator
+
+import psutil
+import yaml
+
+from cluster import cgroups, nimbus, preflight, processes
+from cluster.errors import ClusterError
+from cluster.layout import NIMBUS, UI, ZOOKEEPER, ClusterLayout, make_layout, resolve_home, resolve_port_base
+from cluster.spec import ClusterSpec, load_spec
+from cluster.storm_config import PLUGIN_JAR, SCHEDULERS, daemon_conf, java_command
+from cluster.storm_home import ensure_storm_home, has_ui
+
+log = logging.getLogger(__name__)
+
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Supervisor:
+    """One machine of the cluster as it runs."""
+
+    machine_id: str
+    machine_type: str
+    host: str
+    cpu_cores: float
+    slots: int
+    slot_ports: list[int]
+    memory_mb: int
+    cgroup: Path | None
+    """The machine's folder in the cgroup v1 cpu controller (None on a homogeneous cluster)."""
+    supervisor_id: str | None = None
+    used_slots: int | None = None
+    cpu_seconds: float | None = None
+    """CPU time used by everything in the machine's cgroup since it was made (cpuacct.usage)."""
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    name: str
+    home: Path
+    running: bool
+    scheduler: str | None
+    heterogeneous: bool
+    nimbus_host: str
+    nimbus_port: int
+    nimbus_leader: str | None
+    ui_url: str | None
+    supervisors: list[Supervisor]
+    topologies: list[nimbus.TopologySummary] = field(default_factory=list)
+    stopped_daemons: list[str] = field(default_factory=list)
+    already_running: bool = False
+
+
+@dataclass(frozen=True)
+class DownReport:
+    stopped_pids: list[int]
+    removed_cgroups: list[str]
+    purged: bool
+
+
+class LocalCluster:
+    """One local cluster, identified by its home. Cheap to create; nothing happens until ``up``."""
+
+    def __init__(
+        self, spec: ClusterSpec | None = None, *, home: str | Path | None = None, port_base: int | None = None
+    ) -> None:
+        self.spec = spec or load_spec()
+        home_path = resolve_home(self.spec, home)
+        self.layout = make_layout(self.spec, home_path, resolve_port_base(self.spec, port_base))
+        self._saved = _read_state(home_path)
+        if self._saved is not None:
+            running_layout = _saved_layout(self._saved)
+            if running_layout is not None and running_layout != self.layout and _any_running(running_layout):
+                # The cluster in this home runs as it was started; status and down follow that, not the spec.
+                self.layout = running_layout
+        self.hierarchies = cgroups.find_hierarchies()
+
+    # ---- the operator's verbs -------------------------------------------------------------
+
+    def up(
+        self,
+        scheduler: str = "default",
+        conf: dict[str, Any] | None = None,
+        *,
+        allow_homogeneous: bool = False,
+        timeout_s: float = 300.0,
+        report: Report = log.info,
+    ) -> ClusterStatus:
+        """Start the cluster and wait until Nimbus leads and every supervisor has registered.
+
+        On a cluster that already runs, changes nothing and returns its status
+        with ``already_running`` set.
+        """
+        live, dead = self._daemon_states()
+        if live and not dead:
+            return replace(self.status(), already_running=True)
+        if live:
+            raise ClusterError(
+                f"Cluster {self.layout.name!r} at {self.layout.home} is partly running ({', '.join(dead)} stopped); "
+                "run 'hetsched cluster down' first."
+            )
+        preflight.check_scheduler(scheduler)
+        preflight.check_java()
+        preflight.check_cpu_budget(self.spec.total_cpu_cores)
+        heterogeneous = preflight.check_cgroups(self.hierarchies, self.layout, allow_homogeneous)
+        if not heterogeneous:
+            report("WARNING: no CPU quotas: every machine gets the whole host; this cluster is NOT heterogeneous.")
+        preflight.check_ports_free(self.layout)
+        storm_home = ensure_storm_home()
+        extra = {**self.spec.storm_conf, **(conf or {})}
+        self._prepare_home(scheduler, extra, storm_home)
+        self._save_state(scheduler, heterogeneous, storm_home, extra)
+        try:
+            if heterogeneous:
+                self._make_cgroups()
+            self._start_daemons(storm_home, heterogeneous, report, timeout_s)
+            self._wait_until_registered(timeout_s, report)
+        except BaseException:
+            report("Start failed; stopping what was started (logs kept in the cluster's home).")
+            self.down()
+            raise
+        return self.status()
+
+    def status(self) -> ClusterStatus:
+        """What runs now: supervisors (with Nimbus' view where it answers), topologies, stopped daemons."""
+        live, dead = self._daemon_states()
+        summary = None
+        if NIMBUS in live:
+            summary = nimbus.try_summary(self.layout.nimbus_host, self.layout.nimbus_port)
+        registered = {s.host: s for s in summary.supervisors} if summary else {}
+        state = self._saved or {}
+        heterogeneous = bool(state.get("heterogeneous", False))
+        supervisors = []
+        for m in self.layout.machines:
+            seen = registered.get(m.host)
+            supervisors.append(
+                Supervisor(
+                    machine_id=m.id,
+                    machine_type=m.type,
+                    host=m.host,
+                    cpu_cores=m.cpu_cores,
+                    slots=m.slots,
+                    slot_ports=list(m.slot_ports),
+                    memory_mb=m.memory_mb,
+                    cgroup=self.cgroup_path(m.id) if heterogeneous else None,
+                    supervisor_id=seen.supervisor_id if seen else None,
+                    used_slots=seen.used_slots if seen else None,
+                    cpu_seconds=self._cpu_seconds_or_none(m.cgroup) if heterogeneous and live else None,
+                )
+            )
+        ui_live = UI in live
+        return ClusterStatus(
+            name=self.layout.name,
+            home=self.layout.home,
+            running=bool(live),
+            scheduler=state.get("scheduler") if live else None,
+            heterogeneous=heterogeneous,
+            nimbus_host=self.layout.nimbus_host,
+            nimbus_port=self.layout.nimbus_port,
+            nimbus_leader=summary.leader if summary else None,
+            ui_url=f"http://127.0.0.1:{self.layout.ui_port}/" if ui_live else None,
+            supervisors=supervisors,
+            topologies=summary.topologies if summary else [],
+            stopped_daemons=dead if live else [],
+        )
+
+    def down(self, purge: bool = False) -> DownReport:
+        """Stop every process this cluster started (workers and Python processes too) and remove its cgroups."""
+        stopped: list[int] = []
+        for daemon in reversed(self.layout.daemon_names()):
+            stopped += processes.stop(self.layout.pid_file(daemon))
+        removed: list[str] = []
+        if self.hierarchies is not None:
+            cluster_cgroup = self.layout.cluster_cgroup
+            leftovers = [p for p in self._cgroup_members(cluster_cgroup) if p != os.getpid()]
+            stopped += processes.terminate(_processes(leftovers), grace_s=5.0)
+            if any(folder.is_dir() for folder in self.hierarchies.paths(cluster_cgroup)):
+                cgroups.remove(self.hierarchies, cluster_cgroup)
+                removed.append(cluster_cgroup)
+        if purge:
+            self._purge_home()
+        self._saved = _read_state(self.layout.home)
+        return DownReport(stopped_pids=sorted(set(stopped)), removed_cgroups=removed, purged=purge)
+
+    # ---- helpers other parts use ----------------------------------------------------------
+
+    def is_running(self) -> bool:
+        live, _dead = self._daemon_states()
+        return bool(live)
+
+    def cgroup_path(self, machine_id: str) -> Path:
+        """The machine's cgroup folder in the cpu controller (where ``cpu.cfs_quota_us`` lives)."""
+        self._require_cgroups()
+        return self.hierarchies.cpu / self.layout.machine(machine_id).cgroup
+
+    def machine_cpu_seconds(self, machine_id: str) -> float:
+        """CPU seconds used so far by everything in the machine's cgroup (supervisor, workers, Python)."""
+        self._require_cgroups()
+        return cgroups.usage_ns(self.hierarchies, self.layout.machine(machine_id).cgroup) / 1e9
+
+    def machine_of_pid(self, pid: int) -> str | None:
+        """The machine id a process runs on: by its cgroup, else by its supervisor ancestor; None if not in this cluster."""
+        path = cgroups.cgroup_of_pid(pid)
+        if path is not None:
+            for m in self.layout.machines:
+                if path.rstrip("/") == "/" + m.cgroup or path.startswith("/" + m.cgroup + "/"):
+                    return m.id
+        supervisors = {}
+        for m in self.layout.machines:
+            process = processes.running(self.layout.pid_file(m.id))
+            if process is not None:
+                supervisors[process.pid] = m.id
+        try:
+            chain = [psutil.Process(pid)] + psutil.Process(pid).parents()
+        except psutil.Error:
+            return None
+        return next((supervisors[p.pid] for p in chain if p.pid in supervisors), None)
+
+    @contextmanager
+    def nimbus_client(self) -> Iterator[Any]:
+        """A Thrift client of this cluster's Nimbus (streamparse's storm.thrift bindings)."""
+        with nimbus.client(self.layout.nimbus_host, self.layout.nimbus_port) as client:
+            yield client
+
+    def log_file(self, daemon: str) -> Path:
+        if daemon not in self.layout.daemon_names():
+            raise ClusterError(f"No daemon {daemon!r}; choose one of {', '.join(self.layout.daemon_names())}.")
+        return self.layout.log_file(daemon)
+
+    def worker_logs(self, machine_id: str) -> list[Path]:
+        """Worker log files of a machine (``workers-artifacts/<topology>/<port>/worker.log``)."""
+        root = self.layout.log_dir(self.layout.machine(machine_id).id) / "workers-artifacts"
+        return sorted(root.glob("*/*/worker.log"))
+
+    # ---- the steps of up ------------------------------------------------------------------
+
+    def _daemon_states(self) -> tuple[list[str], list[str]]:
+        live, dead = [], []
+        for daemon in self.layout.daemon_names():
+            pid_file = self.layout.pid_file(daemon)
+            if processes.running(pid_file) is not None:
+                live.append(daemon)
+            elif pid_file.exists():
+                dead.append(daemon)
+        return live, dead
+
+    def _prepare_home(self, scheduler: str, extra: dict[str, Any], storm_home: Path) -> None:
+        layout = self.layout
+        # Topologies do not survive a fresh ZooKeeper, so neither does the daemons' local state.
+        for folder in (layout.home / "data", layout.home / "run", layout.extlib_daemon):
+            shutil.rmtree(folder, ignore_errors=True)
+        for folder in (layout.home / "conf", layout.home / "run", layout.extlib_daemon):
+            folder.mkdir(parents=True, exist_ok=True)
+        if scheduler == "plugin":
+            shutil.copy2(PLUGIN_JAR, layout.extlib_daemon / PLUGIN_JAR.name)
+        for daemon in layout.daemon_names():
+            layout.local_dir(daemon).mkdir(parents=True, exist_ok=True)
+            layout.log_dir(daemon).mkdir(parents=True, exist_ok=True)
+            text = yaml.safe_dump(daemon_conf(layout, daemon, scheduler, extra), sort_keys=True)
+            layout.conf_file(daemon).write_text(f"# Written by hetsched cluster up for {daemon}; do not edit.\n{text}")
+
+    def _save_state(self, scheduler: str, heterogeneous: bool, storm_home: Path, extra: dict[str, Any]) -> None:
+        state = {
+            "layout": json.loads(self.layout.model_dump_json()),
+            "scheduler": scheduler,
+            "storm_scheduler": SCHEDULERS[scheduler],
+            "heterogeneous": heterogeneous,
+            "storm_home": str(storm_home),
+            "storm_conf": extra,
+            "started_at": time.time(),
+        }
+        self.layout.state_file.write_text(json.dumps(state, indent=2, default=str))
+        self._saved = state
+
+    def _make_cgroups(self) -> None:
+        self._require_cgroups()
+        cgroups.create(self.hierarchies, self.layout.daemons_cgroup, None)
+        for m in self.layout.machines:
+            cgroups.create(self.hierarchies, m.cgroup, m.cpu_cores)
+
+    def _start_daemons(self, storm_home: Path, heterogeneous: bool, report: Report, timeout_s: float) -> None:
+        env = _daemon_environment()
+        daemons = [ZOOKEEPER, NIMBUS] + ([UI] if has_ui(storm_home) else []) + [m.id for m in self.layout.machines]
+        if not has_ui(storm_home):
+            report("Storm UI not started: storm-webapp is not on Maven Central (set HETSCHED_STORM_HOME to a full distribution for it).")
+        for daemon in daemons:
+            cgroup = None
+            if heterogeneous:
+                cgroup = self.layout.daemons_cgroup if daemon in (ZOOKEEPER, NIMBUS, UI) else self.layout.machine(daemon).cgroup
+            process = processes.start(
+                java_command(storm_home, self.layout, daemon, self.spec.daemon_heap_mb),
+                env=env,
+                cwd=self.layout.local_dir(daemon),
+                console_file=self.layout.console_file(daemon),
+                pid_file=self.layout.pid_file(daemon),
+                before_exec=_joiner(self.hierarchies, cgroup) if cgroup else None,
+            )
+            report(f"Started {daemon} (pid {process.pid}).")
+            if daemon == ZOOKEEPER:
+                self._wait_for_port(ZOOKEEPER, self.layout.zookeeper_port, min(timeout_s, 120.0))
+
+    def _wait_for_port(self, daemon: str, port: int, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self._require_alive(daemon)
+            with socket.socket() as probe:
+                probe.settimeout(1.0)
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+            time.sleep(0.3)
+        raise ClusterError(
+            f"{daemon} did not open port {port} within {timeout_s:.0f} s. Last lines of "
+            f"{self.layout.log_file(daemon)}:\n{self._log_tail(daemon)}"
+        )
+
+    def _wait_until_registered(self, timeout_s: float, report: Report) -> None:
+        expected = {m.host: m.id for m in self.layout.machines}
+        deadline = time.monotonic() + timeout_s
+        leader_seen = False
+        registered: set[str] = set()
+        while time.monotonic() < deadline:
+            for daemon in self.layout.daemon_names():
+                if self.layout.pid_file(daemon).exists():
+                    self._require_alive(daemon)
+            summary = nimbus.try_summary(self.layout.nimbus_host, self.layout.nimbus_port)
+            if summary is not None:
+                if summary.leader and not leader_seen:
+                    leader_seen = True
+                    report(f"Nimbus is leader at {summary.leader}.")
+                now = {s.host for s in summary.supervisors} & expected.keys()
+                for host in sorted(now - registered):
+                    report(f"Supervisor {expected[host]} registered ({host}).")
+                registered = now
+                if leader_seen and registered == expected.keys():
+                    return
+            time.sleep(1.0)
+        if not leader_seen:
+            raise ClusterError(
+                f"Nimbus did not become leader within {timeout_s:.0f} s. Last lines of "
+                f"{self.layout.log_file(NIMBUS)}:\n{self._log_tail(NIMBUS)}"
+            )
+        missing = [expected[h] for h in expected if h not in registered]
+        tails = "\n".join(f"--- {self.layout.log_file(m)} ---\n{self._log_tail(m)}" for m in missing)
+        raise ClusterError(
+            f"Supervisor(s) {', '.join(missing)} did not register with Nimbus within {timeout_s:.0f} s.\n{tails}"
+        )
+
+    def _require_alive(self, daemon: str) -> None:
+        if processes.running(self.layout.pid_file(daemon)) is None:
+            raise ClusterError(
+                f"{daemon} exited during start. Last lines of its output:\n{self._log_tail(daemon)}"
+            )
+
+    def _log_tail(self, daemon: str, lines: int = 20) -> str:
+        log_file = self.layout.log_file(daemon)
+        console = self.layout.console_file(daemon)
+        parts = []
+        if console.exists() and console.stat().st_size:
+            parts.append(processes.tail(console, lines))
+        parts.append(processes.tail(log_file, lines))
+        return "\n".join(parts)
+
+    # ---- cgroups and home -----------------------------------------------------------------
+
+    def _require_cgroups(self) -> None:
+        if self.hierarchies is None:
+            raise ClusterError("This host has no cgroup v1 cpu/cpuacct controllers; machines have no CPU accounting.")
+
+    def _cpu_seconds_or_none(self, cgroup: str) -> float | None:
+        try:
+            return cgroups.usage_ns(self.hierarchies, cgroup) / 1e9
+        except (ClusterError, OSError, ValueError):
+            return None
+
+    def _cgroup_members(self, cgroup: str) -> list[int]:
+        return cgroups.members(self.hierarchies, cgroup) if self.hierarchies else []
+
+    def _purge_home(self) -> None:
+        """Remove what ``up`` wrote (and nothing else) from the home, then the home if it is empty."""
+        home = self.layout.home
+        for folder in ("conf", "run", "data", "logs", "extlib-daemon"):
+            shutil.rmtree(home / folder, ignore_errors=True)
+        self.layout.state_file.unlink(missing_ok=True)
+        try:
+            home.rmdir()
+        except OSError:
+            pass
+
+
+def _joiner(hierarchies: cgroups.Hierarchies | None, cgroup: str) -> Callable[[], None]:
+    """Runs in the forked child before exec: the daemon starts inside its cgroup."""
+
+    def join() -> None:
+        cgroups.join(hierarchies, cgroup, os.getpid())
+
+    return join
+
+
+def _daemon_environment() -> dict[str, str]:
+    """The daemons' environment: the project's virtualenv first on PATH, so workers find ``streamparse_run``."""
+    env = dict(os.environ)
+    venv_bin = Path(sys.prefix) / "bin"
+    if not (venv_bin / "streamparse_run").exists():
+        found = shutil.which("streamparse_run")
+        if found:
+            venv_bin = Path(found).parent
+        else:
+            log.warning("streamparse_run not found; Python (multi-lang) components will not start on this cluster.")
+    env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+    env.pop("JAVA_TOOL_OPTIONS", None)
+    return env
+
+
+def _processes(pids: list[int]) -> list[psutil.Process]:
+    found = []
+    for pid in pids:
+        try:
+            found.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return found
+
+
+def _read_state(home: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((home / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _saved_layout(state: dict[str, Any]) -> ClusterLayout | None:
+    try:
+        return ClusterLayout.model_validate(state["layout"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _any_running(layout: ClusterLayout) -> bool:
+    return any(processes.running(layout.pid_file(d)) is not None for d in layout.daemon_names())

@@ -1,0 +1,81 @@
+"""The checks before a cluster starts, each refusing with a sentence that says what to do."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+from cluster import cgroups, processes
+from cluster.errors import ClusterError
+from cluster.layout import ClusterLayout
+from cluster.storm_config import PLUGIN_JAR, SCHEDULERS
+
+MIN_JAVA = 17
+
+
+def check_scheduler(scheduler: str) -> None:
+    if scheduler not in SCHEDULERS:
+        raise ClusterError(f"Unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}.")
+    if scheduler == "plugin" and not PLUGIN_JAR.is_file():
+        raise ClusterError(
+            f"The scheduler plugin jar {PLUGIN_JAR} does not exist; build it first (make plugin), "
+            "or choose --scheduler default or resource_aware."
+        )
+
+
+def check_java() -> None:
+    """Java 17 or newer must be on PATH (Storm 2.8 requires it)."""
+    if shutil.which("java") is None:
+        raise ClusterError(f"Java is not installed (no 'java' on PATH); Storm 2.8 needs Java {MIN_JAVA}: apt-get install openjdk-17-jdk-headless.")
+    done = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    major = java_major_version(done.stderr + done.stdout)
+    if major is None or major < MIN_JAVA:
+        found = "an unknown version" if major is None else f"Java {major}"
+        raise ClusterError(f"Storm 2.8 needs Java {MIN_JAVA} or newer; 'java' on PATH is {found}.")
+
+
+def java_major_version(version_text: str) -> int | None:
+    """The major version from ``java -version`` output (``1.8.0_392`` -> 8, ``17.0.15`` -> 17)."""
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', version_text)
+    if not found:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major
+
+
+def check_cpu_budget(total_cores: float, host_cores: int | None = None) -> None:
+    """The quotas must fit the host, or they would not be real capacities."""
+    host_cores = host_cores or os.cpu_count() or 1
+    if total_cores > host_cores:
+        raise ClusterError(
+            f"The machines' CPU quotas add up to {total_cores:g} cores but this host has {host_cores}; "
+            "the machines could not get their quotas at once. Lower cpu_cores or count in the spec."
+        )
+
+
+def check_cgroups(hierarchies: cgroups.Hierarchies | None, layout: ClusterLayout, allow_homogeneous: bool) -> bool:
+    """True when CPU quotas can be set. Without them refuse, unless a homogeneous cluster is allowed."""
+    reason = cgroups.cannot_use_reason(hierarchies, f"{layout.cluster_cgroup}-probe")
+    if reason is None:
+        return True
+    if allow_homogeneous:
+        return False
+    raise ClusterError(
+        f"Cannot give the machines their CPU quotas: {reason}. Without quotas every machine would get the "
+        "whole host's CPU and the cluster would not be heterogeneous. Run as root on a host with cgroup v1 "
+        "cpu/cpuacct, or pass --allow-homogeneous to start it anyway."
+    )
+
+
+def check_ports_free(layout: ClusterLayout) -> None:
+    """Every port of the cluster must be free; name the port, its use and who holds it."""
+    for port, purpose in sorted(layout.all_ports().items()):
+        holder = processes.listener_of(port)
+        if holder is False:
+            continue
+        who = "an unknown process" if holder is None else processes.describe(holder)
+        raise ClusterError(
+            f"Port {port} ({purpose}) is in use by {who}. Stop it, or give this cluster another "
+            "port base (--port-base, HETSCHED_CLUSTER_PORT_BASE or port_base in the spec)."
+        )

@@ -1,0 +1,115 @@
+"""What each daemon is told: its storm.yaml settings and its java command line. Pure.
+
+Every daemon reads its own storm.yaml (``-Dstorm.conf.file``). Supervisors
+pass that file on to the workers they launch, so a worker sees its machine's
+``storm.local.dir`` and hostname.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cluster.layout import NIMBUS, UI, ZOOKEEPER, ClusterLayout, MachineLayout
+from cluster.spec import DaemonHeaps
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+SCHEDULERS = {
+    "default": "org.apache.storm.scheduler.DefaultScheduler",
+    "resource_aware": "org.apache.storm.scheduler.resource.ResourceAwareScheduler",
+    "plugin": "org.hetsched.storm.HetschedScheduler",
+}
+"""Choices of ``storm.scheduler`` for Nimbus by their short names."""
+
+PLUGIN_JAR = REPO_ROOT / "storm-plugin" / "target" / "hetsched-storm-plugin.jar"
+
+MAIN_CLASSES = {
+    ZOOKEEPER: "org.apache.storm.command.DevZookeeper",
+    NIMBUS: "org.apache.storm.daemon.nimbus.Nimbus",
+    UI: "org.apache.storm.daemon.ui.UIServer",
+}
+SUPERVISOR_MAIN = "org.apache.storm.daemon.supervisor.Supervisor"
+
+WORKER_CHILDOPTS = "-Xmx%HEAP-MEM%m -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true"
+"""Serial GC: one GC thread per worker, since a machine may have a fifth of a core."""
+
+_TIMEOUTS = {
+    # A worker JVM on a 0.2-core machine starts and heartbeats slowly; give it time before restarts.
+    "supervisor.worker.start.timeout.secs": 240,
+    "nimbus.task.launch.secs": 240,
+    "supervisor.worker.timeout.secs": 60,
+    "nimbus.task.timeout.secs": 60,
+    "nimbus.supervisor.timeout.secs": 60,
+}
+
+
+def machine_scheduler_meta(machine: MachineLayout) -> dict[str, str]:
+    """``supervisor.scheduler.meta``: how Nimbus' scheduler learns a supervisor's machine type."""
+    return {"machine-type": machine.type, "machine-id": machine.id}
+
+
+def daemon_conf(
+    layout: ClusterLayout, daemon: str, scheduler: str, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The storm.yaml of one daemon: cluster-wide settings, its own, then ``extra`` (spec and --conf) on top."""
+    conf: dict[str, Any] = {
+        "storm.zookeeper.servers": ["127.0.0.1"],
+        "storm.zookeeper.port": layout.zookeeper_port,
+        "storm.zookeeper.root": "/storm",
+        "dev.zookeeper.path": str(layout.local_dir(ZOOKEEPER)),
+        "nimbus.seeds": [layout.nimbus_host],
+        "nimbus.thrift.port": layout.nimbus_port,
+        "ui.port": layout.ui_port,
+        "ui.host": "127.0.0.1",
+        "storm.local.dir": str(layout.local_dir(daemon)),
+        "storm.local.hostname": layout.nimbus_host,
+        "storm.scheduler": SCHEDULERS[scheduler],
+        "worker.childopts": WORKER_CHILDOPTS,
+        **layout.other_ports,
+        **_TIMEOUTS,
+    }
+    if daemon not in (ZOOKEEPER, NIMBUS, UI):
+        machine = layout.machine(daemon)
+        conf.update(
+            {
+                "storm.local.hostname": machine.host,
+                "supervisor.slots.ports": list(machine.slot_ports),
+                "supervisor.thrift.port": machine.thrift_port,
+                "supervisor.scheduler.meta": machine_scheduler_meta(machine),
+                "supervisor.cpu.capacity": machine.cpu_capacity,
+                "supervisor.memory.capacity.mb": float(machine.memory_mb),
+            }
+        )
+    conf.update(extra or {})
+    return conf
+
+
+def class_path(storm_home: Path, layout: ClusterLayout, daemon: str) -> str:
+    folders = [storm_home / "lib"]
+    if daemon == UI:
+        folders.insert(0, storm_home / "lib-webapp")
+    folders += [storm_home / "extlib", storm_home / "extlib-daemon", layout.extlib_daemon]
+    return ":".join([f"{folder}/*" for folder in folders] + [str(storm_home / "conf")])
+
+
+def java_command(storm_home: Path, layout: ClusterLayout, daemon: str, heaps: DaemonHeaps) -> list[str]:
+    """``java ... <MainClass>`` for one daemon, as Storm's own launcher would build it."""
+    heap = getattr(heaps, daemon) if daemon in (ZOOKEEPER, NIMBUS, UI) else heaps.supervisor
+    main = MAIN_CLASSES.get(daemon, SUPERVISOR_MAIN)
+    return [
+        "java",
+        "-server",
+        f"-Xmx{heap}m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-Djava.net.preferIPv4Stack=true",
+        f"-Ddaemon.name={daemon}",
+        f"-Dstorm.home={storm_home}",
+        f"-Dstorm.log.dir={layout.log_dir(daemon)}",
+        f"-Dlogfile.name={layout.log_file(daemon).name}",
+        f"-Dlog4j.configurationFile={storm_home / 'log4j2' / 'cluster.xml'}",
+        f"-Dstorm.conf.file={layout.conf_file(daemon)}",
+        "-cp",
+        class_path(storm_home, layout, daemon),
+        main,
+    ]

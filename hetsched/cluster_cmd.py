@@ -1,0 +1,175 @@
+"""``hetsched cluster up|down|status|logs``: the local heterogeneous Storm cluster."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.table import Table
+
+from hetsched.cli import app
+
+cluster_app = typer.Typer(no_args_is_help=True, help="The local heterogeneous Storm 2.8 cluster (cgroup CPU quotas).")
+app.add_typer(cluster_app, name="cluster")
+
+console = Console()
+
+SpecOption = typer.Option(None, "--spec", help="Cluster spec YAML (default: cluster/specs/default.yaml).")
+HomeOption = typer.Option(
+    None, "--home", envvar="HETSCHED_CLUSTER_HOME", help="The cluster's state directory (default: var/clusters/<name>)."
+)
+PortBaseOption = typer.Option(
+    None, "--port-base", envvar="HETSCHED_CLUSTER_PORT_BASE", min=1024, max=65000, help="First port the cluster uses."
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(1)
+
+
+def _open(spec: Optional[Path], home: Optional[Path], port_base: Optional[int]):
+    from cluster.local import LocalCluster
+    from cluster.spec import load_spec
+
+    return LocalCluster(load_spec(spec), home=home, port_base=port_base)
+
+
+def _progress_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(message)s", datefmt="[%X]",
+        handlers=[RichHandler(console=console, show_path=False, markup=False)],
+    )
+
+
+@cluster_app.command("up")
+def up(
+    spec: Optional[Path] = SpecOption,
+    scheduler: str = typer.Option("default", "--scheduler", help="default | resource_aware | plugin (Nimbus' storm.scheduler)."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", "-c", help="Extra storm.yaml setting key=value (YAML value); repeatable."),
+    home: Optional[Path] = HomeOption,
+    port_base: Optional[int] = PortBaseOption,
+    allow_homogeneous: bool = typer.Option(False, "--allow-homogeneous", help="Start even where CPU quotas cannot be set."),
+    timeout: float = typer.Option(300.0, "--timeout", min=10, help="Seconds to wait for Nimbus and every supervisor."),
+) -> None:
+    """Start ZooKeeper, Nimbus and one supervisor per machine, each machine in its own CPU-quota cgroup."""
+    import time
+
+    from cluster.errors import ClusterError
+    from cluster.spec import parse_conf_overrides
+
+    _progress_logging()
+    started = time.monotonic()
+    try:
+        cluster = _open(spec, home, port_base)
+        status = cluster.up(
+            scheduler=scheduler, conf=parse_conf_overrides(conf or []),
+            allow_homogeneous=allow_homogeneous, timeout_s=timeout,
+        )
+    except ClusterError as fault:
+        raise _fail(str(fault)) from None
+    if status.already_running:
+        console.print(f"Cluster {status.name!r} is already running at {status.home}; nothing changed.")
+    else:
+        console.print(f"Cluster {status.name!r} is up in {time.monotonic() - started:.1f} s.")
+    _print_status(status)
+
+
+@cluster_app.command("status")
+def status(
+    spec: Optional[Path] = SpecOption, home: Optional[Path] = HomeOption, port_base: Optional[int] = PortBaseOption,
+) -> None:
+    """The machines (supervisor, host, type, quota, slots, CPU used) and the running topologies."""
+    from cluster.errors import ClusterError
+
+    try:
+        current = _open(spec, home, port_base).status()
+    except ClusterError as fault:
+        raise _fail(str(fault)) from None
+    if not current.running:
+        console.print(f"Cluster {current.name!r} ({current.home}) is not running.")
+        raise typer.Exit(3)
+    _print_status(current)
+
+
+@cluster_app.command("down")
+def down(
+    spec: Optional[Path] = SpecOption, home: Optional[Path] = HomeOption, port_base: Optional[int] = PortBaseOption,
+    purge: bool = typer.Option(False, "--purge", help="Also delete the cluster's state: data, logs, configuration."),
+) -> None:
+    """Stop every process the cluster started (workers and Python processes too) and remove its cgroups."""
+    from cluster.errors import ClusterError
+
+    try:
+        cluster = _open(spec, home, port_base)
+        report = cluster.down(purge=purge)
+    except ClusterError as fault:
+        raise _fail(str(fault)) from None
+    console.print(
+        f"Cluster {cluster.layout.name!r} is down: {len(report.stopped_pids)} processes stopped, "
+        f"{len(report.removed_cgroups)} cgroup trees removed" + (", state purged." if report.purged else ".")
+    )
+
+
+@cluster_app.command("logs")
+def logs(
+    daemon: Optional[str] = typer.Argument(None, help="zookeeper, nimbus, ui or a machine id (its supervisor); none: list the logs."),
+    lines: int = typer.Option(40, "--lines", "-n", min=1, help="How many lines from the end."),
+    workers: bool = typer.Option(False, "--workers", help="For a machine: its workers' logs instead of the supervisor's."),
+    spec: Optional[Path] = SpecOption, home: Optional[Path] = HomeOption, port_base: Optional[int] = PortBaseOption,
+) -> None:
+    """Show the end of a daemon's log, or list the cluster's log files."""
+    from cluster.errors import ClusterError
+    from cluster.processes import tail
+
+    try:
+        cluster = _open(spec, home, port_base)
+        if daemon is None:
+            table = Table(title=f"Logs of cluster {cluster.layout.name!r}", title_justify="left")
+            table.add_column("daemon")
+            table.add_column("log file")
+            for name in cluster.layout.daemon_names():
+                table.add_row(name, str(cluster.log_file(name)))
+                for worker_log in cluster.worker_logs(name) if name in {m.id for m in cluster.layout.machines} else []:
+                    table.add_row(f"  worker of {name}", str(worker_log))
+            console.print(table)
+            return
+        files = cluster.worker_logs(daemon) if workers else [cluster.log_file(daemon)]
+    except ClusterError as fault:
+        raise _fail(str(fault)) from None
+    if not files:
+        console.print(f"No worker logs on {daemon} yet.")
+    for path in files:
+        console.rule(str(path))
+        console.print(tail(path, lines), highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_status(current) -> None:
+    kind = "heterogeneous (cgroup CPU quotas)" if current.heterogeneous else "HOMOGENEOUS (no CPU quotas)"
+    table = Table(title=f"Cluster {current.name!r}: {kind}, scheduler {current.scheduler}", title_justify="left")
+    for column in ("machine", "type", "host", "CPU quota (cores)", "slots free/total", "CPU used (s)", "supervisor id"):
+        table.add_column(column, justify="right" if column[0].isupper() or column.startswith("slots") else "left")
+    for s in current.supervisors:
+        free = "-" if s.used_slots is None else f"{s.slots - s.used_slots}/{s.slots}"
+        used = "-" if s.cpu_seconds is None else f"{s.cpu_seconds:.1f}"
+        table.add_row(s.machine_id, s.machine_type, s.host, f"{s.cpu_cores:g}", free, used,
+                      s.supervisor_id or "[red]not registered[/red]")
+    console.print(table)
+    console.print(f"Nimbus Thrift: {current.nimbus_host}:{current.nimbus_port}"
+                  f" (leader: {current.nimbus_leader or 'none'})")
+    console.print(f"Storm UI: {current.ui_url or 'not running (storm-webapp is not on Maven Central)'}")
+    console.print(f"Home: {current.home}")
+    if current.stopped_daemons:
+        console.print(f"[red]Stopped daemons:[/red] {', '.join(current.stopped_daemons)}")
+    if current.topologies:
+        topologies = Table(title="Topologies", title_justify="left")
+        for column in ("name", "id", "status", "workers", "executors", "uptime (s)"):
+            topologies.add_column(column)
+        for t in current.topologies:
+            topologies.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.uptime_s))
+        console.print(topologies)
+    else:
+        console.print("No topologies running.")
