@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test clean
+.PHONY: setup storm demo test clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -11,7 +11,11 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-setup: $(BIN)/.installed
+# STORM_HOME: Apache Storm 2.8 assembled from Maven Central for the local cluster, cached in .cache/.
+storm: $(BIN)/.installed
+	$(BIN)/python -m cluster.storm_home
+
+setup: $(BIN)/.installed storm
 
 demo: setup
 	$(BIN)/hetsched demo
