@@ -11,16 +11,24 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
+PLUGIN_JAR := storm-plugin/target/hetsched-storm-plugin.jar
+PLUGIN_SRC := storm-plugin/pom.xml $(shell find storm-plugin/src/main -type f 2>/dev/null)
+
+$(PLUGIN_JAR): $(PLUGIN_SRC)
+	mvn -q -f storm-plugin/pom.xml -DskipTests package
+	touch $@
+
 # STORM_HOME: Apache Storm 2.8 assembled from Maven Central for the local cluster, cached in .cache/.
 storm: $(BIN)/.installed
 	$(BIN)/python -m cluster.storm_home
 
-setup: $(BIN)/.installed storm
+setup: $(BIN)/.installed $(PLUGIN_JAR) storm
 
 demo: setup
 	$(BIN)/hetsched demo
 
 test: setup
+	mvn -q -f storm-plugin/pom.xml test
 	$(BIN)/pytest
 
 clean:

@@ -1,0 +1,75 @@
+package org.hetsched.storm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** storm.yaml settings: defaults, and a sentence naming the key for every bad value. */
+class SchedulerSettingsTest {
+
+    @Test
+    void defaultsWithoutAPlanner() {
+        SchedulerSettings settings = SchedulerSettings.fromConf(Map.of());
+        assertFalse(settings.hasPlanner());
+        assertEquals(Duration.ofMillis(2_000), settings.timeout());
+        assertEquals(SchedulerSettings.Fallback.EVEN, settings.fallback());
+        assertEquals("machine-type", settings.machineTypeKey());
+        assertNull(settings.token());
+    }
+
+    @Test
+    void readsEveryKey() {
+        SchedulerSettings settings = SchedulerSettings.fromConf(Map.of(
+                "hetsched.planner.url", "http://127.0.0.1:8765/",
+                "hetsched.planner.timeout.ms", "750",
+                "hetsched.planner.token", " t0k ",
+                "hetsched.fallback", "NONE",
+                "hetsched.machine.type.key", "kind",
+                "hetsched.breaker.failures", 5));
+        assertEquals("http://127.0.0.1:8765", settings.plannerUrl().toString());
+        assertEquals(Duration.ofMillis(750), settings.timeout());
+        assertEquals("t0k", settings.token());
+        assertEquals(SchedulerSettings.Fallback.NONE, settings.fallback());
+        assertEquals("kind", settings.machineTypeKey());
+        assertEquals(5, settings.breakerFailures());
+    }
+
+    @Test
+    void badValuesAreNamed() {
+        assertMessage("hetsched.fallback must be 'even' or 'none', got 'random'", Map.of("hetsched.fallback", "random"));
+        assertMessage("hetsched.planner.timeout.ms must be positive, got 0", Map.of("hetsched.planner.timeout.ms", 0));
+        assertMessage("hetsched.planner.timeout.ms must be a whole number, got 'soon'",
+                Map.of("hetsched.planner.timeout.ms", "soon"));
+        assertMessage("hetsched.planner.url must be an http(s) URL with a host, got 'ftp://x'",
+                Map.of("hetsched.planner.url", "ftp://x"));
+        assertMessage("hetsched.breaker.backoff.max.ms must be at least hetsched.breaker.backoff.ms (5000)",
+                Map.of("hetsched.breaker.backoff.max.ms", 10));
+    }
+
+    @Test
+    void breakerBackoffDoublesUpToItsMaximumAndResetsOnSuccess() {
+        long[] now = {0};
+        CircuitBreaker breaker = new CircuitBreaker(1, Duration.ofMillis(100), Duration.ofMillis(350), () -> now[0]);
+        breaker.recordFailure();
+        assertEquals(Duration.ofMillis(100), breaker.backoff());
+        assertFalse(breaker.allowsCall());
+        now[0] = 100;
+        breaker.recordFailure();
+        assertEquals(Duration.ofMillis(200), breaker.backoff());
+        breaker.recordFailure();
+        assertEquals(Duration.ofMillis(350), breaker.backoff());
+        breaker.recordSuccess();
+        assertEquals(Duration.ZERO, breaker.backoff());
+        assertEquals(true, breaker.allowsCall());
+    }
+
+    private static void assertMessage(String expected, Map<String, Object> conf) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SchedulerSettings.fromConf(conf));
+        assertEquals(expected, e.getMessage());
+    }
+}
