@@ -48,9 +48,10 @@ _MODULES: dict[str, str] = {
     "paper": "planner.strategies.paper",
     "even": "planner.strategies.even",
     "resource_aware": "planner.strategies.resource_aware",
+    "fast": "planner.strategies.fast",
 }
 
 STRATEGIES: dict[str, Strategy] = {name: importlib.import_module(module).plan for name, module in _MODULES.items()}
 
-DEFAULT_STRATEGY = "paper"
+DEFAULT_STRATEGY = "fast"
 """The best strategy the project has on the benchmarks (benchmarks/planner_scenarios.py)."""

@@ -1,0 +1,491 @@
+"""The ``fast`` strategy: plan on machine types with a small LP, round to instances, then polish with the closed form.
+
+Why it is fast: machines of one type are interchangeable in the model, so the
+hard part (how much of each component each type should carry) is a linear
+program over (component x machine type) flows, whose size does not grow with
+the number of machines. Why it is good: that LP is the fluid optimum; what is
+left is rounding to equal-sized instances, which a local search on the
+closed-form ``R_max`` (planner.simulator) repairs.
+
+1. Fluid LP: maximise R subject to every component's flow ``beta_c * R``
+   being spread over the types, each type's total load (per-tuple cost plus
+   the MET of the instances the flow needs) within its machines' capacity.
+   With each type's largest possible instance size this is an upper bound on
+   R (``stats["fluid_bound"]``) when no component has fixed parallelism.
+2. Instance size: all instances of a component get the same share (shuffle
+   splits evenly), so one size per component must fit the thread cap of every
+   type it runs on. For each component the candidate sizes are the types'
+   largest sizes; a coordinate search over them re-solves the LP with the MET
+   each choice really costs and keeps the best.
+3. Rounding: instances per type by largest remainder, then spread over the
+   machines of each type, biggest instances first onto the least loaded machines.
+4. Polish: while it helps, add an instance of a component or move one off the
+   bottleneck machine, whichever raises the closed-form R_max most; on a
+   plateau (several machines tied) take the move that relieves the bottleneck
+   without making a new one. Every accepted step is checked with the exact
+   closed form, so R_max never goes down; the best placement seen is returned.
+
+Components fed by an ``all`` grouping keep one instance (more would only
+add load), components without cost (system components) one instance on the
+least loaded machine; fixed parallelism is kept and only placed.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linprog
+
+from planner.errors import PlanningError
+from planner.model import Cluster, PlanOptions, Topology
+from planner.problem import Problem
+from planner.profiles import ProfileTable
+from planner.strategies import Deadline, StrategyResult
+
+GRANULARITIES = (1.0, 2.0)
+"""Instance sizes tried: the LP's (as large as the thread caps allow) and half of it (finer packing, more MET).
+The finer one only pays on small clusters, where one instance is a large part of a machine."""
+
+FINE_PACKING_MAX_MACHINES = 200
+
+POLISH_WORK = 2_000_000
+"""Local search budget in (component x machine) array cells: each step costs about that many; at least MIN_POLISH_STEPS steps."""
+
+MIN_POLISH_STEPS = 100
+
+PACKING_STEPS = 8
+"""Bisection steps on the packing target rate (the last step is within 0.5/2**7 of the LP rate)."""
+
+REL = 1e-9
+"""Relative slack under which two rates count as equal."""
+
+
+class _Types:
+    """Per machine type arrays of a problem, restricted to the types that have machines."""
+
+    def __init__(self, problem: Problem):
+        self.used = np.unique(problem.machine_type)
+        self.machines = [np.flatnonzero(problem.machine_type == t) for t in self.used]
+        self.count = np.array([len(m) for m in self.machines], dtype=float)
+        self.limit = np.array([problem.limit[m[0]] for m in self.machines])
+        self.thread = problem.thread_limit[self.used]
+        self.cost = problem.cost[:, self.used]  # (C, T) percent per tuple/s
+        self.met = problem.met[:, self.used]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.minimum(self.thread, self.limit)[None, :] - self.met
+            size = np.where(self.cost > 0, room / self.cost, np.where(room >= 0, np.inf, -1.0))
+        self.max_size = size  # (C, T) largest tuples/s one instance can take on each type; < 0: cannot run there
+
+
+def _fluid_lp(types: _Types, beta: np.ndarray, active: np.ndarray, size: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """Max R and flows f[c, t] (tuples/s) with instances of ``size[c, t]`` tuples/s; None if infeasible.
+
+    ``size`` <= 0 forbids a type for a component; inf means its MET is paid once (ignored here).
+    """
+    comps = np.flatnonzero(active)
+    n_c, n_t = len(comps), len(types.used)
+    if n_c == 0:
+        return None
+    n_var = n_c * n_t + 1
+    objective = np.zeros(n_var)
+    objective[-1] = -1.0
+    a_eq = np.zeros((n_c, n_var))
+    a_ub = np.zeros((n_t, n_var))
+    bounds = []
+    for k, c in enumerate(comps):
+        a_eq[k, k * n_t:(k + 1) * n_t] = 1.0
+        a_eq[k, -1] = -beta[c]
+        for t in range(n_t):
+            ok = size[c, t] > 0
+            bounds.append((0.0, None if ok else 0.0))
+            if ok:
+                overhead = 0.0 if np.isinf(size[c, t]) else types.met[c, t] / size[c, t]
+                a_ub[t, k * n_t + t] = types.cost[c, t] + overhead
+    bounds.append((0.0, None))
+    b_ub = types.limit * types.count
+    result = linprog(objective, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.zeros(n_c), bounds=bounds, method="highs")
+    if result.status == 3:
+        raise PlanningError(
+            "the input rate is unbounded: no machine's load grows with the input rate (every component costs e = 0 per tuple)"
+        )
+    if result.status != 0:
+        return None
+    flows = np.zeros_like(types.cost)
+    flows[comps] = result.x[:-1].reshape(n_c, n_t)
+    return float(result.x[-1]), flows
+
+
+def _largest_remainder(weights: np.ndarray, total: int) -> np.ndarray:
+    """Integers proportional to ``weights`` summing to ``total``."""
+    if total <= 0 or weights.sum() <= 0:
+        out = np.zeros(len(weights), dtype=np.int64)
+        if total > 0:
+            out[int(np.argmax(weights))] = total
+        return out
+    exact = weights / weights.sum() * total
+    out = np.floor(exact).astype(np.int64)
+    short = total - int(out.sum())
+    if short > 0:
+        out[np.argsort(-(exact - out), kind="stable")[:short]] += 1
+    return out
+
+
+class _Polisher:
+    """Closed-form R_max of an instance-count matrix H (components x machines) and the local search on it."""
+
+    def __init__(self, problem: Problem, hosts: np.ndarray, first_machine: np.ndarray, free: np.ndarray):
+        self.p = problem
+        self.H = hosts
+        self.g = first_machine  # machine of instance 0 per component
+        self.free = free  # components whose instance count may grow
+        self.coef = problem.cost[:, problem.machine_type]
+        self.met = problem.met[:, problem.machine_type]
+        self.L = problem.limit
+        self.TL = problem.thread_limit[problem.machine_type]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = self.TL[None, :] - self.met
+            # tau[c, w]: tuples/s one instance of c can take on w before its thread cap (inf: no cap or no cost).
+            self.tau = np.where(self.coef > 0, room / self.coef, np.where(room >= 0, np.inf, -1.0))
+
+    def rates(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        split, each, first = self.p.shares(counts)
+        return split / np.maximum(counts, 1) + each, first
+
+    def loads(self, H: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        u, first = self.rates(counts)
+        a = np.einsum("cm,cm,c->m", self.coef, H, u)
+        has_first = np.flatnonzero(first > 0)
+        np.add.at(a, self.g[has_first], self.coef[has_first, self.g[has_first]] * first[has_first])
+        b = np.einsum("cm,cm->m", self.met, H)
+        return a, b, u, first
+
+    @staticmethod
+    def machine_limits(L: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = (L - b) / a
+        return np.where(a > 0, r, np.where(b <= L + 1e-9, np.inf, -1.0))
+
+    def thread_limits(self, H: np.ndarray, u: np.ndarray, first: np.ndarray) -> np.ndarray:
+        """Per component: the largest R before one of its instances reaches its thread cap."""
+        hosted = H > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where(hosted, self.tau, np.inf).min(axis=1) / u
+            per = np.where(u > 0, per, np.inf)
+            c = np.arange(len(u))
+            zero = self.tau[c, self.g] / (u + first)
+            per = np.where(first > 0, np.minimum(per, zero), per)
+        return per
+
+    def exact(self, H: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        counts = H.sum(axis=1)
+        a, b, u, first = self.loads(H, counts)
+        r = self.machine_limits(self.L, a, b)
+        th = self.thread_limits(H, u, first)
+        return float(min(r.min(), th.min())), r, th, a, b, u, counts
+
+    def search(self, deadline: Deadline, max_iterations: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Local search from H; returns (best H, its instance-0 machines, iterations)."""
+        H = self.H.copy()
+        R, r, th, a, b, u, counts = self.exact(H)
+        best = (R, H.copy(), self.g.copy())
+        iterations = 0
+        stall = 0
+        stall_limit = self.p.n_machines + self.p.n_components + 10
+        budget = max(MIN_POLISH_STEPS, POLISH_WORK // (self.p.n_components * self.p.n_machines))
+        max_iterations = min(max_iterations, budget)
+        while iterations < max_iterations and stall < stall_limit:
+            iterations += 1
+            if iterations % 64 == 0:
+                deadline.check(iterations)
+            move = self._best_move(H, R, r, th, a, b, u, counts)
+            if move is None:
+                break
+            kind, c, src, dst = move
+            trial = H.copy()
+            trial[c, dst] += 1
+            if kind == "move":
+                trial[c, src] -= 1
+            g_before = self.g[c]
+            if kind == "move" and src == g_before and trial[c, src] == 0:
+                self.g[c] = dst
+            R_new, r_new, th_new, a_new, b_new, u_new, counts_new = self.exact(trial)
+            if R_new < R * (1 - REL):
+                self.g[c] = g_before
+                break
+            H, r, th, a, b, u, counts = trial, r_new, th_new, a_new, b_new, u_new, counts_new
+            if R_new > best[0] * (1 + REL):
+                best = (R_new, H.copy(), self.g.copy())
+                stall = 0
+            else:
+                stall += 1
+            R = R_new
+        return best[1], best[2], iterations
+
+    def _best_move(self, H, R, r, th, a, b, u, counts) -> tuple[str, int, int, int] | None:
+        """(kind, component, from machine, to machine) that raises R the most, else a plateau move, else None.
+
+        A plateau move keeps R, strictly relieves the bottleneck and does not
+        make its destination a new bottleneck, so a run of them ends.
+        """
+        p = self.p
+        M = p.n_machines
+        idx = np.arange(M)
+        choice = _MoveChoice(R)
+        bottleneck_machine = int(np.argmin(r))
+        thread_bound = th.min() < r.min()
+        bottleneck_comp = int(np.argmin(th)) if thread_bound else -1
+        order = np.argsort(r, kind="stable")[:3]
+        smallest = [r[order[k]] if k < len(order) else np.inf for k in range(3)]
+        split, each, _ = p.shares(counts)
+        for c in range(p.n_components):
+            th_others = np.delete(th, c).min() if len(th) > 1 else np.inf
+            if self.free[c] and u[c] > 0 and (bottleneck_comp == c or H[c, bottleneck_machine] > 0):
+                # one more instance of c: every instance of c gets a smaller share
+                u_new = split[c] / (counts[c] + 1) + each[c]
+                a_resplit = a - self.coef[c] * H[c] * (u[c] - u_new)
+                r_resplit = self.machine_limits(self.L, a_resplit, b)
+                two = np.argsort(r_resplit, kind="stable")[:2]
+                others = np.where(idx == two[0], r_resplit[two[1]] if M > 1 else np.inf, r_resplit[two[0]])
+                r_dst = self.machine_limits(self.L, a_resplit + self.coef[c] * u_new, b + self.met[c])
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    th_c = np.minimum(np.where(H[c] > 0, self.tau[c], np.inf).min(), self.tau[c]) / u_new
+                new_rate = np.minimum.reduce([others, r_dst, th_c, np.full(M, th_others)])
+                if bottleneck_comp == c:
+                    relieved = th_c
+                else:
+                    relieved = np.where(idx == bottleneck_machine, r_dst, r_resplit[bottleneck_machine])
+                choice.offer("add", c, -1, new_rate, r_dst, relieved)
+            w = bottleneck_machine
+            if thread_bound or H[c, w] == 0 or u[c] == 0:
+                continue
+            # one instance of c off the bottleneck machine w
+            r_src = self.machine_limits(self.L[w:w + 1], a[w:w + 1] - self.coef[c, w] * u[c], b[w:w + 1] - self.met[c, w])[0]
+            r_dst = self.machine_limits(self.L, a + self.coef[c] * u[c], b + self.met[c])
+            rest = _min_excluding(order, smallest, w, idx)
+            hosted = H[c] > 0
+            if H[c, w] == 1:
+                hosted = hosted.copy()
+                hosted[w] = False
+            with np.errstate(divide="ignore", invalid="ignore"):
+                th_c = np.minimum(np.where(hosted, self.tau[c], np.inf).min(), self.tau[c]) / u[c]
+            new_rate = np.minimum.reduce([rest, np.full(M, r_src), r_dst, th_c, np.full(M, th_others)])
+            new_rate[w] = -np.inf
+            choice.offer("move", c, w, new_rate, r_dst, np.full(M, r_src))
+        return choice.best()
+
+
+def _min_excluding(order: np.ndarray, smallest: list[float], w: int, idx: np.ndarray) -> np.ndarray:
+    """For every machine m: the least limit over machines other than w and m (from the three smallest)."""
+    rest = [s for o, s in zip(order, smallest) if o != w] + [np.inf, np.inf]
+    rest_idx = [o for o in order if o != w] + [-1, -1]
+    return np.where(idx == rest_idx[0], rest[1], rest[0])
+
+
+class _MoveChoice:
+    """Keeps the best strict improvement and the best plateau move offered."""
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self.strict: tuple[float, tuple] | None = None
+        self.plateau: tuple[float, tuple] | None = None
+
+    def offer(self, kind: str, c: int, src: int, new_rate: np.ndarray, dst_limit: np.ndarray, relieved: np.ndarray) -> None:
+        m = int(np.argmax(new_rate))
+        if new_rate[m] > self.rate * (1 + REL):
+            if self.strict is None or new_rate[m] > self.strict[0]:
+                self.strict = (float(new_rate[m]), (kind, c, src, m))
+            return
+        ok = (new_rate >= self.rate * (1 - REL)) & (dst_limit > self.rate * (1 + 1e-7)) & (relieved > self.rate * (1 + REL))
+        if ok.any():
+            score = np.where(ok, relieved, -np.inf)
+            m = int(np.argmax(score))
+            key = float(score[m]) * (1 - 1e-12 if kind == "add" else 1.0)  # prefer a move (no extra MET) on a tie
+            if self.plateau is None or key > self.plateau[0]:
+                self.plateau = (key, (kind, c, src, m))
+
+    def best(self) -> tuple | None:
+        if self.strict is not None:
+            return self.strict[1]
+        return None if self.plateau is None else self.plateau[1]
+
+
+def _pack(problem: Problem, types: _Types, beta: np.ndarray, flows: np.ndarray, size: np.ndarray,
+          rate: float, fixed_one: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Instances for input rate ``rate`` (tuples/s), placed type by type as the LP flows say, least loaded machine first.
+
+    Returns (instances per component and machine, whether some instance had to overload a machine).
+    """
+    C, M = problem.n_components, problem.n_machines
+    counts = np.ones(C, dtype=np.int64)
+    for c in range(C):
+        if problem.fixed[c]:
+            counts[c] = problem.fixed[c]
+        elif not fixed_one[c] and beta[c] > 0 and np.isfinite(size[c]).any() and (size[c] > 0).any():
+            x = size[c][size[c] > 0].min()
+            counts[c] = max(1, int(np.ceil(beta[c] * rate / x - 1e-9)))
+    per_instance = beta * rate / counts
+    inst_load = types.cost * per_instance[:, None] + types.met  # (C, T) percent
+    allowed = inst_load <= np.minimum(types.thread, types.limit)[None, :] + 1e-9
+    H = np.zeros((C, M), dtype=np.int64)
+    load = np.zeros(M)
+    limit_m = problem.limit
+    overflow = False
+    difficulty = np.where(allowed, inst_load / types.limit[None, :], np.inf).min(axis=1)
+    for c in np.argsort(-np.where(np.isfinite(difficulty), difficulty, 0.0), kind="stable"):
+        weights = np.where(allowed[c], flows[c], 0.0)
+        if weights.sum() <= 0:
+            weights = np.where(allowed[c], types.limit * types.count, 0.0)
+        quota = _largest_remainder(weights, int(counts[c]))
+        left = int(counts[c])
+        for t in np.argsort(-quota, kind="stable"):
+            k = min(int(quota[t]), left)
+            machines = types.machines[t]
+            while k > 0:
+                room = machines[load[machines] + inst_load[c, t] <= types.limit[t] + 1e-9]
+                if room.size == 0:
+                    break
+                take = min(k, room.size)
+                pick = room if take == room.size else room[np.argpartition(load[room], take - 1)[:take]]
+                H[c, pick] += 1
+                load[pick] += inst_load[c, t]
+                k -= take
+                left -= take
+        while left > 0:
+            # what the quotas could not take: the machine it fills least, overloading one if it must
+            cand_t = np.flatnonzero(allowed[c]) if allowed[c].any() else np.arange(len(types.used))
+            best_w, best_frac = -1, np.inf
+            for t in cand_t:
+                machines = types.machines[t]
+                w = int(machines[np.argmin(load[machines])])
+                frac = (load[w] + inst_load[c, t]) / limit_m[w]
+                if frac < best_frac:
+                    best_w, best_frac, best_t = w, frac, t
+            overflow |= best_frac > 1 + 1e-9
+            H[c, best_w] += 1
+            load[best_w] += inst_load[c, best_t]
+            left -= 1
+    return H, overflow
+
+
+def _pack_best(problem, types, beta, flows, lp_rate, sizes_at, fixed_one, first, polisher) -> tuple[float, np.ndarray]:
+    """The packing with the highest closed-form rate over a bisection on the target rate (see ``_pack``)."""
+    packed: tuple[float, np.ndarray] | None = None
+    low, high = 0.5 * lp_rate, lp_rate
+    target = high
+    for _ in range(PACKING_STEPS):
+        H, overflow = _pack(problem, types, beta, flows * (target / lp_rate), sizes_at(target), target, fixed_one)
+        polisher.g = _first_instances(H, first, polisher)
+        rate = polisher.exact(H)[0]
+        if packed is None or rate > packed[0]:
+            packed = (rate, H)
+        if not overflow:
+            if target == high:
+                break
+            low = target
+        else:
+            high = target
+        target = 0.5 * (low + high)
+    return packed
+
+
+def _rate_of(polisher: "_Polisher", H: np.ndarray, g: np.ndarray) -> float:
+    saved = polisher.g
+    polisher.g = g
+    try:
+        return polisher.exact(H)[0]
+    finally:
+        polisher.g = saved
+
+
+def _first_instances(H: np.ndarray, first: np.ndarray, polisher: "_Polisher") -> np.ndarray:
+    """Machine of instance 0 per component: where a ``global`` stream lands, the least loaded host; else any host."""
+    g = np.argmax(H > 0, axis=1)
+    for c in np.flatnonzero(first > 0):
+        hosts = np.flatnonzero(H[c])
+        load = np.einsum("cm,cm->m", polisher.met[:, hosts] + polisher.coef[:, hosts], H[:, hosts])
+        g[c] = hosts[int(np.argmin(load))]
+    return g
+
+
+def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> StrategyResult:
+    problem = Problem.build(topology, cluster, profiles, options)
+    deadline = Deadline("fast", options.time_limit_s)
+    types = _Types(problem)
+    ones = np.ones(problem.n_components, dtype=np.int64)
+    split, each, first = problem.shares(ones)
+    beta = split + each + first
+    fixed_one = (each > 0) & (problem.fixed == 0)  # fed by an ``all`` grouping
+    has_cost = (types.cost > 0).any(axis=1)
+    active = has_cost & (beta > 0)
+    if not active.any():
+        raise PlanningError(
+            "the input rate is unbounded: no machine's load grows with the input rate (every component costs e = 0 per tuple)"
+        )
+
+    # 1. Fluid bound with each type's largest instance size.
+    fluid = _fluid_lp(types, beta, active, types.max_size)
+    if fluid is None:
+        raise PlanningError("the cluster cannot carry the topology at any input rate: the fixed costs (MET) exceed the machines")
+    bound, flows = fluid
+    lp_solves = 1
+
+    # 2. One instance size per component, chosen by a coordinate search over the types' sizes.
+    def sizes_for(choice: np.ndarray, rate: float) -> np.ndarray:
+        s = np.where(types.max_size >= choice[:, None] * (1 - 1e-9), choice[:, None], -1.0)
+        for c in np.flatnonzero(problem.fixed > 0):
+            x = beta[c] * rate / problem.fixed[c]
+            s[c] = np.where(types.max_size[c] >= x, max(x, 1e-300), -1.0)
+        return s
+
+    choice = np.array([
+        types.max_size[c][flows[c] > 1e-12 * max(flows[c].max(), 1e-300)].min() if flows[c].sum() > 0 else np.inf
+        for c in range(problem.n_components)
+    ])
+    choice = np.where(fixed_one, np.inf, choice)
+    best = _fluid_lp(types, beta, active, sizes_for(choice, bound))
+    lp_solves += 1
+    if best is None:
+        best = (0.0, flows)
+    for c in np.flatnonzero(active & (problem.fixed == 0) & ~fixed_one):
+        for candidate in np.unique(types.max_size[c][types.max_size[c] > 0]):
+            if np.isclose(candidate, choice[c]):
+                continue
+            trial = choice.copy()
+            trial[c] = candidate
+            result = _fluid_lp(types, beta, active, sizes_for(trial, best[0] or bound))
+            lp_solves += 1
+            if result is not None and result[0] > best[0] * (1 + 1e-9):
+                best, choice = result, trial
+    lp_rate, flows = best
+
+    # 3-4. Pack at the best target rate and polish, for the LP's instance sizes and for finer ones; keep the best.
+    free = (problem.fixed == 0) & ~fixed_one
+    best_plan: tuple[float, np.ndarray, np.ndarray, float] | None = None
+    iterations = 0
+    for granularity in GRANULARITIES if problem.n_machines <= FINE_PACKING_MAX_MACHINES else GRANULARITIES[:1]:
+        sizes = choice / granularity
+        polisher = _Polisher(problem, np.zeros((problem.n_components, problem.n_machines), dtype=np.int64),
+                             np.zeros(problem.n_components, dtype=np.int64), free)
+        start_rate, H = _pack_best(problem, types, beta, flows, lp_rate, lambda r: sizes_for(sizes, r), fixed_one, first, polisher)
+        polisher.H = H
+        polisher.g = _first_instances(H, first, polisher)
+        H, g, steps = polisher.search(deadline, options.max_iterations)
+        iterations += steps
+        rate = _rate_of(polisher, H, g)
+        if best_plan is None or rate > best_plan[0] * (1 + REL):
+            best_plan = (rate, H, g, start_rate)
+    _, H, first_machine, start_rate = best_plan
+
+    ids = problem.machine_ids
+    placement: dict[str, list[str]] = {}
+    for c, cid in enumerate(problem.component_ids):
+        machines = [first_machine[c]] + [w for w in np.flatnonzero(H[c]) for _ in range(int(H[c, w]) - (1 if w == first_machine[c] else 0))]
+        placement[cid] = [ids[w] for w in machines]
+    bound_valid = not (problem.fixed > 0).any() and not problem.has_all_grouping
+    stats = {
+        "iterations": iterations,
+        "lp_solves": lp_solves,
+        "lp_rate": lp_rate,
+        "rounded_rate": start_rate,
+    }
+    if bound_valid:
+        stats["fluid_bound"] = bound
+    return StrategyResult(placement=placement, stats=stats)
