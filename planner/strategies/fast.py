@@ -44,15 +44,17 @@ GRANULARITIES = (1.0, 2.0)
 """Instance sizes tried: the LP's (as large as the thread caps allow) and half of it (finer packing, more MET).
 The finer one only pays on small clusters, where one instance is a large part of a machine."""
 
-FINE_PACKING_MAX_MACHINES = 200
+FINE_PACKING_MAX_MACHINES = 60
 
 POLISH_WORK = 2_000_000
 """Local search budget in (component x machine) array cells: each step costs about that many; at least MIN_POLISH_STEPS steps."""
 
 MIN_POLISH_STEPS = 100
 
-PACKING_STEPS = 8
-"""Bisection steps on the packing target rate (the last step is within 0.5/2**7 of the LP rate)."""
+PACKING_STEPS = 7
+"""Bisection steps on the packing target rate between PACKING_LOW and 1 times the LP rate (0.3 % apart at the end)."""
+
+PACKING_LOW = 0.8
 
 REL = 1e-9
 """Relative slack under which two rates count as equal."""
@@ -368,7 +370,7 @@ def _pack(problem: Problem, types: _Types, beta: np.ndarray, flows: np.ndarray, 
 def _pack_best(problem, types, beta, flows, lp_rate, sizes_at, fixed_one, first, polisher) -> tuple[float, np.ndarray]:
     """The packing with the highest closed-form rate over a bisection on the target rate (see ``_pack``)."""
     packed: tuple[float, np.ndarray] | None = None
-    low, high = 0.5 * lp_rate, lp_rate
+    low, high = PACKING_LOW * lp_rate, lp_rate
     target = high
     for _ in range(PACKING_STEPS):
         H, overflow = _pack(problem, types, beta, flows * (target / lp_rate), sizes_at(target), target, fixed_one)
