@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup storm demo test clean
+.PHONY: setup storm tools demo test clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,11 @@ $(PLUGIN_JAR): $(PLUGIN_SRC)
 storm: $(BIN)/.installed
 	$(BIN)/python -m cluster.storm_home
 
-setup: $(BIN)/.installed $(PLUGIN_JAR) storm
+# docker-compose (checks docker-compose.yml), curl and jq (docs examples) from Debian's packages, where missing.
+tools:
+	sh docker/install-tools.sh
+
+setup: $(BIN)/.installed $(PLUGIN_JAR) storm tools
 
 demo: setup
 	$(BIN)/hetsched demo
