@@ -18,7 +18,8 @@ import org.apache.storm.tuple.Fields;
 
 /**
  * How long {@code schedule()} takes in one Nimbus round for a 200-executor topology on 50
- * supervisors, asking a real planner, next to Storm's DefaultScheduler on the same input.
+ * supervisors, asking a real planner, next to Storm's DefaultScheduler on the same input and to
+ * the plugin asking a loopback planner that answers at once (the plugin's own cost).
  *
  * <p>Not a test (Surefire does not run it): {@code benchmarks/plugin_schedule_time.py} starts the
  * planner, stores the profile set and runs this class. Prints one JSON object with every round's
@@ -60,9 +61,14 @@ public final class PluginScheduleTimeBenchmark {
                 SchedulerSettings.PLANNER_URL, url,
                 SchedulerSettings.PLANNER_TIMEOUT_MS, 30_000), System::currentTimeMillis);
         DefaultScheduler storm = new DefaultScheduler();
+        FakePlanner instant = startInstantPlanner();
+        HetschedScheduler withInstantPlanner = StormFixtures.scheduler(Map.of(
+                SchedulerSettings.PLANNER_URL, instant.url().toString(),
+                SchedulerSettings.PLANNER_TIMEOUT_MS, 30_000), System::currentTimeMillis);
 
         List<Double> hetsched = new ArrayList<>();
         List<Double> defaultScheduler = new ArrayList<>();
+        List<Double> instantPlanner = new ArrayList<>();
         int executors = 0;
         int fallbacks = 0;
         String lastStatus = "";
@@ -85,16 +91,40 @@ public final class PluginScheduleTimeBenchmark {
             storm.schedule(topologies, forStorm);
             double stormMs = (System.nanoTime() - start) / 1e6;
 
+            Cluster forInstant = StormFixtures.cluster(supervisors, topologies, Map.of());
+            start = System.nanoTime();
+            withInstantPlanner.schedule(topologies, forInstant);
+            double instantMs = (System.nanoTime() - start) / 1e6;
+            if (!forInstant.getStatus(topology.getId()).startsWith("hetsched: placed by planner")) {
+                throw new IllegalStateException("the instant planner's plan was not used: "
+                        + forInstant.getStatus(topology.getId()));
+            }
+
             if (round >= warmup) {
                 hetsched.add(pluginMs);
                 defaultScheduler.add(stormMs);
+                instantPlanner.add(instantMs);
             }
         }
         System.out.println("{\"supervisors\": " + SUPERVISORS + ", \"executors\": " + executors
                 + ", \"rounds\": " + rounds + ", \"warmup\": " + warmup + ", \"fallbacks\": " + fallbacks
                 + ", \"strategy\": \"" + strategy + "\""
                 + ", \"last_status\": " + FakePlanner.JSON.valueToTree(lastStatus)
-                + ", \"hetsched_ms\": " + hetsched + ", \"default_scheduler_ms\": " + defaultScheduler + "}");
+                + ", \"hetsched_ms\": " + hetsched + ", \"default_scheduler_ms\": " + defaultScheduler
+                + ", \"instant_planner_ms\": " + instantPlanner + "}");
+        instant.close();
+    }
+
+    /**
+     * A planner on loopback that answers at once with a round-robin plan: what remains of
+     * {@code schedule()} is the plugin's own work plus one local HTTP exchange.
+     */
+    private static FakePlanner startInstantPlanner() {
+        try {
+            return new FakePlanner(FakePlanner.planning("instant", (c, i, machines) -> machines.get(i % machines.size())));
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("could not start the loopback planner", e);
+        }
     }
 
     /** spout 20, low 50, mid 60, high 60, and 10 ackers: 200 executors. */
