@@ -160,6 +160,12 @@ def remove(hierarchies: Hierarchies, cgroup: str, timeout_s: float = 10.0) -> No
                     time.sleep(0.1)
 
 
+def remove_if_empty(hierarchies: Hierarchies, cgroup: str) -> None:
+    """Remove a shared parent cgroup when no cluster uses it any more."""
+    for folder in hierarchies.paths(cgroup):
+        _rmdir_quietly(folder)
+
+
 def _rmdir_quietly(folder: Path) -> None:
     try:
         folder.rmdir()

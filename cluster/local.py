@@ -26,7 +26,7 @@ import yaml
 
 from cluster import cgroups, nimbus, preflight, processes
 from cluster.errors import ClusterError
-from cluster.layout import NIMBUS, UI, ZOOKEEPER, ClusterLayout, make_layout, resolve_home, resolve_port_base
+from cluster.layout import CGROUP_ROOT_NAME, NIMBUS, UI, ZOOKEEPER, ClusterLayout, make_layout, resolve_home, resolve_port_base
 from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_config import PLUGIN_JAR, SCHEDULERS, daemon_conf, java_command
 from cluster.storm_home import ensure_storm_home, has_ui
@@ -187,17 +187,22 @@ class LocalCluster:
 
     def down(self, purge: bool = False) -> DownReport:
         """Stop every process this cluster started (workers and Python processes too) and remove its cgroups."""
-        stopped: list[int] = []
-        for daemon in reversed(self.layout.daemon_names()):
-            stopped += processes.stop(self.layout.pid_file(daemon))
+        victims: set[psutil.Process] = set()
+        for daemon in self.layout.daemon_names():
+            victims |= processes.process_tree(self.layout.pid_file(daemon))
+        cluster_cgroup = self.layout.cluster_cgroup
+        victims |= set(_processes([p for p in self._cgroup_members(cluster_cgroup) if p != os.getpid()]))
+        stopped = processes.terminate(victims)
+        for daemon in self.layout.daemon_names():
+            self.layout.pid_file(daemon).unlink(missing_ok=True)
         removed: list[str] = []
         if self.hierarchies is not None:
-            cluster_cgroup = self.layout.cluster_cgroup
-            leftovers = [p for p in self._cgroup_members(cluster_cgroup) if p != os.getpid()]
-            stopped += processes.terminate(_processes(leftovers), grace_s=5.0)
+            late = _processes(self._cgroup_members(cluster_cgroup))  # anything forked while we stopped the rest
+            stopped += processes.terminate(late, grace_s=2.0)
             if any(folder.is_dir() for folder in self.hierarchies.paths(cluster_cgroup)):
                 cgroups.remove(self.hierarchies, cluster_cgroup)
                 removed.append(cluster_cgroup)
+            cgroups.remove_if_empty(self.hierarchies, CGROUP_ROOT_NAME)
         if purge:
             self._purge_home()
         self._saved = _read_state(self.layout.home)

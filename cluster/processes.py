@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -63,20 +61,26 @@ def running(pid_file: Path) -> psutil.Process | None:
         return None
 
 
-def stop(pid_file: Path, grace_s: float = 10.0) -> list[int]:
-    """Stop the daemon of a pid file with its whole process group and descendants; returns the pids signalled."""
+def process_tree(pid_file: Path) -> set[psutil.Process]:
+    """The daemon of a pid file with its descendants and everything in its process group (empty if not running)."""
     process = running(pid_file)
-    pid_file.unlink(missing_ok=True)
     if process is None:
-        return []
-    victims = {process}
+        return set()
+    found = {process}
     try:
-        victims.update(process.children(recursive=True))
+        found.update(process.children(recursive=True))
         group = os.getpgid(process.pid)
     except (psutil.Error, ProcessLookupError):
-        group = None
-    if group is not None and group == process.pid:
-        victims.update(p for p in psutil.process_iter() if _pgid(p) == group)
+        return found
+    if group == process.pid:
+        found.update(p for p in psutil.process_iter() if _pgid(p) == group)
+    return found
+
+
+def stop(pid_file: Path, grace_s: float = 10.0) -> list[int]:
+    """Stop the daemon of a pid file with its whole process group and descendants; returns the pids signalled."""
+    victims = process_tree(pid_file)
+    pid_file.unlink(missing_ok=True)
     return terminate(victims, grace_s)
 
 
@@ -96,15 +100,6 @@ def terminate(processes: Iterable[psutil.Process], grace_s: float = 10.0) -> lis
             pass
     psutil.wait_procs(alive, timeout=5)
     return sorted(p.pid for p in processes)
-
-
-def wait_for_exit(process: psutil.Process, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _pgid(process: psutil.Process) -> int | None:
@@ -148,7 +143,3 @@ def describe(process: psutil.Process) -> str:
     if len(cmdline) > 120:
         cmdline = cmdline[:117] + "..."
     return f"pid {process.pid} ({cmdline})"
-
-
-def signal_name(sig: int) -> str:
-    return signal.Signals(sig).name

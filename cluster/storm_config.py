@@ -65,6 +65,8 @@ def daemon_conf(
         "storm.local.hostname": layout.nimbus_host,
         "storm.scheduler": SCHEDULERS[scheduler],
         "worker.childopts": WORKER_CHILDOPTS,
+        # Executor stats reach Nimbus every 10 s instead of every 60 s: status and profiling see counts sooner.
+        "executor.metrics.frequency.secs": 10,
         **layout.other_ports,
         **_TIMEOUTS,
     }

@@ -2,4 +2,5 @@
 pytest_plugins = [
     "tests.fixtures.paper",
     "tests.fixtures.service",
+    "tests.fixtures.cluster",
 ]
