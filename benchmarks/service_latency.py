@@ -33,6 +33,8 @@ from planner.client import request_body
 from planner.fixtures import load_scenario, scaled_cluster
 from planner.model import Cluster, PlanRequest, ProfileRef
 
+HETSCHED = "from hetsched.cli import main; main()"
+"""The ``hetsched`` command (``-m hetsched.cli`` would register the commands on a second copy of the app)."""
 REPO = Path(__file__).resolve().parents[1]
 console = Console()
 
@@ -47,7 +49,7 @@ def percentile(values: list[float], q: float) -> float:
 def start_service(tmp: Path) -> tuple[subprocess.Popen, str]:
     log = (tmp / "serve.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "hetsched.cli", "serve", "--port", "0", "--db", str(tmp / "bench.db")],
+        [sys.executable, "-c", HETSCHED, "serve", "--port", "0", "--db", str(tmp / "bench.db")],
         cwd=tmp, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=log, stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 60

@@ -93,9 +93,14 @@ def test_plan_with_a_stored_profile_set_equals_the_inline_one(http):
 
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
-def test_every_strategy_plans_over_http(http, strategy):
-    plan = _plan(http, small_plan_request(strategy=strategy))
+def test_every_strategy_places_fixed_instance_counts_over_http(http, strategy):
+    """As the Nimbus plugin asks: every component's parallelism fixed, the strategy only places."""
+    body = small_plan_request(strategy=strategy)
+    for component, count in zip(body["topology"]["components"], (1, 2, 3)):
+        component["parallelism"] = count
+    plan = _plan(http, body)
     assert plan["strategy"] == strategy and plan["input_rate"] > 0
+    assert plan["instances"] == {"spout": 1, "low": 2, "high": 3}
 
 
 def test_plan_naming_a_missing_profile_set_is_404(http):

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Annotated
 
 import anyio
 from anyio import CapacityLimiter
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Body, Depends
 
 from planner.api import evaluate_assignments
 from planner.model import Evaluation, EvaluationRequest
+from planner.service import examples
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
 from planner.service.errors import ErrorBody
 from planner.service.json_body import StrictJSONRoute
@@ -25,7 +27,7 @@ router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"], route_class=S
 @router.post("", response_model=Evaluation,
              responses={404: {"model": ErrorBody, "description": "The named profile set does not exist."}})
 async def evaluate(
-    request: EvaluationRequest,
+    request: Annotated[EvaluationRequest, Body(openapi_examples={"linear": {"summary": "A given placement of Linear", "value": examples.EVALUATION_REQUEST}})],
     storage: Storage = Depends(get_storage),
     settings: ServiceSettings = Depends(get_settings),
     limiter: CapacityLimiter = Depends(get_planning_limiter),

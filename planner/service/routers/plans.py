@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Annotated
 
 import anyio
 from anyio import CapacityLimiter
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Body, Depends
 
 from planner.api import evaluate_assignments, make_plan
 from planner.model import Plan, PlanRequest
+from planner.service import examples
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
 from planner.service.errors import ErrorBody, not_found
 from planner.service.json_body import StrictJSONRoute
@@ -25,7 +27,7 @@ router = APIRouter(prefix="/v1/plans", tags=["plans"], route_class=StrictJSONRou
 @router.post("", status_code=201, response_model=Plan,
              responses={404: {"model": ErrorBody, "description": "The named profile set does not exist."}})
 async def create_plan(
-    request: PlanRequest,
+    request: Annotated[PlanRequest, Body(openapi_examples={"linear": {"summary": "Linear on two machine types", "value": examples.PLAN_REQUEST}})],
     storage: Storage = Depends(get_storage),
     settings: ServiceSettings = Depends(get_settings),
     limiter: CapacityLimiter = Depends(get_planning_limiter),

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Body, Depends, Path
 from pydantic import BaseModel
 
 from planner.model import ProfileSet
+from planner.service import examples
 from planner.service.deps import get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
 from planner.service.json_body import StrictJSONRoute
@@ -22,7 +23,7 @@ class ProfileList(BaseModel):
 
 
 @router.put("/{name}", response_model=ProfileSet, response_model_by_alias=True)
-def put_profile_set(name: ProfileName, profile_set: ProfileSet, storage: Storage = Depends(get_storage)) -> ProfileSet:
+def put_profile_set(name: ProfileName, profile_set: Annotated[ProfileSet, Body(openapi_examples={"micro": {"summary": "Profiles of three kinds of work on two machine types", "value": examples.PROFILE_SET}})], storage: Storage = Depends(get_storage)) -> ProfileSet:
     """Create or replace the profile set ``name``; the body's ``name`` must be the same."""
     if profile_set.name != name:
         raise ServiceError(422, "invalid_request",
