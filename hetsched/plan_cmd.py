@@ -98,12 +98,16 @@ def demo(
         None, "--optimal-time-limit", min=0.1,
         help="Also run the exact optimal strategy, up to this many seconds per scenario (slow).",
     ),
+    thread_caps: bool = typer.Option(
+        True, "--thread-caps/--no-thread-caps", help="Keep the per-thread cap (100/cores) of the paper clusters' machine types."
+    ),
 ) -> None:
     """Plan the paper's scenarios (Tables 3-4, Fig. 5) with every strategy and compare them."""
-    console = Console()
+    console = Console(width=max(Console().width, 140))
     with console.status("planning the paper's scenarios") as status:
         results = report.compare_scenarios(
-            optimal_time_limit_s=optimal_time_limit, progress=lambda what: status.update(f"planning {what}")
+            optimal_time_limit_s=optimal_time_limit, progress=lambda what: status.update(f"planning {what}"),
+            thread_caps=thread_caps,
         )
     console.print(report.rate_table(results))
     console.print(report.throughput_table(results))

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.table import Table
 
 from planner.api import make_plan
 from planner.errors import PlanningError
-from planner.fixtures import SCENARIOS, TOPOLOGIES, load_scenario
+from planner.fixtures import SCENARIOS, TOPOLOGIES, Scenario, load_scenario
 from planner.model import Plan, PlanOptions
 from planner.problem import Problem
 from planner.profiles import ProfileTable
 
 BASELINES = ("paper", "even", "resource_aware", "fast")
+SHORT = {"resource_aware": "RAS"}
 
 
 @dataclass
@@ -82,18 +83,32 @@ def _yardstick(scenario, optimal_time_limit_s: float | None) -> Yardstick:
     return yard
 
 
+def without_thread_caps(scenario: Scenario) -> Scenario:
+    """The scenario with no ``cores`` on any machine type: no per-thread cap, as in the paper's own simulation."""
+    cluster = scenario.cluster.model_copy(deep=True)
+    for machine_type in cluster.machine_types:
+        machine_type.cores = None
+    return replace(scenario, cluster=cluster)
+
+
 def compare_scenarios(
     topologies: Iterable[str] = TOPOLOGIES,
     scenarios: Iterable[int] = SCENARIOS,
     strategies: Iterable[str] = BASELINES,
     optimal_time_limit_s: float | None = None,
     progress: Callable[[str], None] | None = None,
+    thread_caps: bool = True,
 ) -> list[ScenarioResult]:
-    """Plan every scenario with every strategy; ``optimal_time_limit_s`` None skips the exact search."""
+    """Plan every scenario with every strategy; ``optimal_time_limit_s`` None skips the exact search.
+
+    ``thread_caps`` False drops the per-thread cap (``cores``) from the clusters.
+    """
     results = []
     for topology in topologies:
         for number in scenarios:
             scenario = load_scenario(topology, number)
+            if not thread_caps:
+                scenario = without_thread_caps(scenario)
             result = ScenarioResult(scenario.name, topology, number, len(scenario.cluster.machines))
             for strategy in strategies:
                 if progress:
@@ -124,7 +139,8 @@ def _ratio(a: float | None, b: float | None) -> str:
 def rate_table(results: list[ScenarioResult], strategies: Iterable[str] = BASELINES) -> Table:
     strategies = list(strategies)
     table = Table(title="Input rate R (tuples/s) each strategy's placement sustains (closed form)")
-    for col in ("scenario", "machines", *strategies, "optimal", "LP bound", "paper/even", "paper/best", "fast/best"):
+    for col in ("scenario", "machines", *[SHORT.get(s, s) for s in strategies], "optimal", "LP bound",
+                "paper/even", "paper/best", "fast/best"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in results:
         best, _ = r.best_known
@@ -144,16 +160,16 @@ def rate_table(results: list[ScenarioResult], strategies: Iterable[str] = BASELI
 
 def throughput_table(results: list[ScenarioResult], strategies: Iterable[str] = BASELINES) -> Table:
     strategies = list(strategies)
-    table = Table(title="Total throughput (sum of IR over all components) / sink throughput, tuples/s; weighted utilisation %")
+    table = Table(title="Total throughput (sum of IR over components) / sink throughput (tuples/s), weighted utilisation")
     table.add_column("scenario")
     for s in strategies:
-        table.add_column(s, justify="right")
+        table.add_column(SHORT.get(s, s), justify="right")
     for r in results:
         cells = []
         for s in strategies:
             plan = r.plans.get(s)
             cells.append(
-                f"{plan.total_throughput:.1f} / {plan.sink_throughput:.1f}; {plan.weighted_utilization:.0f}%"
+                f"{plan.total_throughput:.1f} / {plan.sink_throughput:.1f}, {plan.weighted_utilization:.0f}%"
                 if isinstance(plan, Plan) else "error"
             )
         table.add_row(r.name, *cells)

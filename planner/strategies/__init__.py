@@ -36,6 +36,7 @@ class Deadline:
         self.start = time.perf_counter()
 
     def check(self, iterations: int) -> None:
+        """Raise PlanningTimeout once the time limit has passed (cheap: call it every iteration)."""
         if self.limit is not None and time.perf_counter() - self.start > self.limit:
             raise PlanningTimeout(
                 f"the {self.strategy} strategy ran past its time limit of {self.limit:g} s "

@@ -40,11 +40,9 @@ from planner.problem import Problem
 from planner.profiles import ProfileTable
 from planner.strategies import Deadline, StrategyResult
 
-GRANULARITIES = (1.0, 2.0)
-"""Instance sizes tried: the LP's (as large as the thread caps allow) and half of it (finer packing, more MET).
-The finer one only pays on small clusters, where one instance is a large part of a machine."""
-
-FINE_PACKING_MAX_MACHINES = 60
+SIZE_DIVISORS = (1, 2, 4, 8)
+"""Instance size limits tried: at most the thread cap and 1/d of a machine. Big instances pay the MET
+less often, small ones pack better; each is packed and scored, and the best is polished."""
 
 POLISH_WORK = 2_000_000
 """Local search budget in (component x machine) array cells: each step costs about that many; at least MIN_POLISH_STEPS steps."""
@@ -71,10 +69,13 @@ class _Types:
         self.thread = problem.thread_limit[self.used]
         self.cost = problem.cost[:, self.used]  # (C, T) percent per tuple/s
         self.met = problem.met[:, self.used]
+        self.max_size = self.size_cap(1)  # (C, T) largest tuples/s one instance can take on each type; < 0: cannot run there
+
+    def size_cap(self, divisor: int) -> np.ndarray:
+        """Largest tuples/s of one instance on each type if it may use at most 1/divisor of a machine (and its thread cap)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.minimum(self.thread, self.limit)[None, :] - self.met
-            size = np.where(self.cost > 0, room / self.cost, np.where(room >= 0, np.inf, -1.0))
-        self.max_size = size  # (C, T) largest tuples/s one instance can take on each type; < 0: cannot run there
+            room = np.minimum(self.thread, self.limit / divisor)[None, :] - self.met
+            return np.where(self.cost > 0, room / self.cost, np.where(room >= 0, np.inf, -1.0))
 
 
 def _fluid_lp(types: _Types, beta: np.ndarray, active: np.ndarray, size: np.ndarray) -> tuple[float, np.ndarray] | None:
@@ -195,8 +196,7 @@ class _Polisher:
         max_iterations = min(max_iterations, budget)
         while iterations < max_iterations and stall < stall_limit:
             iterations += 1
-            if iterations % 64 == 0:
-                deadline.check(iterations)
+            deadline.check(iterations)
             move = self._best_move(H, R, r, th, a, b, u, counts)
             if move is None:
                 break
@@ -350,21 +350,35 @@ def _pack(problem: Problem, types: _Types, beta: np.ndarray, flows: np.ndarray, 
                 load[pick] += inst_load[c, t]
                 k -= take
                 left -= take
-        while left > 0:
-            # what the quotas could not take: the machine it fills least, overloading one if it must
+        if left > 0:
+            # what the quotas could not take: wherever it fills a machine least, overloading only if it must
             cand_t = np.flatnonzero(allowed[c]) if allowed[c].any() else np.arange(len(types.used))
-            best_w, best_frac = -1, np.inf
-            for t in cand_t:
-                machines = types.machines[t]
-                w = int(machines[np.argmin(load[machines])])
-                frac = (load[w] + inst_load[c, t]) / limit_m[w]
-                if frac < best_frac:
-                    best_w, best_frac, best_t = w, frac, t
-            overflow |= best_frac > 1 + 1e-9
-            H[c, best_w] += 1
-            load[best_w] += inst_load[c, best_t]
-            left -= 1
+            machines = np.concatenate([types.machines[t] for t in cand_t])
+            item = np.concatenate([np.full(len(types.machines[t]), inst_load[c, t]) for t in cand_t])
+            while left > 0:
+                frac = (load[machines] + item) / limit_m[machines]
+                fits = frac <= 1 + 1e-9
+                pool = np.flatnonzero(fits) if fits.any() else np.arange(len(machines))
+                overflow |= not fits.any()
+                take = min(left, pool.size) if fits.any() else 1
+                pick = pool if take == pool.size else pool[np.argpartition(frac[pool], take - 1)[:take]]
+                H[c, machines[pick]] += 1
+                load[machines[pick]] += item[pick]
+                left -= take
     return H, overflow
+
+
+def _sizes(types: _Types, problem: Problem, beta: np.ndarray, choice: np.ndarray, rate: float) -> np.ndarray:
+    """Instance size (tuples/s) of every component on every type at input rate ``rate``; -1 where it cannot run.
+
+    A free component has its chosen size on every type whose cap allows it; a
+    fixed one has ``beta * rate / parallelism``.
+    """
+    sizes = np.where(types.max_size >= choice[:, None] * (1 - 1e-9), choice[:, None], -1.0)
+    for c in np.flatnonzero(problem.fixed > 0):
+        x = beta[c] * rate / problem.fixed[c]
+        sizes[c] = np.where(types.max_size[c] >= x, max(x, 1e-300), -1.0)
+    return sizes
 
 
 def _pack_best(problem, types, beta, flows, lp_rate, sizes_at, fixed_one, first, polisher) -> tuple[float, np.ndarray]:
@@ -429,52 +443,44 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
     bound, flows = fluid
     lp_solves = 1
 
-    # 2. One instance size per component, chosen by a coordinate search over the types' sizes.
-    def sizes_for(choice: np.ndarray, rate: float) -> np.ndarray:
-        s = np.where(types.max_size >= choice[:, None] * (1 - 1e-9), choice[:, None], -1.0)
-        for c in np.flatnonzero(problem.fixed > 0):
-            x = beta[c] * rate / problem.fixed[c]
-            s[c] = np.where(types.max_size[c] >= x, max(x, 1e-300), -1.0)
-        return s
-
-    choice = np.array([
-        types.max_size[c][flows[c] > 1e-12 * max(flows[c].max(), 1e-300)].min() if flows[c].sum() > 0 else np.inf
-        for c in range(problem.n_components)
-    ])
-    choice = np.where(fixed_one, np.inf, choice)
-    best = _fluid_lp(types, beta, active, sizes_for(choice, bound))
-    lp_solves += 1
-    if best is None:
-        best = (0.0, flows)
-    for c in np.flatnonzero(active & (problem.fixed == 0) & ~fixed_one):
-        for candidate in np.unique(types.max_size[c][types.max_size[c] > 0]):
-            if np.isclose(candidate, choice[c]):
-                continue
-            trial = choice.copy()
-            trial[c] = candidate
-            result = _fluid_lp(types, beta, active, sizes_for(trial, best[0] or bound))
-            lp_solves += 1
-            if result is not None and result[0] > best[0] * (1 + 1e-9):
-                best, choice = result, trial
-    lp_rate, flows = best
-
-    # 3-4. Pack at the best target rate and polish, for the LP's instance sizes and for finer ones; keep the best.
+    # 2-3. For each instance size limit: one size per component (the largest that fits every type its LP
+    # flow uses), the LP again with the MET that size costs, then the best packing by bisection on the rate.
     free = (problem.fixed == 0) & ~fixed_one
-    best_plan: tuple[float, np.ndarray, np.ndarray, float] | None = None
-    iterations = 0
-    for granularity in GRANULARITIES if problem.n_machines <= FINE_PACKING_MAX_MACHINES else GRANULARITIES[:1]:
-        sizes = choice / granularity
-        polisher = _Polisher(problem, np.zeros((problem.n_components, problem.n_machines), dtype=np.int64),
-                             np.zeros(problem.n_components, dtype=np.int64), free)
-        start_rate, H = _pack_best(problem, types, beta, flows, lp_rate, lambda r: sizes_for(sizes, r), fixed_one, first, polisher)
-        polisher.H = H
-        polisher.g = _first_instances(H, first, polisher)
-        H, g, steps = polisher.search(deadline, options.max_iterations)
-        iterations += steps
-        rate = _rate_of(polisher, H, g)
-        if best_plan is None or rate > best_plan[0] * (1 + REL):
-            best_plan = (rate, H, g, start_rate)
-    _, H, first_machine, start_rate = best_plan
+    polisher = _Polisher(problem, np.zeros((problem.n_components, problem.n_machines), dtype=np.int64),
+                         np.zeros(problem.n_components, dtype=np.int64), free)
+    candidates = []
+    caps_tried: list[np.ndarray] = []
+    for divisor in SIZE_DIVISORS:
+        cap = types.size_cap(divisor)
+        if any(np.array_equal(cap, seen) for seen in caps_tried):
+            continue
+        caps_tried.append(cap)
+        capped = _fluid_lp(types, beta, active, np.where(types.max_size > 0, cap, -1.0))
+        lp_solves += 1
+        if capped is None:
+            continue
+        choice = np.array([
+            cap[c][capped[1][c] > 1e-9 * max(capped[1][c].max(), 1e-300)].min() if capped[1][c].sum() > 0 and cap[c].max() > 0 else np.inf
+            for c in range(problem.n_components)
+        ])
+        choice = np.where(fixed_one, np.inf, choice)
+        sized = _fluid_lp(types, beta, active, _sizes(types, problem, beta, choice, capped[0]))
+        lp_solves += 1
+        if sized is None:
+            continue
+        lp_rate, flows = sized
+        rate, H = _pack_best(problem, types, beta, flows, lp_rate,
+                             lambda r, choice=choice: _sizes(types, problem, beta, choice, r), fixed_one, first, polisher)
+        candidates.append((rate, divisor, lp_rate, H))
+        deadline.check(0)
+    if not candidates:
+        raise PlanningError("the cluster cannot carry the topology at any input rate: the fixed costs (MET) exceed the machines")
+    start_rate, divisor, lp_rate, H = max(candidates, key=lambda cand: cand[0])
+
+    # 4. Local search on the closed form.
+    polisher.H = H
+    polisher.g = _first_instances(H, first, polisher)
+    H, first_machine, iterations = polisher.search(deadline, options.max_iterations)
 
     ids = problem.machine_ids
     placement: dict[str, list[str]] = {}
@@ -486,6 +492,7 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
         "iterations": iterations,
         "lp_solves": lp_solves,
         "lp_rate": lp_rate,
+        "size_divisor": divisor,
         "rounded_rate": start_rate,
     }
     if bound_valid:

@@ -88,8 +88,7 @@ def maximize_throughput(state: PlacementState, rate: float, deadline: Deadline) 
         iterations += 1
         if iterations > options.max_iterations:
             return final, final_rate, iterations - 1, "iteration guard"
-        if iterations % 256 == 0:
-            deadline.check(iterations)
+        deadline.check(iterations)
         violation = _violation(current, rate)
         if violation is None:
             final, final_rate = current.copy(), rate
