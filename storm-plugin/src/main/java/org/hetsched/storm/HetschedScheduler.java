@@ -133,7 +133,7 @@ public class HetschedScheduler implements IScheduler {
         long plannerMillis = (System.nanoTime() - started) / 1_000_000;
 
         PlanPlacement.Result placement = PlanPlacement.place(plan, graph, machines,
-                supervisorNames(cluster), wanted.maxExecutorsPerWorker());
+                supervisorNames(cluster, settings.machineIdKey()), wanted.maxExecutorsPerWorker());
         cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
         for (Map.Entry<WorkerSlot, List<ExecutorDetails>> worker : placement.workers().entrySet()) {
             cluster.assign(worker.getKey(), topology.getId(), worker.getValue());
@@ -169,12 +169,15 @@ public class HetschedScheduler implements IScheduler {
                         + " executors wait for free worker slots";
     }
 
-    private static Set<String> supervisorNames(Cluster cluster) {
+    private static Set<String> supervisorNames(Cluster cluster, String machineIdKey) {
         Set<String> names = new HashSet<>();
         for (SupervisorDetails supervisor : cluster.getSupervisors().values()) {
             names.add(supervisor.getId());
             if (supervisor.getHost() != null) {
                 names.add(supervisor.getHost());
+            }
+            if (supervisor.getSchedulerMeta() instanceof Map<?, ?> meta && meta.get(machineIdKey) != null) {
+                names.add(meta.get(machineIdKey).toString().trim());
             }
         }
         return names;

@@ -5,6 +5,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.stream.Collectors;
 import org.apache.storm.scheduler.Cluster;
 import org.apache.storm.scheduler.SupervisorDetails;
 import org.apache.storm.scheduler.WorkerSlot;
@@ -12,14 +13,18 @@ import org.apache.storm.scheduler.WorkerSlot;
 /**
  * One supervisor as the planner sees it: its machine type and the worker ports one topology may use there.
  *
- * @param id          the supervisor id (what the plan names)
- * @param host        the supervisor's host name (a stored plan may name the host instead of the id)
+ * @param id          the supervisor id
+ * @param name        the machine's id in PlanRequests and plans: the supervisor's declared machine id
+ *                    ({@code supervisor.scheduler.meta}, key {@code hetsched.machine.id.key}) where it
+ *                    has a unique one, so plans made outside Nimbus (by the command line, with the
+ *                    cluster's machine ids) fit; else the supervisor id
+ * @param host        the supervisor's host name (a stored plan may name the host instead)
  * @param type        machine type, from the supervisor's {@code supervisor.scheduler.meta}
  * @param cores       cores of the machine where declared, else null
  * @param totalSlots  all worker ports of the supervisor
  * @param usablePorts ports free now or already held by the topology being placed, ascending
  */
-public record Machine(String id, String host, String type, Double cores, int totalSlots, List<Integer> usablePorts) {
+public record Machine(String id, String name, String host, String type, Double cores, int totalSlots, List<Integer> usablePorts) {
 
     /** Scheduler-meta key a supervisor may use to declare its cores. */
     public static final String CORES_KEY = "cores";
@@ -35,6 +40,10 @@ public record Machine(String id, String host, String type, Double cores, int tot
         List<Machine> machines = new ArrayList<>();
         List<SupervisorDetails> supervisors = new ArrayList<>(cluster.getSupervisors().values());
         supervisors.sort(Comparator.comparing(SupervisorDetails::getId));
+        Map<String, Long> declaredIds = supervisors.stream()
+                .map(s -> metaValue(s, settings.machineIdKey()))
+                .filter(name -> name != null && !name.isBlank())
+                .collect(Collectors.groupingBy(name -> name, Collectors.counting()));
         for (SupervisorDetails supervisor : supervisors) {
             if (cluster.isBlackListed(supervisor.getId())) {
                 continue;
@@ -56,7 +65,9 @@ public record Machine(String id, String host, String type, Double cores, int tot
             if (cores == null) {
                 cores = topology.machineTypeCores().get(type);
             }
-            machines.add(new Machine(supervisor.getId(), supervisor.getHost(), type, cores,
+            String declared = metaValue(supervisor, settings.machineIdKey());
+            String name = declared != null && declaredIds.getOrDefault(declared, 0L) == 1 ? declared : supervisor.getId();
+            machines.add(new Machine(supervisor.getId(), name, supervisor.getHost(), type, cores,
                     supervisor.getAllPorts().size(), List.copyOf(ports)));
         }
         return machines;

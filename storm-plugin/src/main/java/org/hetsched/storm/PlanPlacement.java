@@ -36,7 +36,7 @@ public final class PlanPlacement {
 
     /**
      * @param machines         supervisors with ports this topology may use
-     * @param knownSupervisors ids and host names of every supervisor in the cluster, usable or not
+     * @param knownSupervisors ids, machine ids and host names of every supervisor in the cluster, usable or not
      */
     public static Result place(Plan plan, TopologyGraph graph, List<Machine> machines,
                                Set<String> knownSupervisors, Integer maxExecutorsPerWorker) throws PlanFault {
@@ -94,7 +94,7 @@ public final class PlanPlacement {
         return planned;
     }
 
-    /** A plan may name a supervisor by id or, where unambiguous, by host name. */
+    /** A plan names a machine by its planner name, its supervisor id or, where unambiguous, its host name. */
     private static Map<String, Machine> namesOf(List<Machine> machines) {
         Map<String, Machine> byName = new HashMap<>();
         Map<String, Integer> hostCount = new HashMap<>();
@@ -111,6 +111,9 @@ public final class PlanPlacement {
         for (Machine m : machines) {
             byName.put(m.id(), m);
         }
+        for (Machine m : machines) {
+            byName.put(m.name(), m);
+        }
         return byName;
     }
 
@@ -122,7 +125,7 @@ public final class PlanPlacement {
                                                Map<ExecutorDetails, Machine> executorMachine,
                                                List<Machine> machines) {
         List<Machine> used = executorMachine.values().stream().distinct()
-                .sorted(Comparator.comparing(Machine::id)).toList();
+                .sorted(Comparator.comparing(Machine::name)).toList();
         List<Machine> targets = used.isEmpty() ? machines : used;
         int next = 0;
         for (TopologyGraph.Component component : components) {
@@ -149,7 +152,7 @@ public final class PlanPlacement {
                     : (executors.size() + maxExecutorsPerWorker - 1) / maxExecutorsPerWorker;
             if (needed > machine.usablePorts().size()) {
                 throw PlanFault.planDoesNotFit("the plan puts " + executors.size() + " executors on supervisor '"
-                        + machine.id() + "', which needs " + needed + " worker slots but has "
+                        + machine.name() + "', which needs " + needed + " worker slots but has "
                         + machine.usablePorts().size() + " free");
             }
             List<List<ExecutorDetails>> slots = new ArrayList<>();

@@ -55,7 +55,7 @@ public final class PlanRequests {
         }
         ArrayNode machineList = cluster.putArray("machines");
         for (Machine m : machines) {
-            machineList.addObject().put("id", m.id()).put("type", m.type());
+            machineList.addObject().put("id", m.name()).put("type", m.type());
         }
 
         request.putObject("profiles").put("name", settings.profiles());

@@ -16,6 +16,7 @@ import java.util.Map;
  * @param token             Bearer token for the planner's /v1 calls, or null
  * @param fallback          what happens to a planner topology when the planner cannot place it
  * @param machineTypeKey    the key of {@code supervisor.scheduler.meta} that names a supervisor's machine type
+ * @param machineIdKey      the key of {@code supervisor.scheduler.meta} that names the machine as plans know it
  * @param defaultMachineType the type of supervisors whose meta names none
  * @param breakerFailures   consecutive planner failures that open the circuit breaker
  * @param breakerBackoff    how long the breaker first stays open; doubles on every failed retry
@@ -27,6 +28,7 @@ public record SchedulerSettings(
         String token,
         Fallback fallback,
         String machineTypeKey,
+        String machineIdKey,
         String defaultMachineType,
         int breakerFailures,
         Duration breakerBackoff,
@@ -37,6 +39,7 @@ public record SchedulerSettings(
     public static final String PLANNER_TOKEN = "hetsched.planner.token";
     public static final String FALLBACK = "hetsched.fallback";
     public static final String MACHINE_TYPE_KEY = "hetsched.machine.type.key";
+    public static final String MACHINE_ID_KEY = "hetsched.machine.id.key";
     public static final String DEFAULT_MACHINE_TYPE = "hetsched.machine.type.default";
     public static final String BREAKER_FAILURES = "hetsched.breaker.failures";
     public static final String BREAKER_BACKOFF_MS = "hetsched.breaker.backoff.ms";
@@ -84,6 +87,7 @@ public record SchedulerSettings(
                 token == null || token.isBlank() ? null : token.trim(),
                 fallback,
                 text(conf, MACHINE_TYPE_KEY, "machine-type"),
+                text(conf, MACHINE_ID_KEY, "machine-id"),
                 text(conf, DEFAULT_MACHINE_TYPE, "default"),
                 (int) Math.min(Integer.MAX_VALUE, positiveLong(conf, BREAKER_FAILURES, 3)),
                 backoff,

@@ -36,6 +36,8 @@ import org.junit.jupiter.api.Test;
 
 /** The scheduler against real Storm scheduler objects and a real HTTP planner on 127.0.0.1. */
 class HetschedSchedulerTest {
+    /** The machine is shared and noisy: only the slow-planner test relies on a short timeout. */
+    private static final int GENEROUS_TIMEOUT_MS = 60_000;
     private static final Map<String, Object> ASKS_PLANNER = Map.of(
             TopologySettings.PROFILES, "micro",
             TopologySettings.STRATEGY, "paper");
@@ -71,6 +73,7 @@ class HetschedSchedulerTest {
         Map<String, Object> yaml = new HashMap<>();
         yaml.put(SchedulerSettings.PLANNER_URL, url.toString());
         yaml.put(SchedulerSettings.PLANNER_TOKEN, "s3cret");
+        yaml.put(SchedulerSettings.PLANNER_TIMEOUT_MS, GENEROUS_TIMEOUT_MS);
         yaml.putAll(extra);
         return StormFixtures.scheduler(yaml, clock::get);
     }
@@ -187,8 +190,8 @@ class HetschedSchedulerTest {
 
     @Test
     void plannerSlowerThanTheTimeoutFallsBack() {
-        planner.answerWith(call -> new FakePlanner.Answer(201, "{}", 5_000));
-        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TIMEOUT_MS, 200), "planner timed out");
+        planner.answerWith(call -> new FakePlanner.Answer(201, "{}", 120_000));
+        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TIMEOUT_MS, 300), "planner timed out");
     }
 
     @Test
@@ -422,6 +425,29 @@ class HetschedSchedulerTest {
                 .map(e -> placed.get(e).getNodeId()).collect(Collectors.toSet());
         assertEquals(2, ackerHosts.size(), "two ackers on two different supervisors of the plan");
         assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: placed by planner (plan p-7"));
+    }
+
+    @Test
+    void machinesAreNamedByTheMachineIdTheirSupervisorsDeclare() {
+        // Storm's supervisor ids are generated; plans made by the command line use the cluster's machine ids
+        Map<String, SupervisorDetails> declared = byId(
+                supervisor("6f1c-aaaa", "small-1", "127.0.0.2", "small", null, 4),
+                supervisor("6f1c-bbbb", "small-2", "127.0.0.3", "small", null, 4),
+                supervisor("6f1c-cccc", "fast-1", "127.0.0.4", "fast", 4, 4));
+        planner.answerWith(FakePlanner.planning("p-4", (c, i, m) -> c.equals("high") ? "fast-1" : "small-" + (1 + i % 2)));
+        TopologyDetails linear = linearTopology("linear-1", ASKS_PLANNER);
+        Cluster cluster = cluster(declared, linear);
+
+        scheduler().schedule(new Topologies(linear), cluster);
+
+        Set<String> sent = new java.util.HashSet<>();
+        planner.calls().get(0).body().get("cluster").get("machines").forEach(m -> sent.add(m.get("id").asText()));
+        assertEquals(Set.of("small-1", "small-2", "fast-1"), sent);
+        Map<ExecutorDetails, WorkerSlot> placed = placement(cluster, "linear-1");
+        executorsOf(linear, "high").forEach(e -> assertEquals("6f1c-cccc", placed.get(e).getNodeId()));
+        List<ExecutorDetails> low = executorsOf(linear, "low");
+        assertEquals("6f1c-aaaa", placed.get(low.get(0)).getNodeId());
+        assertEquals("6f1c-bbbb", placed.get(low.get(1)).getNodeId());
     }
 
     @Test

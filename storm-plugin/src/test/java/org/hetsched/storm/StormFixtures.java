@@ -39,7 +39,15 @@ final class StormFixtures {
 
     /** A supervisor whose {@code supervisor.scheduler.meta} names its machine type (and cores, where given). */
     static SupervisorDetails supervisor(String id, String host, String type, Integer cores, int ports) {
+        return supervisor(id, null, host, type, cores, ports);
+    }
+
+    /** A supervisor that also declares its machine id (as the local cluster's supervisors do). */
+    static SupervisorDetails supervisor(String id, String machineId, String host, String type, Integer cores, int ports) {
         Map<String, String> meta = new HashMap<>();
+        if (machineId != null) {
+            meta.put("machine-id", machineId);
+        }
         if (type != null) {
             meta.put("machine-type", type);
         }
