@@ -234,7 +234,7 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """spark-submit entry point; the same options as ``hetsched aggregate``."""
-    from spark_profiling.publish import DEFAULT_PLANNER, put_profile_set
+    from spark_profiling.publish import TOKEN_ENV, URL_ENV, put_profile_set
     from spark_profiling.report import summary_lines
 
     parser = argparse.ArgumentParser(prog="aggregate.py", description=__doc__.splitlines()[0])
@@ -246,8 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     parser.add_argument("--put", metavar="NAME", help="also store the set in the planner under NAME")
-    parser.add_argument("--planner", default=os.environ.get("HETSCHED_PLANNER", DEFAULT_PLANNER), help="planner URL")
-    parser.add_argument("--token", default=os.environ.get("HETSCHED_TOKEN"), help="planner bearer token")
+    parser.add_argument("--planner", help=f"planner URL (default: ${URL_ENV}, else http://127.0.0.1:8765)")
+    parser.add_argument("--token", help=f"planner bearer token (default: ${TOKEN_ENV})")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -256,11 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(summary_lines(profile_set)))
         print(f"wrote {args.out}")
         if args.put:
-            put_profile_set(args.planner, args.put, profile_set, token=args.token)
-            print(f"stored as {args.put!r} at {args.planner}")
+            stored = put_profile_set(profile_set, args.put, args.planner, args.token)
+            print(f"stored profile set {stored.name!r} ({len(stored.entries)} entries) in the planner")
     except ProfilingError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return 1
     return 0
 
 

@@ -113,6 +113,8 @@ def profile_entry(profile: str, machine_type: str, s: PairSums, min_samples: int
     line = fit_line(s)
     if line is None:
         return skip(f"every interval had the same input rate ({s.x_min:g} tuples/s), so no slope")
+    if not all(math.isfinite(v) for v in (line.slope, line.intercept, s.x_min, s.x_max, s.executed, s.emitted)):
+        return skip("the fit is not finite (input rates or CPU readings out of range)")
     if not line.slope > 0:
         return skip(f"CPU does not grow with input rate (slope {line.slope:.4g} percent per tuple/s)")
     entry = ProfileEntry(

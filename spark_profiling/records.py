@@ -124,8 +124,8 @@ def validate(raw: DataFrame) -> DataFrame:
             (present & (F.isnan(number) | (F.abs(number) == float("inf"))), "non_finite"),
         ]
         if field.kind == "integer":
-            field_checks.append((present & (number != F.floor(number)), "non_integer"))
             field_checks.append((present & (F.abs(number) >= 2.0**62), "out_of_range"))
+            field_checks.append((present & (number % 1 != 0), "non_integer"))
         if field.bound == "non_negative":
             field_checks.append((present & (number < 0), "negative"))
         elif field.bound == "positive":

@@ -158,7 +158,8 @@ def generate(
         for t in range(tasks_per_pair):
             task_id += 1
             pid = 1000 * task_id
-            events = rng.sample(range(3, samples - 1), resets_per_task + restarts_per_task)
+            # Two samples apart at least, so a counter always has something to lose at a reset.
+            events = rng.sample(range(3, samples - 1, 2), resets_per_task + restarts_per_task)
             reset_at = set(events[:resets_per_task])
             restart_at = set(events[resets_per_task:])
             ts = T0 + rng.uniform(0, interval_s)
@@ -175,10 +176,8 @@ def generate(
                     executed_true += d_exec
                     cpu += max(d_cpu * (1 + rng.gauss(0, cpu_noise)), 0.0)
                 if k in reset_at or k in restart_at:
-                    # Counting starts again from the previous sample, so the counter drops.
-                    previous = records[-1]
-                    base_executed += previous["executed"]
-                    base_cpu += previous["cpu_seconds"]
+                    # Counting starts again at this sample: the counters read 0 and the interval is lost.
+                    base_executed, base_cpu = executed_true, cpu
                     if k in restart_at:
                         pid += 1
                     else:

@@ -3,4 +3,5 @@ pytest_plugins = [
     "tests.fixtures.paper",
     "tests.fixtures.service",
     "tests.fixtures.cluster",
+    "tests.fixtures.spark",
 ]

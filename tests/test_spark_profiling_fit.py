@@ -1,0 +1,91 @@
+"""The line fit from sums (spark_profiling.fit): no Spark needed."""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from spark_profiling.fit import PairSums, fit_line, profile_entry
+
+
+def sums_of(points: list[tuple[float, float]], executed: float = 0.0, emitted: float = 0.0) -> PairSums:
+    total = PairSums()
+    for x, y in points:
+        total += PairSums(n=1, sx=x, sy=y, sxy=x * y, sxx=x * x, syy=y * y, x_min=x, x_max=x)
+    return total + PairSums(executed=executed, emitted=emitted)
+
+
+def test_fit_from_sums_equals_numpy_least_squares():
+    rng = random.Random(3)
+    points = [(x, 0.9 * x + 2.5 + rng.gauss(0, 1.0)) for x in (rng.uniform(5, 200) for _ in range(300))]
+    line = fit_line(sums_of(points))
+    xs, ys = np.array(points).T
+    slope, intercept = np.polyfit(xs, ys, 1)
+    r2 = np.corrcoef(xs, ys)[0, 1] ** 2
+    assert line.slope == pytest.approx(slope, rel=1e-9)
+    assert line.intercept == pytest.approx(intercept, rel=1e-9)
+    assert line.r2 == pytest.approx(r2, rel=1e-9)
+
+
+def test_sums_add_up_like_the_concatenated_points():
+    a = [(1.0, 2.0), (3.0, 5.0)]
+    b = [(10.0, 7.0), (0.5, 1.0), (4.0, 4.0)]
+    assert sums_of(a) + sums_of(b) == sums_of(a + b)
+
+
+def test_entry_units_e_is_slope_over_100_met_is_intercept():
+    # CPU percent = 100 * e * IR + MET with e = 0.004 s/tuple, MET = 3 %.
+    points = [(x, 100 * 0.004 * x + 3.0) for x in (5.0, 10.0, 20.0, 40.0, 80.0)]
+    result = profile_entry("highCompute", "small", sums_of(points, executed=1000, emitted=250), min_samples=5)
+    assert result.skipped is None and not result.clamped
+    entry = result.entry
+    assert entry.e == pytest.approx(0.004)
+    assert entry.met == pytest.approx(3.0)
+    assert entry.alpha == pytest.approx(0.25)
+    assert entry.r2 == pytest.approx(1.0)
+    assert entry.samples == 5
+    assert entry.rate_range == (5.0, 80.0)
+
+
+def test_too_few_samples_is_skipped_not_invented():
+    points = [(x, 0.5 * x + 1) for x in (1.0, 2.0, 3.0)]
+    result = profile_entry("p", "t", sums_of(points, executed=10, emitted=10), min_samples=5)
+    assert result.entry is None
+    assert result.skipped.samples == 3
+    assert "fewer than the 5 needed" in result.skipped.reason
+
+
+def test_no_spread_in_input_rate_is_skipped():
+    points = [(20.0, 3.0 + i * 0.1) for i in range(10)]
+    assert fit_line(sums_of(points)) is None
+    result = profile_entry("p", "t", sums_of(points, executed=10, emitted=10), min_samples=5)
+    assert result.entry is None and "same input rate" in result.skipped.reason
+
+
+def test_cpu_that_falls_with_rate_is_skipped():
+    points = [(x, 50 - 0.1 * x) for x in (1.0, 5.0, 10.0, 20.0, 40.0)]
+    result = profile_entry("p", "t", sums_of(points, executed=10, emitted=10), min_samples=5)
+    assert result.entry is None and "does not grow" in result.skipped.reason
+
+
+def test_negative_intercept_is_clamped_to_zero_and_said():
+    points = [(x, 0.5 * x - 2.0) for x in (10.0, 20.0, 30.0, 40.0, 50.0)]
+    result = profile_entry("p", "t", sums_of(points, executed=10, emitted=10), min_samples=5)
+    assert result.entry.met == 0.0
+    assert result.entry.e == pytest.approx(0.005)
+    (clamp,) = result.clamped
+    assert clamp.field == "met" and clamp.fitted == pytest.approx(-2.0) and clamp.used == 0.0
+
+
+def test_constant_cpu_has_no_r2():
+    # CPU grows by the slope exactly, but a zero-variance y must not divide by zero.
+    line = fit_line(sums_of([(1.0, 5.0), (2.0, 5.0), (3.0, 5.0)]))
+    assert line.slope == pytest.approx(0.0, abs=1e-12) and line.r2 is None
+
+
+def test_non_finite_sums_are_skipped_not_crashed():
+    points = [(x, 0.5 * x + 1) for x in (1.0, 2.0, 3.0, 4.0, 5.0)]
+    result = profile_entry("p", "t", sums_of(points, executed=math.inf, emitted=1.0), min_samples=5)
+    assert result.entry is None and "not finite" in result.skipped.reason
