@@ -15,7 +15,7 @@ from hetsched.cli import app
 cluster_app = typer.Typer(no_args_is_help=True, help="The local heterogeneous Storm 2.8 cluster (cgroup CPU quotas).")
 app.add_typer(cluster_app, name="cluster")
 
-console = Console()
+console = Console(soft_wrap=True)
 
 SpecOption = typer.Option(None, "--spec", help="Cluster spec YAML (default: cluster/specs/default.yaml).")
 HomeOption = typer.Option(
@@ -150,8 +150,11 @@ def logs(
 def _print_status(current) -> None:
     kind = "heterogeneous (cgroup CPU quotas)" if current.heterogeneous else "HOMOGENEOUS (no CPU quotas)"
     table = Table(title=f"Cluster {current.name!r}: {kind}, scheduler {current.scheduler}", title_justify="left")
-    for column in ("machine", "type", "host", "CPU quota (cores)", "slots free/total", "CPU used (s)", "supervisor id"):
-        table.add_column(column, justify="right" if column[0].isupper() or column.startswith("slots") else "left")
+    for column in ("machine", "type", "host"):
+        table.add_column(column, no_wrap=True)
+    for column in ("quota (cores)", "free slots", "CPU used (s)"):
+        table.add_column(column, justify="right")
+    table.add_column("supervisor id", overflow="fold")
     for s in current.supervisors:
         free = "-" if s.used_slots is None else f"{s.slots - s.used_slots}/{s.slots}"
         used = "-" if s.cpu_seconds is None else f"{s.cpu_seconds:.1f}"
