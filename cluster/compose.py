@@ -87,7 +87,11 @@ def supervisor_service(machine_id: str) -> str:
 
 
 def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
-    """The deployment of ``spec``; ``repo_path`` is the repository as seen from the compose file's folder."""
+    """The deployment of ``spec``.
+
+    ``repo_path`` is the repository as seen from the compose file's folder (build contexts, the
+    plugin jar); the storm.yaml files sit beside the compose file, under ``docker/storm/``.
+    """
     layout = make_layout(spec, _PLACEHOLDER_HOME, spec.port_base)
     extra = dict(spec.storm_conf)
     local_only = _local_only_keys(layout)
@@ -116,7 +120,7 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
                 "nimbus", f"hetsched.planner.token=${{{TOKEN_VARIABLE}:-}}"
             ),
             "volumes": [
-                _bind(f"{repo_path}/{CONF_FOLDER.as_posix()}/{NIMBUS}.yaml", CONF_IN_CONTAINER),
+                _bind(f"./{CONF_FOLDER.as_posix()}/{NIMBUS}.yaml", CONF_IN_CONTAINER),
                 _bind(f"{repo_path}/storm-plugin/target/{PLUGIN_JAR_NAME}", PLUGIN_JAR_IN_CONTAINER),
             ],
         },
@@ -127,7 +131,7 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
             "depends_on": [NIMBUS],
             "command": _storm_command("ui"),
             "ports": [f"127.0.0.1:{UI_PORT}:{UI_PORT}"],
-            "volumes": [_bind(f"{repo_path}/{CONF_FOLDER.as_posix()}/{UI}.yaml", CONF_IN_CONTAINER)],
+            "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{UI}.yaml", CONF_IN_CONTAINER)],
         },
         PLANNER_SERVICE: {
             "build": {"context": repo_path, "dockerfile": "docker/planner.Dockerfile"},
@@ -158,7 +162,7 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
             "depends_on": [NIMBUS],
             "cpus": machine.cpu_cores,
             "command": _storm_command("supervisor"),
-            "volumes": [_bind(f"{repo_path}/{CONF_FOLDER.as_posix()}/{name}", CONF_IN_CONTAINER)],
+            "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{name}", CONF_IN_CONTAINER)],
         }
     compose = {"services": services, "volumes": {"planner-data": {}}}
     return ComposeDeployment(compose=compose, storm_confs=confs)

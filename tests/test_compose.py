@@ -1,0 +1,242 @@
+"""docker-compose.yml against the local cluster spec and the plugin's own settings.
+
+No Docker engine runs here, so nothing is started: ``docker-compose config`` (Debian's package,
+installed by ``make setup``) checks and resolves the file, and the tests hold every service to
+the spec (machines, CPU limits, scheduler meta) and to the plugin's Java source (scheduler class,
+``hetsched.*`` keys, jar location).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from cluster import compose
+from cluster.errors import ClusterError
+from cluster.spec import DEFAULT_SPEC, load_spec
+from cluster.storm_home import STORM_VERSION
+from hetsched.cli import _register, app
+from tests.fixtures.docs import (
+    NIMBUS_SETTINGS_FILE,
+    java_string_constant,
+    plugin_scheduler_class,
+    plugin_settings,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+CONF_TARGET = "/etc/hetsched/storm.yaml"
+
+NO_COMPOSE_TOOL = "docker-compose is not installed (make setup installs Debian's docker-compose where apt can be used)"
+needs_compose_tool = pytest.mark.skipif(shutil.which("docker-compose") is None, reason=NO_COMPOSE_TOOL)
+
+
+def docker_compose_config(project: Path, token: str | None = None) -> dict:
+    """The file as docker-compose resolves it: validated, variables filled in, paths made absolute."""
+    env = {k: v for k, v in os.environ.items() if k != compose.TOKEN_VARIABLE}
+    if token is not None:
+        env[compose.TOKEN_VARIABLE] = token
+    done = subprocess.run(["docker-compose", "--project-directory", str(project), "-f", str(project / "docker-compose.yml"),
+                           "config"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, f"docker-compose config refused the file:\n{done.stderr}"
+    return yaml.safe_load(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def resolved() -> dict:
+    """docker-compose.yml of the repository as docker-compose resolves it, no token set."""
+    if shutil.which("docker-compose") is None:
+        pytest.skip(NO_COMPOSE_TOOL)
+    return docker_compose_config(REPO)
+
+
+def mounted_storm_conf(service: dict) -> dict:
+    """The storm.yaml a resolved service mounts at /etc/hetsched/storm.yaml and names with --config."""
+    assert service["command"][2:4] == ["--config", CONF_TARGET]
+    sources = [v["source"] for v in service["volumes"] if isinstance(v, dict) and v["target"] == CONF_TARGET]
+    assert len(sources) == 1, f"one storm.yaml mount expected, got {sources}"
+    assert all(v.get("read_only") for v in service["volumes"] if isinstance(v, dict))
+    return yaml.safe_load(Path(sources[0]).read_text())
+
+
+def supervisors(config: dict) -> dict[str, dict]:
+    return {name: s for name, s in config["services"].items() if s.get("command", [])[:2] == ["storm", "supervisor"]}
+
+
+def run_hetsched(*args: str):
+    """The ``hetsched`` command line in this process (every command registered, as ``main`` does)."""
+    _register()
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_committed_files_are_what_the_default_spec_gives():
+    stale = compose.stale_files(load_spec())
+    assert stale == [], f"out of date, run `hetsched cluster compose`: {stale}"
+
+
+def test_docker_compose_accepts_the_file_and_it_has_every_part(resolved):
+    config = resolved
+    spec = load_spec()
+    expected = {"zookeeper", "nimbus", "ui", "planner"} | {f"supervisor-{m}" for m, _ in spec.machine_ids()}
+    assert set(config["services"]) == expected
+    assert config["services"]["zookeeper"]["image"].startswith("zookeeper:3.")
+    for name in ("nimbus", "ui"):
+        assert config["services"][name]["image"] == f"storm:{STORM_VERSION}"
+
+
+def test_supervisors_are_the_spec_machines_with_their_cpu_limits_and_types(resolved):
+    config = resolved
+    spec = load_spec()
+    nimbus_conf = mounted_storm_conf(config["services"]["nimbus"])
+    defaults = {s.constant: s.default for s in plugin_settings()}
+    type_key = nimbus_conf.get("hetsched.machine.type.key", defaults["MACHINE_TYPE_KEY"])
+    id_key = nimbus_conf.get("hetsched.machine.id.key", defaults["MACHINE_ID_KEY"])
+    cores_key = java_string_constant("Machine.java", "CORES_KEY")
+
+    found = supervisors(config)
+    assert len(found) == sum(t.count for t in spec.machine_types)
+    smallest = min(t.cpu_cores for t in spec.machine_types)
+    for machine_id, machine_type in spec.machine_ids():
+        name = f"supervisor-{machine_id}"
+        service, conf = found[name], mounted_storm_conf(found[name])
+        assert float(service["cpus"]) == pytest.approx(machine_type.cpu_cores)
+        assert float(service["cpus"]) / smallest == pytest.approx(machine_type.cpu_cores / smallest)
+        assert service["image"].endswith(f":{STORM_VERSION}")
+        meta = conf["supervisor.scheduler.meta"]
+        assert meta[type_key] == machine_type.name
+        assert meta[id_key] == machine_id, "plans made with the spec's machine ids must fit these supervisors"
+        assert float(meta[cores_key]) == pytest.approx(machine_type.cpu_cores)
+        assert conf["supervisor.cpu.capacity"] == pytest.approx(machine_type.cpu_cores * 100)
+        assert conf["supervisor.memory.capacity.mb"] == pytest.approx(machine_type.memory_mb)
+        assert len(conf["supervisor.slots.ports"]) == machine_type.slots
+        assert conf["storm.local.hostname"] == service["hostname"] == name
+    capacities = sorted(mounted_storm_conf(s)["supervisor.cpu.capacity"] for s in found.values())
+    assert capacities == sorted(t.cpu_cores * 100 for t in spec.machine_types for _ in range(t.count))
+
+
+def test_nimbus_runs_the_plugin_against_the_planner_service(resolved):
+    config = resolved
+    nimbus = config["services"]["nimbus"]
+    conf = mounted_storm_conf(nimbus)
+    assert conf["storm.scheduler"] == plugin_scheduler_class()
+
+    nimbus_keys = {s.key for s in plugin_settings() if s.scope == "nimbus"}
+    used = {k for k in conf if k.startswith("hetsched.")}
+    assert used <= nimbus_keys, f"keys the plugin does not read from storm.yaml: {used - nimbus_keys}"
+
+    url = urlparse(conf[java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_URL")])
+    assert url.scheme == "http" and url.hostname in config["services"]
+    planner = config["services"][url.hostname]
+    published = {p["target"] for p in planner["ports"]} if isinstance(planner["ports"][0], dict) else {
+        int(str(p).split(":")[-1].split("/")[0]) for p in planner["ports"]}
+    assert url.port in published
+    assert all(p.get("host_ip", "127.0.0.1") == "127.0.0.1" for p in planner["ports"] if isinstance(p, dict))
+
+    pom = (REPO / "storm-plugin" / "pom.xml").read_text()
+    jar_name = re.search(r"<finalName>([^<]+)</finalName>", pom).group(1) + ".jar"
+    assert re.search(r"<storm.version>([^<]+)</storm.version>", pom).group(1) == STORM_VERSION
+    jars = [v for v in nimbus["volumes"] if v["target"].endswith(".jar")]
+    assert len(jars) == 1
+    assert jars[0]["target"] == f"/apache-storm/extlib-daemon/{jar_name}"
+    assert Path(jars[0]["source"]) == REPO / "storm-plugin" / "target" / jar_name
+
+    for name, service in config["services"].items():
+        if service.get("command", [""])[0] == "storm":
+            daemon_conf = mounted_storm_conf(service)
+            assert daemon_conf["storm.zookeeper.servers"] == ["zookeeper"], name
+            assert daemon_conf["nimbus.seeds"] == ["nimbus"], name
+
+
+@needs_compose_tool
+def test_one_token_variable_reaches_the_planner_and_nimbus(resolved):
+    unset = resolved
+    assert unset["services"]["planner"]["environment"][compose.TOKEN_VARIABLE] == ""
+    assert "hetsched.planner.token=" in unset["services"]["nimbus"]["command"]
+
+    given = docker_compose_config(REPO, token="s3cret-token")
+    assert given["services"]["planner"]["environment"][compose.TOKEN_VARIABLE] == "s3cret-token"
+    token_key = java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_TOKEN")
+    assert f"{token_key}=s3cret-token" in given["services"]["nimbus"]["command"]
+
+
+def test_images_use_the_project_pins():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = {re.split(r"[<>=!]", d, maxsplit=1)[0]: d for d in project["dependencies"]}
+    supervisor = (REPO / "docker" / "supervisor.Dockerfile").read_text()
+    for package in ("streamparse", "setuptools"):
+        assert f'"{pins[package]}"' in supervisor, f"supervisor.Dockerfile must pin {pins[package]}"
+    assert f"ARG STORM_IMAGE=storm:{STORM_VERSION}" in supervisor
+
+    planner = (REPO / "docker" / "planner.Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim$", planner, re.M)
+    cmd = re.search(r"^CMD (\[.*\])$", planner, re.M).group(1)
+    assert yaml.safe_load(cmd) == ["hetsched", "serve", "--host", "0.0.0.0", "--port", str(compose.PLANNER_PORT)]
+    venv = "/opt/hetsched/venv"
+    assert f"VIRTUAL_ENV={venv}" in planner and f"VIRTUAL_ENV={venv}" in supervisor
+
+
+@needs_compose_tool
+def test_another_spec_gives_a_consistent_deployment_elsewhere(tmp_path):
+    spec_path = tmp_path / "two-types.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "name": "two-types",
+        "machine_types": [{"name": "slow", "cpu_cores": 0.5, "slots": 1, "count": 2},
+                          {"name": "fast", "cpu_cores": 1.5, "slots": 3, "count": 1}],
+        "storm_conf": {"topology.stats.sample.rate": 1.0},
+    }))
+    out = tmp_path / "deploy"
+    out.mkdir()
+    (out / "docker" / "storm").mkdir(parents=True)
+    (out / "docker" / "storm" / "supervisor-gone-1.yaml").write_text("stale: true\n")
+    spec = load_spec(spec_path)
+    compose.write(spec, spec_path, out)
+
+    assert not (out / "docker" / "storm" / "supervisor-gone-1.yaml").exists()
+    assert compose.stale_files(spec, spec_path, out) == []
+    config = docker_compose_config(out)
+    found = supervisors(config)
+    assert {n: float(s["cpus"]) for n, s in found.items()} == {
+        "supervisor-slow-1": 0.5, "supervisor-slow-2": 0.5, "supervisor-fast-1": 1.5}
+    for service in found.values():
+        conf = mounted_storm_conf(service)
+        assert conf["topology.stats.sample.rate"] == 1.0
+    assert Path(config["services"]["planner"]["build"]["context"]) == REPO
+    assert f"--spec {spec_path}" in (out / "docker-compose.yml").read_text()
+
+
+def test_a_setting_about_the_local_host_is_refused_not_written(monkeypatch):
+    real = compose.daemon_conf
+
+    def with_local_folder(layout, daemon, scheduler, extra):
+        return {**real(layout, daemon, scheduler, extra), "storm.workers.artifacts.dir": str(layout.home / "artifacts")}
+
+    monkeypatch.setattr(compose, "daemon_conf", with_local_folder)
+    with pytest.raises(ClusterError, match="storm.workers.artifacts.dir"):
+        compose.deployment(load_spec())
+
+
+def test_command_checks_and_writes(tmp_path):
+    checked = run_hetsched("cluster", "compose", "--check")
+    assert checked.exit_code == 0, checked.stderr
+    assert "matches" in checked.stdout
+
+    stale = run_hetsched("cluster", "compose", "--check", "--out", str(tmp_path))
+    assert stale.exit_code == 1
+    assert "out of date" in stale.stderr and "docker-compose.yml" in stale.stderr
+
+    written = run_hetsched("cluster", "compose", "--out", str(tmp_path))
+    assert written.exit_code == 0, written.stderr
+    assert (tmp_path / "docker-compose.yml").is_file()
+    assert run_hetsched("cluster", "compose", "--check", "--out", str(tmp_path)).exit_code == 0
+
+    missing = run_hetsched("cluster", "compose", "--spec", str(tmp_path / "nope.yaml"))
+    assert missing.exit_code == 1
+    assert "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    assert DEFAULT_SPEC.is_file()
