@@ -19,6 +19,13 @@ from cluster.errors import ClusterError
 CFS_PERIOD_US = 100_000
 """The scheduling period; the quota is ``cpu_cores * CFS_PERIOD_US`` microseconds of CPU per period."""
 
+SHARES_PER_CORE = 1024
+"""``cpu.shares`` of one core's worth of weight, what one busy ordinary process has.
+
+A quota is only a cap: when the host is busy, cgroups of equal shares get
+equal CPU, and machines of quotas 1:2:4 would run 1:1:1. Shares in
+proportion to the quotas keep them 1:2:4 under contention too."""
+
 _PROC_MOUNTS = Path("/proc/mounts")
 
 
@@ -72,14 +79,26 @@ def cannot_use_reason(hierarchies: Hierarchies | None, probe: str) -> str | None
     return None
 
 
-def create(hierarchies: Hierarchies, cgroup: str, cpu_cores: float | None) -> None:
-    """Make the cgroup in both controllers; with ``cpu_cores`` set its CFS quota (None: no limit)."""
+def create(hierarchies: Hierarchies, cgroup: str, cpu_cores: float | None, shares: int | None = None) -> None:
+    """Make the cgroup in both controllers; with ``cpu_cores`` set its CFS quota (None: no limit).
+
+    ``shares`` (``cpu.shares``) default to ``SHARES_PER_CORE * cpu_cores`` for a quota, else the kernel's 1024.
+    """
     for folder in hierarchies.paths(cgroup):
         folder.mkdir(parents=True, exist_ok=True)
     cpu = hierarchies.cpu / cgroup
     (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
     quota = -1 if cpu_cores is None else max(1000, round(cpu_cores * CFS_PERIOD_US))
     (cpu / "cpu.cfs_quota_us").write_text(str(quota))
+    if shares is None and cpu_cores is not None:
+        shares = round(SHARES_PER_CORE * cpu_cores)
+    if shares is not None:
+        set_shares(hierarchies, cgroup, shares)
+
+
+def set_shares(hierarchies: Hierarchies, cgroup: str, shares: int) -> None:
+    """Relative CPU weight among sibling cgroups and processes (kernel minimum 2)."""
+    (hierarchies.cpu / cgroup / "cpu.shares").write_text(str(max(2, shares)))
 
 
 def quota_cores(hierarchies: Hierarchies, cgroup: str) -> float | None:

@@ -299,7 +299,15 @@ class LocalCluster:
         self._saved = state
 
     def _make_cgroups(self) -> None:
+        """The cluster's cgroups: a weight of one busy process per machine and one for the daemons.
+
+        The shared ``hetsched`` parent gets a large weight so it does not itself
+        squeeze the clusters under it to one process' worth of CPU.
+        """
         self._require_cgroups()
+        cgroups.create(self.hierarchies, CGROUP_ROOT_NAME, None, shares=64 * cgroups.SHARES_PER_CORE)
+        cluster_weight = (len(self.layout.machines) + 1) * cgroups.SHARES_PER_CORE
+        cgroups.create(self.hierarchies, self.layout.cluster_cgroup, None, shares=cluster_weight)
         cgroups.create(self.hierarchies, self.layout.daemons_cgroup, None)
         for m in self.layout.machines:
             cgroups.create(self.hierarchies, m.cgroup, m.cpu_cores)
