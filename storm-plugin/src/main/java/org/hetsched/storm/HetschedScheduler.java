@@ -111,17 +111,52 @@ public class HetschedScheduler implements IScheduler {
         if (machines.isEmpty()) {
             throw PlanFault.planDoesNotFit("no supervisor has a free worker slot");
         }
+        Set<String> knownSupervisors = supervisorNames(cluster, settings.machineIdKey());
+        long started = System.nanoTime();
+        Plan plan = null;
+        PlanPlacement.Result placement = null;
+        if (wanted.planId() != null) {
+            try {
+                plan = ask(() -> planner.fetchPlan(wanted.planId()));
+                placement = PlanPlacement.place(plan, graph, machines, knownSupervisors, wanted.maxExecutorsPerWorker());
+            } catch (PlanFault fault) {
+                if (wanted.profiles() == null || fault.countsAgainstPlanner()) {
+                    throw fault;
+                }
+                LOG.info("hetsched: topology {}: stored plan {} not used ({}); asking for a new plan",
+                        topology.getId(), wanted.planId(), fault.reason());
+            }
+        }
+        if (placement == null) {
+            plan = ask(() -> planner.requestPlan(PlanRequests.build(json, graph, machines, wanted)));
+            placement = PlanPlacement.place(plan, graph, machines, knownSupervisors, wanted.maxExecutorsPerWorker());
+        }
+        long plannerMillis = (System.nanoTime() - started) / 1_000_000;
+
+        cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
+        for (Map.Entry<WorkerSlot, List<ExecutorDetails>> worker : placement.workers().entrySet()) {
+            cluster.assign(worker.getKey(), topology.getId(), worker.getValue());
+        }
+
+        boolean stored = wanted.planId() != null && wanted.planId().equals(plan.id());
+        String planName = plan.id() == null ? "unstored plan" : (stored ? "stored plan " : "plan ") + plan.id();
+        String strategy = plan.strategy() == null ? "" : ", strategy " + plan.strategy();
+        String status = "placed by planner (" + planName + strategy + ") on " + placement.supervisors()
+                + " supervisors in " + placement.workers().size() + " workers";
+        cluster.setStatus(topology.getId(), STATUS + status);
+        LOG.info("hetsched: topology {} {}; {} executors, planner answered in {} ms",
+                topology.getId(), status, graph.executorCount(), plannerMillis);
+    }
+
+    /** One planner call, unless the circuit breaker is open; its outcome goes to the breaker. */
+    private Plan ask(PlannerCall call) throws PlanFault {
         if (!breaker.allowsCall()) {
             throw PlanFault.plannerSkipped(breaker.whyOpen());
         }
-
-        long started = System.nanoTime();
-        Plan plan;
         try {
-            plan = wanted.profiles() == null
-                    ? planner.fetchPlan(wanted.planId())
-                    : planner.requestPlan(PlanRequests.build(json, graph, machines, wanted));
+            Plan plan = call.run();
             breaker.recordSuccess();
+            return plan;
         } catch (PlanFault fault) {
             if (fault.countsAgainstPlanner()) {
                 breaker.recordFailure();
@@ -130,22 +165,11 @@ public class HetschedScheduler implements IScheduler {
             }
             throw fault;
         }
-        long plannerMillis = (System.nanoTime() - started) / 1_000_000;
+    }
 
-        PlanPlacement.Result placement = PlanPlacement.place(plan, graph, machines,
-                supervisorNames(cluster, settings.machineIdKey()), wanted.maxExecutorsPerWorker());
-        cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
-        for (Map.Entry<WorkerSlot, List<ExecutorDetails>> worker : placement.workers().entrySet()) {
-            cluster.assign(worker.getKey(), topology.getId(), worker.getValue());
-        }
-
-        String planName = plan.id() == null ? "unstored plan" : "plan " + plan.id();
-        String strategy = plan.strategy() == null ? "" : ", strategy " + plan.strategy();
-        String status = "placed by planner (" + planName + strategy + ") on " + placement.supervisors()
-                + " supervisors in " + placement.workers().size() + " workers";
-        cluster.setStatus(topology.getId(), STATUS + status);
-        LOG.info("hetsched: topology {} {}; {} executors, planner answered in {} ms",
-                topology.getId(), status, graph.executorCount(), plannerMillis);
+    @FunctionalInterface
+    private interface PlannerCall {
+        Plan run() throws PlanFault;
     }
 
     private void fallBack(TopologyDetails topology, Cluster cluster, String reason,

@@ -9,8 +9,9 @@ import java.util.Map;
  *
  * <p>A topology asks for the planner by naming a profile set ({@code hetsched.profiles}) or a
  * stored plan ({@code hetsched.plan.id}); every other topology is scheduled evenly as Storm would.
- * With a profile set the planner is asked for a plan ({@code POST /v1/plans}, passing the plan id
- * for reuse); with only a plan id the stored plan is read as it is ({@code GET /v1/plans/{id}}).
+ * A stored plan is read first ({@code GET /v1/plans/{id}}) and used where it fits the topology and
+ * the cluster; otherwise, with a profile set, the planner is asked for a plan ({@code POST /v1/plans},
+ * passing the plan id along for reuse).
  *
  * @param profiles              name of the stored ProfileSet the planner should use, or null
  * @param strategy              planner strategy (paper, even, ...), or null for the planner's default

@@ -97,7 +97,9 @@ final class FakePlanner implements AutoCloseable {
 
     /** Answers every plan request with a plan made by {@code rule}, as the real service would shape it. */
     static Behaviour planning(String planId, Rule rule) {
-        return call -> Answer.json(201, planFor(call.body(), planId, rule, true));
+        return call -> call.method().equals("GET")
+                ? Answer.raw(404, "{\"detail\": \"plan '" + call.path().replace("/v1/plans/", "") + "' does not exist\"}")
+                : Answer.json(201, planFor(call.body(), planId, rule, true));
     }
 
     /** A Plan for a PlanRequest: every component's fixed parallelism placed by {@code rule}. */

@@ -126,7 +126,8 @@ class HetschedSchedulerTest {
 
         scheduler().schedule(new Topologies(linear), cluster);
 
-        JsonNode request = planner.calls().get(0).body();
+        assertEquals("/v1/plans/p-0", planner.calls().get(0).path(), "the stored plan is asked for first");
+        JsonNode request = planner.calls().get(1).body();
         JsonNode topology = request.get("topology");
         assertEquals("linear", topology.get("name").asText());
         Map<String, JsonNode> components = new HashMap<>();
@@ -424,7 +425,7 @@ class HetschedSchedulerTest {
         Set<String> ackerHosts = executorsOf(linear, "__acker").stream()
                 .map(e -> placed.get(e).getNodeId()).collect(Collectors.toSet());
         assertEquals(2, ackerHosts.size(), "two ackers on two different supervisors of the plan");
-        assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: placed by planner (plan p-7"));
+        assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: placed by planner (stored plan p-7"));
     }
 
     @Test
@@ -448,6 +449,44 @@ class HetschedSchedulerTest {
         List<ExecutorDetails> low = executorsOf(linear, "low");
         assertEquals("6f1c-aaaa", placed.get(low.get(0)).getNodeId());
         assertEquals("6f1c-bbbb", placed.get(low.get(1)).getNodeId());
+    }
+
+    @Test
+    void storedPlanThatFitsIsUsedWithoutPlanningAgain() {
+        JsonNode request = requestFor(linearTopology("linear-1", ASKS_PLANNER));
+        planner.answerWith(call -> call.method().equals("GET")
+                ? FakePlanner.Answer.json(200, FakePlanner.planFor(request, "p-5", HIGH_ON_FAST, false))
+                : FakePlanner.Answer.raw(500, "{\"detail\": \"must not be asked\"}"));
+        Map<String, Object> conf = new HashMap<>(ASKS_PLANNER);
+        conf.put(TopologySettings.PLAN_ID, "p-5");
+        TopologyDetails linear = linearTopology("linear-1", conf);
+        Cluster cluster = cluster(supervisors, linear);
+
+        scheduler().schedule(new Topologies(linear), cluster);
+
+        assertEquals(1, planner.calls().size());
+        executorsOf(linear, "high").forEach(e -> assertEquals("sup-fast-1", placement(cluster, "linear-1").get(e).getNodeId()));
+        assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: placed by planner (stored plan p-5"),
+                cluster.getStatus("linear-1"));
+    }
+
+    @Test
+    void storedPlanThatNoLongerFitsIsReplacedByANewPlan() {
+        JsonNode request = requestFor(linearTopology("linear-1", ASKS_PLANNER));
+        planner.answerWith(call -> call.method().equals("GET")
+                ? FakePlanner.Answer.json(200, FakePlanner.planFor(request, "p-5", (c, i, m) -> "sup-retired", false))
+                : FakePlanner.Answer.json(201, FakePlanner.planFor(call.body(), "p-6", HIGH_ON_FAST, true)));
+        Map<String, Object> conf = new HashMap<>(ASKS_PLANNER);
+        conf.put(TopologySettings.PLAN_ID, "p-5");
+        TopologyDetails linear = linearTopology("linear-1", conf);
+        Cluster cluster = cluster(supervisors, linear);
+
+        scheduler().schedule(new Topologies(linear), cluster);
+
+        assertEquals(List.of("GET", "POST"), planner.calls().stream().map(FakePlanner.Call::method).toList());
+        assertEquals("p-5", planner.calls().get(1).body().get("plan_id").asText());
+        assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: placed by planner (plan p-6"),
+                cluster.getStatus("linear-1"));
     }
 
     @Test
