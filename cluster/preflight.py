@@ -6,7 +6,7 @@ import re
 import shutil
 import subprocess
 
-from cluster import cgroups, processes
+from cluster import cgroups, ports, processes
 from cluster.errors import ClusterError
 from cluster.layout import ClusterLayout
 from cluster.storm_config import PLUGIN_JAR, SCHEDULERS
@@ -71,7 +71,7 @@ def check_cgroups(hierarchies: cgroups.Hierarchies | None, layout: ClusterLayout
 def check_ports_free(layout: ClusterLayout) -> None:
     """Every port of the cluster must be free; name the port, its use and who holds it."""
     for port, purpose in sorted(layout.all_ports().items()):
-        holder = processes.listener_of(port)
+        holder = ports.listener_of(port)
         if holder is False:
             continue
         who = "an unknown process" if holder is None else processes.describe(holder)

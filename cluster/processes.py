@@ -118,23 +118,6 @@ def tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def listener_of(port: int) -> psutil.Process | None | bool:
-    """The process listening on ``port`` (any address); False if the port is free, None if in use by an unknown process."""
-    try:
-        connections = psutil.net_connections(kind="inet")
-    except psutil.Error:
-        connections = []
-    for c in connections:
-        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port:
-            if c.pid is None:
-                return None
-            try:
-                return psutil.Process(c.pid)
-            except psutil.Error:
-                return None
-    return False
-
-
 def describe(process: psutil.Process) -> str:
     try:
         cmdline = " ".join(process.cmdline())
