@@ -78,8 +78,9 @@ class _Types:
             return np.where(self.cost > 0, room / self.cost, np.where(room >= 0, np.inf, -1.0))
 
 
-def _fluid_lp(types: _Types, beta: np.ndarray, active: np.ndarray, size: np.ndarray) -> tuple[float, np.ndarray] | None:
-    """Max R and flows f[c, t] (tuples/s) with instances of ``size[c, t]`` tuples/s; None if infeasible.
+def _fluid_lp(types: _Types, beta: np.ndarray, active: np.ndarray, size: np.ndarray,
+              rate_cap: float = np.inf) -> tuple[float, np.ndarray] | None:
+    """Max R (at most ``rate_cap``) and flows f[c, t] (tuples/s) with instances of ``size[c, t]`` tuples/s; None if infeasible.
 
     ``size`` <= 0 forbids a type for a component; inf means its MET is paid once (ignored here).
     """
@@ -102,7 +103,7 @@ def _fluid_lp(types: _Types, beta: np.ndarray, active: np.ndarray, size: np.ndar
             if ok:
                 overhead = 0.0 if np.isinf(size[c, t]) else types.met[c, t] / size[c, t]
                 a_ub[t, k * n_t + t] = types.cost[c, t] + overhead
-    bounds.append((0.0, None))
+    bounds.append((0.0, None if np.isinf(rate_cap) else rate_cap))
     b_ub = types.limit * types.count
     result = linprog(objective, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.zeros(n_c), bounds=bounds, method="highs")
     if result.status == 3:
@@ -368,15 +369,15 @@ def _pack(problem: Problem, types: _Types, beta: np.ndarray, flows: np.ndarray, 
     return H, overflow
 
 
-def _sizes(types: _Types, problem: Problem, beta: np.ndarray, choice: np.ndarray, rate: float) -> np.ndarray:
+def _sizes(types: _Types, fixed_count: np.ndarray, beta: np.ndarray, choice: np.ndarray, rate: float) -> np.ndarray:
     """Instance size (tuples/s) of every component on every type at input rate ``rate``; -1 where it cannot run.
 
-    A free component has its chosen size on every type whose cap allows it; a
-    fixed one has ``beta * rate / parallelism``.
+    A free component has its chosen size on every type whose cap allows it; one
+    with a fixed count (``fixed_count`` > 0) has ``beta * rate / count``.
     """
     sizes = np.where(types.max_size >= choice[:, None] * (1 - 1e-9), choice[:, None], -1.0)
-    for c in np.flatnonzero(problem.fixed > 0):
-        x = beta[c] * rate / problem.fixed[c]
+    for c in np.flatnonzero(fixed_count > 0):
+        x = beta[c] * rate / fixed_count[c]
         sizes[c] = np.where(types.max_size[c] >= x, max(x, 1e-300), -1.0)
     return sizes
 
@@ -429,6 +430,7 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
     split, each, first = problem.shares(ones)
     beta = split + each + first
     fixed_one = (each > 0) & (problem.fixed == 0)  # fed by an ``all`` grouping
+    fixed_count = np.where(problem.fixed > 0, problem.fixed, np.where(fixed_one, 1, 0))
     has_cost = (types.cost > 0).any(axis=1)
     active = has_cost & (beta > 0)
     if not active.any():
@@ -436,8 +438,15 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
             "the input rate is unbounded: no machine's load grows with the input rate (every component costs e = 0 per tuple)"
         )
 
+    # An instance that alone takes a stream (fixed count, ``global`` to instance 0) caps R by its best type.
+    best_size = types.max_size.max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        caps = [fixed_count[c] * best_size[c] / beta[c] for c in np.flatnonzero((fixed_count > 0) & (beta > 0))]
+        caps += [best_size[c] / first[c] for c in np.flatnonzero(first > 0)]
+    rate_cap = min(caps, default=np.inf)
+
     # 1. Fluid bound with each type's largest instance size.
-    fluid = _fluid_lp(types, beta, active, types.max_size)
+    fluid = _fluid_lp(types, beta, active, types.max_size, rate_cap)
     if fluid is None:
         raise PlanningError("the cluster cannot carry the topology at any input rate: the fixed costs (MET) exceed the machines")
     bound, flows = fluid
@@ -455,7 +464,7 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
         if any(np.array_equal(cap, seen) for seen in caps_tried):
             continue
         caps_tried.append(cap)
-        capped = _fluid_lp(types, beta, active, np.where(types.max_size > 0, cap, -1.0))
+        capped = _fluid_lp(types, beta, active, np.where(types.max_size > 0, cap, -1.0), rate_cap)
         lp_solves += 1
         if capped is None:
             continue
@@ -464,13 +473,13 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
             for c in range(problem.n_components)
         ])
         choice = np.where(fixed_one, np.inf, choice)
-        sized = _fluid_lp(types, beta, active, _sizes(types, problem, beta, choice, capped[0]))
+        sized = _fluid_lp(types, beta, active, _sizes(types, fixed_count, beta, choice, capped[0]), rate_cap)
         lp_solves += 1
-        if sized is None:
+        if sized is None or sized[0] <= 0:
             continue
         lp_rate, flows = sized
         rate, H = _pack_best(problem, types, beta, flows, lp_rate,
-                             lambda r, choice=choice: _sizes(types, problem, beta, choice, r), fixed_one, first, polisher)
+                             lambda r, choice=choice: _sizes(types, fixed_count, beta, choice, r), fixed_one, first, polisher)
         candidates.append((rate, divisor, lp_rate, H))
         deadline.check(0)
     if not candidates:
