@@ -12,7 +12,14 @@ import typer
 
 from hetsched.cli import app
 from planner.client import TOKEN_ENV
-from planner.service.settings import DEFAULT_HOST, DEFAULT_MAX_BODY_MB, DEFAULT_PORT, DEFAULT_TIME_LIMIT_S, ServiceSettings
+from planner.service.settings import (
+    DEFAULT_HOST,
+    DEFAULT_MAX_BODY_MB,
+    DEFAULT_PORT,
+    DEFAULT_QUEUE_WAIT_S,
+    DEFAULT_TIME_LIMIT_S,
+    ServiceSettings,
+)
 from planner.storage import DB_ENV, StorageError, default_db_path
 
 log = logging.getLogger("hetsched.service")
@@ -42,6 +49,7 @@ def serve(
     token: Optional[str] = typer.Option(None, envvar=TOKEN_ENV, help="Require 'Authorization: Bearer TOKEN' on every /v1 call."),
     max_body_mb: float = typer.Option(DEFAULT_MAX_BODY_MB, min=0.001, help="Largest request body, MB; larger ones get 413."),
     time_limit_s: float = typer.Option(DEFAULT_TIME_LIMIT_S, min=0.001, help="Longest one plan may compute, seconds."),
+    queue_wait_s: float = typer.Option(DEFAULT_QUEUE_WAIT_S, min=0.001, help="Longest a request waits for a planning slot before a 503, seconds."),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
 ) -> None:
     """Run the planning service (HTTP API of docs: /docs, /openapi.json)."""
@@ -51,7 +59,7 @@ def serve(
 
     settings = ServiceSettings(
         db_path=db or default_db_path(), token=token or None,
-        max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s,
+        max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
     )
     logging.config.dictConfig(_log_config(log_level))
     try:

@@ -86,3 +86,33 @@ def test_refused_token_is_one_line(start_planner_service):
     assert "refused the call (401)" in result.output and len(result.output.strip().splitlines()) == 1
     assert _run("profiles", "list", "--url", service.url, "--token", "t0ken").exit_code == 0
     assert _run("profiles", "list", "--url", service.url, env={"HETSCHED_PLANNER_TOKEN": "t0ken"}).exit_code == 0
+
+
+def _paper_files() -> list[str]:
+    from planner.fixtures import fixture_path
+
+    return ["--topology", str(fixture_path("paper_topology_linear.yaml")),
+            "--cluster", str(fixture_path("paper_cluster_1.yaml")),
+            "--profiles", str(fixture_path("paper_profiles.yaml"))]
+
+
+def test_plan_with_url_sends_the_same_files_to_the_service(planner_service):
+    local = _run("plan", *_paper_files(), "--json")
+    remote = _run("plan", *_paper_files(), "--json", "--url", planner_service.url)
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    local_plan, remote_plan = json.loads(local.output), json.loads(remote.output)
+    assert remote_plan["id"] and local_plan["id"] is None
+    assert remote_plan["strategy"] == local_plan["strategy"]
+    assert remote_plan["instances"] == local_plan["instances"]
+    assert remote_plan["input_rate"] == pytest.approx(local_plan["input_rate"])
+    with planner_service.http() as http:
+        assert http.get(f"/v1/plans/{remote_plan['id']}").json()["instances"] == local_plan["instances"]
+
+
+def test_plan_with_url_reports_the_servers_sentence_and_an_absent_planner(planner_service):
+    bad = _run("plan", *_paper_files(), "--strategy", "clairvoyant", "--url", planner_service.url)
+    assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1
+    assert bad.output.startswith("error: ") and "clairvoyant" in bad.output
+    url = f"http://127.0.0.1:{_free_port()}"
+    absent = _run("plan", *_paper_files(), "--url", url)
+    assert absent.exit_code == 1 and f"no planner at {url}" in absent.output

@@ -178,3 +178,36 @@ def test_planning_timeout_from_the_core_maps_to_422(tmp_path, monkeypatch):
         response = client.post("/v1/plans", json=small_plan_request())
     assert response.status_code == 422
     assert response.json()["error"] == "time_limit" and "12 iterations" in response.json()["detail"]
+
+
+def test_a_caller_that_waits_too_long_for_a_planning_slot_gets_503(tmp_path, monkeypatch):
+    """Fault injection: every planning slot is held by a slow plan; the next caller is told the planner is busy."""
+    import anyio
+
+    from planner.service import app as app_module
+
+    def slow_plan(*args, **kwargs):
+        time.sleep(1.0)
+        raise PlanningTimeout("slow plan stopped")
+
+    monkeypatch.setattr(plans_router, "make_plan", slow_plan)
+    monkeypatch.setattr(app_module, "PLANNING_THREADS", 1)
+    app = create_app(ServiceSettings(db_path=tmp_path / "db.sqlite", queue_wait_s=0.2))
+
+    async def two_callers() -> list[httpx.Response]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://planner") as client:
+            results: list[httpx.Response] = []
+
+            async def call() -> None:
+                results.append(await client.post("/v1/plans", json=small_plan_request()))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                group.start_soon(call)
+            return results
+
+    responses = anyio.run(two_callers)
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [422, 503]
+    busy = next(r for r in responses if r.status_code == 503)
+    assert busy.json()["error"] == "busy" and busy.headers["retry-after"] == "5"

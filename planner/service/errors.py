@@ -5,7 +5,7 @@ schema errors add ``"errors": [{"loc": [...], "msg": "...", "type": "..."}]`` wi
 the field at fault. Codes: ``invalid_request`` (schema, 422), ``planning_error``
 (the core's PlanningError, 422), ``time_limit`` (the search stopped at the time
 limit, 422), ``not_found`` (404), ``unauthorized`` (401), ``body_too_large`` (413),
-``method_not_allowed`` (405), ``storage`` (503), ``internal`` (500, a bug).
+``method_not_allowed`` (405), ``busy`` and ``storage`` (503), ``internal`` (500, a bug).
 """
 from __future__ import annotations
 
@@ -61,8 +61,10 @@ def error_response(status_code: int, error: str, detail: str, headers: dict[str,
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "A token is configured and the call has none or a wrong one."},
+    404: {"model": ErrorBody, "description": "No such plan, profile set or path."},
     413: {"model": ErrorBody, "description": "The body is over the service's size limit."},
-    422: {"model": ErrorBody, "description": "The body breaks the schema (the field at fault in `errors`) or cannot be planned (one sentence in `detail`)."},
+    422: {"model": ErrorBody, "description": "The body breaks the schema (the field at fault in `errors`), cannot be planned, or its search ran past the time limit (one sentence in `detail`)."},
+    503: {"model": ErrorBody, "description": "No planning slot came free in time (busy, with Retry-After), or the database failed."},
 }
 """Documented on every /v1 route so the OpenAPI schema lists each answer a caller can get."""
 

@@ -22,7 +22,7 @@ from planner.model import (
     ProfileEntry,
     ProfileRef,
 )
-from planner.service.errors import not_found
+from planner.service.errors import ServiceError, not_found
 from planner.storage import Storage
 
 log = logging.getLogger("hetsched.service")
@@ -50,21 +50,31 @@ def limited_options(options: PlanOptions, service_limit_s: float) -> PlanOptions
     return options.model_copy(update={"time_limit_s": limit})
 
 
-async def run_limited(func: Callable[..., T], *args, limit_s: float, limiter: CapacityLimiter) -> T:
-    """Run ``func(*args)`` in a worker thread; past ``limit_s`` (plus a grace) answer a PlanningTimeout.
+async def run_limited(func: Callable[..., T], *args, limit_s: float, limiter: CapacityLimiter, queue_wait_s: float) -> T:
+    """Run ``func(*args)`` in a worker thread once a planning slot is free; past ``limit_s`` answer a PlanningTimeout.
 
-    A thread cannot be killed: one that overruns is left to finish on its own (the core is
-    told the same limit, so it stops by itself) and its result is dropped.
+    The time limit counts computing only, not the wait for a slot; a wait longer than
+    ``queue_wait_s`` is answered 503 (busy). A thread cannot be killed: one that overruns
+    is left to finish on its own (the core is told the same limit, so it stops by itself),
+    its result is dropped and its slot is given to the next caller.
     """
     try:
+        with anyio.fail_after(queue_wait_s):
+            await limiter.acquire()
+    except TimeoutError:
+        raise ServiceError(503, "busy", f"the planner is busy: no planning slot came free within {queue_wait_s:g} s; "
+                           "try again later", headers={"Retry-After": "5"}) from None
+    try:
         with anyio.fail_after(limit_s + GUARD_GRACE_S):
-            return await anyio.to_thread.run_sync(functools.partial(func, *args), abandon_on_cancel=True, limiter=limiter)
+            return await anyio.to_thread.run_sync(functools.partial(func, *args), abandon_on_cancel=True)
     except TimeoutError:
         log.warning("%s overran the time limit of %g s; its thread was left to finish", getattr(func, "__name__", func), limit_s)
         raise PlanningTimeout(
             f"planning stopped at the service's time limit of {limit_s:g} s: "
             "choose a faster strategy or a smaller input"
         ) from None
+    finally:
+        limiter.release()
 
 
 def stored_placement(request: PlanRequest, stored: Plan) -> list[InstanceAssignment] | None:

@@ -10,6 +10,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY_MB = 10.0
 DEFAULT_TIME_LIMIT_S = 10.0
+DEFAULT_QUEUE_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -19,9 +20,11 @@ class ServiceSettings:
     ``token``: where set, every ``/v1`` call needs ``Authorization: Bearer <token>``.
     ``time_limit_s``: the longest one plan or evaluation may compute; a request may ask
     for less (``options.time_limit_s``), never more.
+    ``queue_wait_s``: the longest a request waits for a planning slot before a 503.
     """
 
     db_path: Path = field(default_factory=default_db_path)
     token: str | None = None
     max_body_bytes: int = int(DEFAULT_MAX_BODY_MB * 1_000_000)
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
+    queue_wait_s: float = DEFAULT_QUEUE_WAIT_S

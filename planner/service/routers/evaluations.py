@@ -36,7 +36,8 @@ async def evaluate(
     entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
     options = limited_options(request.options, settings.time_limit_s)
     evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries,
-                                   request.assignments, options, limit_s=options.time_limit_s, limiter=limiter)
+                                   request.assignments, options, limit_s=options.time_limit_s, limiter=limiter,
+                                   queue_wait_s=settings.queue_wait_s)
     log.info("evaluation topology=%s machines=%d instances=%d elapsed_ms=%.1f", evaluation.topology,
              len(request.cluster.machines), len(request.assignments), (time.perf_counter() - started) * 1000)
     return evaluation

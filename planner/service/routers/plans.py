@@ -10,7 +10,7 @@ from anyio import CapacityLimiter
 from fastapi import APIRouter, Body, Depends
 
 from planner.api import evaluate_assignments, make_plan
-from planner.model import Plan, PlanRequest
+from planner.model import Plan, PlanOptions, PlanRequest, ProfileEntry
 from planner.service import examples
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
 from planner.service.errors import ErrorBody, not_found
@@ -42,10 +42,10 @@ async def create_plan(
     started = time.perf_counter()
     entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
     options = limited_options(request.options, settings.time_limit_s)
-    plan = await _reuse(request, entries, options, storage, limiter)
+    plan = await _reuse(request, entries, options, storage, limiter, settings)
     if plan is None:
         plan = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options,
-                                 limit_s=options.time_limit_s, limiter=limiter)
+                                 limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
         plan = await anyio.to_thread.run_sync(storage.save_plan, plan)
     log.info("plan topology=%s strategy=%s machines=%d instances=%d elapsed_ms=%.1f id=%s%s",
              plan.topology, plan.strategy, len(request.cluster.machines), len(plan.assignments),
@@ -53,7 +53,8 @@ async def create_plan(
     return plan
 
 
-async def _reuse(request: PlanRequest, entries, options, storage: Storage, limiter: CapacityLimiter) -> Plan | None:
+async def _reuse(request: PlanRequest, entries: list[ProfileEntry], options: PlanOptions, storage: Storage,
+                 limiter: CapacityLimiter, settings: ServiceSettings) -> Plan | None:
     if request.plan_id is None:
         return None
     stored = await anyio.to_thread.run_sync(storage.get_plan, request.plan_id)
@@ -63,7 +64,7 @@ async def _reuse(request: PlanRequest, entries, options, storage: Storage, limit
                  "no such plan" if stored is None else "the stored plan does not fit this request")
         return None
     evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries, placement, options,
-                                   limit_s=options.time_limit_s, limiter=limiter)
+                                   limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
     return Plan(**evaluation.model_dump(exclude={"stats"}), id=stored.id, strategy=stored.strategy,
                 stats={**evaluation.stats, "reused_plan": True})
 
