@@ -2,17 +2,30 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import psutil
 
 
-def listening_ports() -> set[int]:
-    """Every TCP/UDP port some process listens on (any address)."""
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def ports_in_use() -> set[int]:
+    """Every local port some socket holds: listeners and the local ends of connections."""
     try:
         connections = psutil.net_connections(kind="inet")
     except psutil.Error:
         return set()
-    return {c.laddr.port for c in connections if c.status == psutil.CONN_LISTEN and c.laddr}
+    return {c.laddr.port for c in connections if c.laddr}
+
+
+def ephemeral_range() -> range:
+    """The ports the kernel hands to outgoing connections; a daemon port there may be taken at any time."""
+    try:
+        low, high = (int(x) for x in _EPHEMERAL_RANGE.read_text().split())
+        return range(low, high + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
 
 
 def listener_of(port: int) -> psutil.Process | None | bool:
@@ -32,12 +45,13 @@ def listener_of(port: int) -> psutil.Process | None | bool:
     return False
 
 
-def free_port_base(ports_needed: int, low: int = 20000, high: int = 60000, step: int = 100) -> int:
-    """A base from which ``ports_needed`` ports are free, searched from a random place (tests, benchmarks)."""
-    listening = listening_ports()
-    candidates = list(range(low, high, step))
+def free_port_base(ports_needed: int, low: int = 17000, high: int = 32000, step: int = 100) -> int:
+    """A base from which ``ports_needed`` ports are free and outside the ephemeral range, searched from a random place."""
+    listening = ports_in_use()
+    ephemeral = ephemeral_range()
+    candidates = [b for b in range(low, high, step) if b + ports_needed - 1 < ephemeral.start or b >= ephemeral.stop]
     start = random.randrange(len(candidates))
     for base in candidates[start:] + candidates[:start]:
         if not any(base + offset in listening for offset in range(ports_needed)):
             return base
-    raise RuntimeError(f"no {ports_needed} free ports between {low} and {high}")
+    raise RuntimeError(f"no {ports_needed} free ports between {low} and {high} outside the ephemeral range")

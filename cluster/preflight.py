@@ -69,7 +69,15 @@ def check_cgroups(hierarchies: cgroups.Hierarchies | None, layout: ClusterLayout
 
 
 def check_ports_free(layout: ClusterLayout) -> None:
-    """Every port of the cluster must be free; name the port, its use and who holds it."""
+    """Every port of the cluster must be free and outside the ephemeral range; name the port, its use and who holds it."""
+    ephemeral = ports.ephemeral_range()
+    inside = sorted(p for p in layout.all_ports() if p in ephemeral)
+    if inside:
+        raise ClusterError(
+            f"Port base {layout.port_base} puts ports {inside[0]}-{inside[-1]} in the kernel's ephemeral range "
+            f"{ephemeral.start}-{ephemeral.stop - 1}, where any outgoing connection may take them; "
+            f"choose a port base below {ephemeral.start - max(layout.all_ports()) + layout.port_base}."
+        )
     for port, purpose in sorted(layout.all_ports().items()):
         holder = ports.listener_of(port)
         if holder is False:

@@ -20,7 +20,7 @@ from hetsched.cluster_cmd import cluster_app
 
 SPEC = {
     "name": "refusals",
-    "port_base": 40000,
+    "port_base": 24000,
     "machine_types": [
         {"name": "small", "cpu_cores": 0.2, "slots": 1},
         {"name": "large", "cpu_cores": 0.8, "slots": 1},
@@ -30,7 +30,7 @@ SPEC = {
 
 @pytest.fixture
 def idle_cluster(tmp_path) -> LocalCluster:
-    return LocalCluster(parse_spec(SPEC), home=tmp_path / "home", port_base=40000)
+    return LocalCluster(parse_spec(SPEC), home=tmp_path / "home", port_base=24000)
 
 
 @pytest.fixture
@@ -169,7 +169,7 @@ def test_an_unknown_scheduler_or_a_missing_plugin_jar_is_refused(tmp_path, monke
 
 
 def test_a_port_in_use_is_named_with_its_purpose_and_holder(tmp_path):
-    layout = make_layout(parse_spec(SPEC), tmp_path, 40000)
+    layout = make_layout(parse_spec(SPEC), tmp_path, 24000)
     with socket.socket() as holder:
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -184,6 +184,12 @@ def test_a_port_in_use_is_named_with_its_purpose_and_holder(tmp_path):
     assert "--port-base" in message
 
 
+def test_ports_in_the_kernels_ephemeral_range_are_refused(tmp_path):
+    layout = make_layout(parse_spec(SPEC), tmp_path, 40000)
+    with pytest.raises(ClusterError, match="ephemeral range"):
+        preflight.check_ports_free(layout)
+
+
 # ---- faults while starting ------------------------------------------------------------------------
 
 
@@ -194,7 +200,7 @@ def test_a_supervisor_that_does_not_register_is_named_with_the_end_of_its_log(id
     idle_cluster.layout.log_file("large-1").write_text("starting\nFATAL could not bind slot port\n")
     small = idle_cluster.layout.machine("small-1")
     registered_small_only = nimbus.ClusterSummary(
-        leader="127.0.0.1:40001",
+        leader="127.0.0.1:24001",
         supervisors=[nimbus.RegisteredSupervisor("sup-small", small.host, 1, 0, 5, 20.0, 2048.0)],
         topologies=[],
     )
