@@ -361,7 +361,7 @@ def _pack(problem: Problem, types: _Types, beta: np.ndarray, flows: np.ndarray, 
                 fits = frac <= 1 + 1e-9
                 pool = np.flatnonzero(fits) if fits.any() else np.arange(len(machines))
                 overflow |= not fits.any()
-                take = min(left, pool.size) if fits.any() else 1
+                take = min(left, pool.size)
                 pick = pool if take == pool.size else pool[np.argpartition(frac[pool], take - 1)[:take]]
                 H[c, machines[pick]] += 1
                 load[machines[pick]] += item[pick]
@@ -458,25 +458,36 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
     polisher = _Polisher(problem, np.zeros((problem.n_components, problem.n_machines), dtype=np.int64),
                          np.zeros(problem.n_components, dtype=np.int64), free)
     candidates = []
-    caps_tried: list[np.ndarray] = []
+    choices_tried: list[np.ndarray] = []
     for divisor in SIZE_DIVISORS:
-        cap = types.size_cap(divisor)
-        if any(np.array_equal(cap, seen) for seen in caps_tried):
-            continue
-        caps_tried.append(cap)
-        capped = _fluid_lp(types, beta, active, np.where(types.max_size > 0, cap, -1.0), rate_cap)
+        cap = np.where(types.max_size > 0, types.size_cap(divisor), -1.0)
+        capped = _fluid_lp(types, beta, active, cap, rate_cap)
         lp_solves += 1
         if capped is None:
             continue
         choice = np.array([
-            cap[c][capped[1][c] > 1e-9 * max(capped[1][c].max(), 1e-300)].min() if capped[1][c].sum() > 0 and cap[c].max() > 0 else np.inf
+            cap[c][capped[1][c] > 1e-9 * max(capped[1][c].max(), 1e-300)].min()
+            if capped[1][c].sum() > 0 and cap[c].max() > 0 else np.inf
             for c in range(problem.n_components)
         ])
         choice = np.where(fixed_one, np.inf, choice)
         sized = _fluid_lp(types, beta, active, _sizes(types, fixed_count, beta, choice, capped[0]), rate_cap)
         lp_solves += 1
-        if sized is None or sized[0] <= 0:
+        # for the largest sizes, a coordinate search: each component may take another type's size limit
+        # (and leave the types it exceeds); the smaller limits only try finer packing
+        for c in np.flatnonzero(active & (fixed_count == 0)) if divisor == SIZE_DIVISORS[0] else ():
+            for size in np.unique(cap[c][cap[c] > 0]):
+                if np.isclose(size, choice[c]):
+                    continue
+                trial = choice.copy()
+                trial[c] = size
+                result = _fluid_lp(types, beta, active, _sizes(types, fixed_count, beta, trial, capped[0]), rate_cap)
+                lp_solves += 1
+                if result is not None and (sized is None or result[0] > sized[0] * (1 + 1e-9)):
+                    sized, choice = result, trial
+        if sized is None or sized[0] <= 0 or any(np.array_equal(choice, seen) for seen in choices_tried):
             continue
+        choices_tried.append(choice)
         lp_rate, flows = sized
         rate, H = _pack_best(problem, types, beta, flows, lp_rate,
                              lambda r, choice=choice: _sizes(types, fixed_count, beta, choice, r), fixed_one, first, polisher)
