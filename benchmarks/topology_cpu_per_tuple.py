@@ -31,25 +31,15 @@ from topologies import conf as keys  # noqa: E402
 from topologies.catalog import lookup  # noqa: E402
 from topologies.errors import TopologyError  # noqa: E402
 from topologies.locate import nimbus_address  # noqa: E402
-from topologies.measure import roles  # noqa: E402
+from topologies.measure import ComponentRate, handled, roles, stepped_rates  # noqa: E402
 from topologies.nimbus import Nimbus, NimbusAddress, connect  # noqa: E402
-from topologies.submission import SubmitRequest  # noqa: E402
+from topologies.submission import SubmitRequest, parse_conf  # noqa: E402
 from topologies.submit import kill, submit  # noqa: E402
 from topologies.workers import ProcessGroup, component_groups, worker_jvms  # noqa: E402
 
 console = Console()
 TOPOLOGY = "linear"
-POLL_S = 0.2
 TOLERANCE = 0.10
-
-
-@dataclass
-class Edge:
-    """A component's count right after it stepped, and its processes' CPU at that moment."""
-
-    at: float
-    tuples: int
-    cpu_s: float
 
 
 @dataclass
@@ -63,11 +53,6 @@ class ComponentResult:
     processes: int
 
 
-def _tuples(nimbus: Nimbus, topology_id: str, component: str, role: str) -> int:
-    c = nimbus.component_counts(topology_id, component)
-    return c.emitted if role == "spout" else c.executed
-
-
 def wait_until_flowing(nimbus: Nimbus, name: str, timeout_s: float = 300.0) -> str:
     """Block until every component has handled tuples; return the topology id."""
     entry = lookup(TOPOLOGY)
@@ -76,45 +61,48 @@ def wait_until_flowing(nimbus: Nimbus, name: str, timeout_s: float = 300.0) -> s
     with console.status(f"waiting for {name} to run and tuples to reach every component"):
         while time.monotonic() < deadline:
             running = nimbus.find(name)
-            if running is not None and all(_tuples(nimbus, running.id, c, kinds[c]) > 0 for c in entry.component_ids):
+            if running is not None and all(
+                handled(nimbus.component_counts(running.id, c), kinds[c]) > 0 for c in entry.component_ids
+            ):
                 return running.id
             time.sleep(2.0)
     raise TopologyError(f"{name}: tuples did not reach every component within {timeout_s:.0f} s")
 
 
-def measure(nimbus: Nimbus, topology_id: str, groups: list[ProcessGroup], window_s: float) -> dict[str, tuple[Edge, Edge]]:
-    """First and last count step of each component within the window, with its CPU at each step."""
+def measure(nimbus: Nimbus, topology_id: str, groups: list[ProcessGroup], window_s: float
+            ) -> tuple[list[ComponentRate], list[float]]:
+    """Tuples and Python CPU seconds of each component between its first and last count step in the window,
+    and the worker JVMs' CPU seconds read at each of the spout's steps."""
     kinds = roles(lookup(TOPOLOGY))
-    last: dict[str, int] = {}
-    first_edge: dict[str, Edge] = {}
-    last_edge: dict[str, Edge] = {}
-    start = time.monotonic()
+    by_component = {g.components[0]: g for g in groups}
+    jvms = worker_jvms(groups)
+    jvm_cpu_at_spout_steps: list[float] = []
+
+    def cpu_seconds(component: str) -> float:
+        if component == "spout":
+            jvm_cpu_at_spout_steps.append(sum(sum(p.cpu_times()[:2]) for p in jvms))
+        return by_component[component].cpu_seconds()
+
     with Progress(TextColumn("measuring"), BarColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
         task = bar.add_task("window", total=window_s)
-        while (now := time.monotonic()) - start < window_s:
-            for group in groups:
-                component = group.components[0]
-                tuples = _tuples(nimbus, topology_id, component, kinds[component])
-                if component in last and tuples != last[component]:
-                    edge = Edge(time.monotonic(), tuples, group.cpu_seconds())
-                    first_edge.setdefault(component, edge)
-                    last_edge[component] = edge
-                last[component] = tuples
-            bar.update(task, completed=now - start)
-            time.sleep(POLL_S)
-    missing = [g.components[0] for g in groups if g.components[0] not in first_edge or first_edge[g.components[0]] is last_edge[g.components[0]]]
-    if missing:
-        raise TopologyError(f"counts of {', '.join(missing)} did not move twice within {window_s:.0f} s; use a longer --window")
-    return {c: (first_edge[c], last_edge[c]) for c in first_edge}
+        rates = stepped_rates(
+            nimbus, topology_id, {c: kinds[c] for c in by_component}, window_s,
+            read_extra=cpu_seconds,
+            tick=lambda elapsed: bar.update(task, completed=elapsed),
+        )
+    flat = [r.component for r in rates if r.window_s == 0]
+    if flat:
+        raise TopologyError(f"counts of {', '.join(flat)} did not move twice within {window_s:.0f} s; "
+                            "use a longer --window (Nimbus gets stats every executor.metrics.frequency.secs)")
+    return rates, jvm_cpu_at_spout_steps
 
 
 def run_phase(address: NimbusAddress, name: str, cpu_ms: dict[str, float], rate: float | None,
-              warmup_s: float, window_s: float) -> tuple[list[ComponentResult], dict]:
+              warmup_s: float, window_s: float, extra_conf: dict) -> tuple[list[ComponentResult], dict]:
     entry = lookup(TOPOLOGY)
-    kinds = roles(entry)
     request = SubmitRequest(
         TOPOLOGY, name=name, workers=1, rate=rate,
-        conf={keys.cpu_ms_key(p): ms for p, ms in cpu_ms.items()},
+        conf={**extra_conf, **{keys.cpu_ms_key(p): ms for p, ms in cpu_ms.items()}},
     )
     result = submit(request, address, force=True)
     console.print(f"submitted {TOPOLOGY} as {name} ({result.topology_id}) with CPU ms per tuple {cpu_ms}", highlight=False)
@@ -127,32 +115,26 @@ def run_phase(address: NimbusAddress, name: str, cpu_ms: dict[str, float], rate:
             empty = [g.label for g in groups if not g.processes]
             if empty:
                 raise TopologyError(f"found no Python process of {', '.join(empty)} (is the cluster on this machine?)")
-            jvms = worker_jvms(groups)
-            jvm_cpu_before = sum(sum(p.cpu_times()[:2]) for p in jvms)
-            spout_before = _tuples(nimbus, topology_id, "spout", "spout")
-            edges = measure(nimbus, topology_id, groups, window_s)
-            jvm_cpu_after = sum(sum(p.cpu_times()[:2]) for p in jvms)
-            spout_after = _tuples(nimbus, topology_id, "spout", "spout")
+            workers = len(worker_jvms(groups))
+            rates, jvm_cpu = measure(nimbus, topology_id, groups, window_s)
     finally:
         kill(name, address, wait=True)
     results = []
-    for group in groups:
-        component = group.components[0]
-        first, last = edges[component]
-        tuples = last.tuples - first.tuples
-        profile = entry.profiles()[component]
+    processes = {g.components[0]: len(g.processes) for g in groups}
+    for rate in rates:
+        profile = entry.profiles()[rate.component]
         results.append(ComponentResult(
-            component=component,
-            role=kinds[component],
-            configured_ms=cpu_ms.get(profile) if profile in cpu_ms else None,
-            tuples=tuples,
-            window_s=last.at - first.at,
-            cpu_ms_per_tuple=(last.cpu_s - first.cpu_s) / tuples * 1000 if tuples else float("nan"),
-            processes=len(group.processes),
+            component=rate.component,
+            role=rate.role,
+            configured_ms=cpu_ms.get(profile),
+            tuples=rate.tuples,
+            window_s=rate.window_s,
+            cpu_ms_per_tuple=rate.extra / rate.tuples * 1000 if rate.tuples else float("nan"),
+            processes=processes[rate.component],
         ))
-    spout_tuples = max(1, spout_after - spout_before)
-    jvm = {"workers": len(jvms), "cpu_ms_per_spout_tuple": (jvm_cpu_after - jvm_cpu_before) / spout_tuples * 1000,
-           "spout_tuples": spout_tuples}
+    spout = next(r for r in rates if r.component == "spout")
+    jvm = {"workers": workers, "spout_tuples": spout.tuples,
+           "cpu_ms_per_spout_tuple": (jvm_cpu[-1] - jvm_cpu[0]) / spout.tuples * 1000}
     return results, jvm
 
 
@@ -165,14 +147,17 @@ def main() -> int:
     for profile, ms in keys.DEFAULT_CPU_MS.items():
         parser.add_argument(f"--{profile.removesuffix('Compute')}-ms", type=float, default=ms, dest=profile,
                             help=f"CPU ms per tuple of {profile} (default {ms})")
+    parser.add_argument("--conf", action="append", default=[], help="extra topology config key=value; repeatable")
     parser.add_argument("--name", default="hetsched-cpu-per-tuple")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     configured = {p: getattr(args, p) for p in keys.DEFAULT_CPU_MS}
     try:
         address = nimbus_address(args.nimbus)
-        loaded, jvm_loaded = run_phase(address, args.name, configured, args.rate, args.warmup, args.window)
-        bare, jvm_bare = run_phase(address, args.name, {p: 0.0 for p in configured}, args.rate, args.warmup, args.window)
+        extra = parse_conf(args.conf)
+        loaded, jvm_loaded = run_phase(address, args.name, configured, args.rate, args.warmup, args.window, extra)
+        bare, jvm_bare = run_phase(address, args.name, {p: 0.0 for p in configured}, args.rate, args.warmup,
+                                   args.window, extra)
     except TopologyError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         return 1

@@ -4,9 +4,10 @@ from __future__ import annotations
 CPU_MS_PREFIX = "hetsched.cpu.ms."
 """``hetsched.cpu.ms.<profile>``: CPU milliseconds a compute bolt of that profile spends per tuple."""
 
-DEFAULT_CPU_MS = {"lowCompute": 2.0, "midCompute": 3.6, "highCompute": 6.6}
+DEFAULT_CPU_MS = {"lowCompute": 4.0, "midCompute": 7.2, "highCompute": 13.2}
 """In the ratio of the paper's Table 3 (0.0581 : 0.103 : 0.1915 s, about 1 : 1.8 : 3.3) and large
-enough that the work, not the multi-lang overhead, dominates a tuple's cost."""
+enough that the work, not the multi-lang overhead, dominates a tuple's cost: on a loaded host the
+overhead measured about 0.3 ms per tuple (benchmarks/topology_cpu_per_tuple.py), under 10% of 4 ms."""
 
 SPOUT_RATE = "hetsched.spout.rate"
 """Tuples/s each spout component emits in total over its instances; absent or 0: as fast as
@@ -31,6 +32,14 @@ STATS_SAMPLE_RATE = "topology.stats.sample.rate"
 MAX_SPOUT_PENDING = "topology.max.spout.pending"
 TICK_FREQ_S = "topology.tick.tuple.freq.secs"
 WORKERS = "topology.workers"
+
+IDLE_WAIT = {
+    "topology.bolt.wait.progressive.level2.count": 0,
+    "topology.backpressure.wait.progressive.level2.count": 0,
+}
+"""An idle executor sleeps 1 ms at a time instead of first parking 1000 times for 100 us: with
+Storm's default the parking alone cost the worker JVM about 10 ms of CPU per tuple of a slow
+Linear topology (2 ms with this), which a machine of a fraction of a core cannot spare."""
 
 DEFAULT_STATS_SAMPLE_RATE = 1.0
 """Exact counts: profiling divides CPU by tuples executed."""

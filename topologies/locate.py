@@ -18,10 +18,24 @@ def nimbus_address(option: str | None = None) -> NimbusAddress:
 
 
 def _local_cluster_nimbus() -> NimbusAddress:
+    """Nimbus of the local cluster in $HETSCHED_CLUSTER_HOME (or the default home), if it runs."""
     try:
-        import cluster
+        from cluster.errors import ClusterError
+        from cluster.local import LocalCluster
     except ImportError:
         raise TopologyError(
             f"no Nimbus address: give --nimbus host:port or set ${NIMBUS_ENV} (the local cluster package is not installed)"
         ) from None
-    raise TopologyError(f"no Nimbus address: give --nimbus host:port or set ${NIMBUS_ENV}")
+    try:
+        local = LocalCluster()
+        layout = local.layout
+        running = local.is_running()
+    except ClusterError as exc:
+        raise TopologyError(f"no Nimbus address: give --nimbus host:port or set ${NIMBUS_ENV} ({exc})") from None
+    where = f"the local cluster at {layout.home}"
+    if not running:
+        raise TopologyError(
+            f"the local cluster at {layout.home} is not running (its Nimbus would be {layout.nimbus_host}:{layout.nimbus_port}); "
+            f"start it with `hetsched cluster up`, or give --nimbus host:port"
+        )
+    return NimbusAddress(layout.nimbus_host, layout.nimbus_port, where)

@@ -117,6 +117,7 @@ def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]
     """The topology config: defaults, then ``--conf``, then the explicit options, then what hetsched always sets."""
     conf: dict[str, Any] = {
         keys.MAX_SPOUT_PENDING: keys.DEFAULT_MAX_SPOUT_PENDING,
+        **keys.IDLE_WAIT,
         **{
             keys.cpu_ms_key(profile): ms
             for profile, ms in keys.DEFAULT_CPU_MS.items()
