@@ -9,11 +9,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from hetsched.cli import app
 import hetsched.topology_cmd  # noqa: F401  registers submit/kill/topologies on app
+from planner.fixtures import TOPOLOGIES, load_topology
 from planner.model import Topology as PlannerTopology
 from topologies import conf as keys
 from topologies.catalog import CATALOG, lookup, planner_topology
@@ -27,7 +27,6 @@ from topologies.submission import SubmitRequest, build_submission, default_strea
 from topologies.windows import SlidingCounts, SlidingSets, slot_count
 
 REPO = Path(__file__).resolve().parents[1]
-PAPER_TOPOLOGIES = REPO / "planner" / "fixtures" / "paper_topologies.yaml"
 runner = CliRunner()
 
 
@@ -37,10 +36,9 @@ def _graph(topology: PlannerTopology) -> tuple[dict, set]:
     return components, streams
 
 
-@pytest.mark.parametrize("name", ["linear", "diamond", "star"])
+@pytest.mark.parametrize("name", TOPOLOGIES)
 def test_micro_benchmarks_have_the_planner_fixtures_components_and_streams(name):
-    fixture = PlannerTopology.model_validate(yaml.safe_load(PAPER_TOPOLOGIES.read_text())[name])
-    assert _graph(planner_topology(lookup(name))) == _graph(fixture)
+    assert _graph(planner_topology(lookup(name))) == _graph(load_topology(name))
 
 
 def test_storm_benchmark_topologies_group_the_second_stream_by_key():
