@@ -50,6 +50,7 @@ _MODULES: dict[str, str] = {
     "even": "planner.strategies.even",
     "resource_aware": "planner.strategies.resource_aware",
     "fast": "planner.strategies.fast",
+    "optimal": "planner.strategies.optimal",
 }
 
 STRATEGIES: dict[str, Strategy] = {name: importlib.import_module(module).plan for name, module in _MODULES.items()}
