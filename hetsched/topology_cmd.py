@@ -121,7 +121,7 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
         table.add_column(column, justify=justify)
     for t in sorted(running, key=lambda t: t.name):
         table.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.tasks), _uptime(t.uptime_s))
-    console.print(table if running else "no topologies running", highlight=False)
+    console.print(table if running else f"no topologies running on Nimbus {address}", highlight=False)
 
 
 @app.command("counts")

@@ -20,6 +20,7 @@ def nimbus_address(option: str | None = None) -> NimbusAddress:
 def _local_cluster_nimbus() -> NimbusAddress:
     """Nimbus of the local cluster in $HETSCHED_CLUSTER_HOME (or the default home), if it runs."""
     try:
+        from cluster import running_cluster
         from cluster.errors import ClusterError
         from cluster.local import LocalCluster
     except ImportError:
@@ -27,15 +28,13 @@ def _local_cluster_nimbus() -> NimbusAddress:
             f"no Nimbus address: give --nimbus host:port or set ${NIMBUS_ENV} (the local cluster package is not installed)"
         ) from None
     try:
-        local = LocalCluster()
-        layout = local.layout
-        running = local.is_running()
+        local = running_cluster()
+        if local is None:
+            layout = LocalCluster().layout
+            raise TopologyError(
+                f"the local cluster at {layout.home} is not running (its Nimbus would be "
+                f"{layout.nimbus_host}:{layout.nimbus_port}); start it with `hetsched cluster up`, or give --nimbus host:port"
+            )
     except ClusterError as exc:
         raise TopologyError(f"no Nimbus address: give --nimbus host:port or set ${NIMBUS_ENV} ({exc})") from None
-    where = f"the local cluster at {layout.home}"
-    if not running:
-        raise TopologyError(
-            f"the local cluster at {layout.home} is not running (its Nimbus would be {layout.nimbus_host}:{layout.nimbus_port}); "
-            f"start it with `hetsched cluster up`, or give --nimbus host:port"
-        )
-    return NimbusAddress(layout.nimbus_host, layout.nimbus_port, where)
+    return NimbusAddress(local.layout.nimbus_host, local.layout.nimbus_port, f"the local cluster at {local.layout.home}")
