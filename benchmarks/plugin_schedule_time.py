@@ -111,6 +111,8 @@ def report(result: dict) -> None:
     console.print(table)
     console.print(f"rounds that fell back instead of using the plan: {result['fallbacks']} "
                   f"(last status: {result['last_status']})")
+    console.print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+                  + f" on {os.cpu_count()} cores")
 
 
 def main() -> None:

@@ -144,7 +144,7 @@ public class HetschedScheduler implements IScheduler {
         String status = "placed by planner (" + planName + strategy + ") on " + placement.supervisors()
                 + " supervisors in " + placement.workers().size() + " workers";
         cluster.setStatus(topology.getId(), STATUS + status);
-        LOG.info("hetsched: topology {} {}; {} executors, planner answered in {} ms",
+        LOG.info("hetsched: topology {} {}; {} executors, asking the planner took {} ms",
                 topology.getId(), status, graph.executorCount(), plannerMillis);
     }
 
