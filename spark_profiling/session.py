@@ -1,7 +1,8 @@
 """Starting (and stopping) the SparkSession the aggregation runs in.
 
-``local[*]`` unless a master is given, or spark-submit already set one. A session that is
-already running in this process (a test's, a notebook's) is used as it is and left running.
+The master is the one given, else spark-submit's (``--master``), else Spark's own default,
+``local[*]``. A session already running in this process (a test's, a notebook's) is used as
+it is and left running.
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MASTER = "local[*]"
 APP_NAME = "hetsched-aggregate"
 
 
@@ -27,8 +27,6 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None)
     spark_conf = SparkConf().setAppName(APP_NAME)
     if master:
         spark_conf.setMaster(master)
-    elif not spark_conf.contains("spark.master"):
-        spark_conf.setMaster(DEFAULT_MASTER)
     spark_conf.setIfMissing("spark.ui.showConsoleProgress", "false")
     for key, value in (conf or {}).items():
         spark_conf.set(key, value)
