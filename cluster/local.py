@@ -214,6 +214,18 @@ class LocalCluster:
         live, _dead = self._daemon_states()
         return bool(live)
 
+    def leftovers(self) -> list[str]:
+        """What of this cluster still exists: processes naming its home, its cgroups (none after ``down``)."""
+        found = []
+        home = str(self.layout.home)
+        for process in psutil.process_iter(["pid", "cmdline"]):
+            cmdline = " ".join(process.info["cmdline"] or [])
+            if home in cmdline:
+                found.append(f"process {process.info['pid']}: {cmdline[:100]}")
+        if self.hierarchies is not None:
+            found += [f"cgroup {f}" for f in self.hierarchies.paths(self.layout.cluster_cgroup) if f.exists()]
+        return found
+
     def cgroup_path(self, machine_id: str) -> Path:
         """The machine's cgroup folder in the cpu controller (where ``cpu.cfs_quota_us`` lives)."""
         self._require_cgroups()

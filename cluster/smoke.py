@@ -86,10 +86,13 @@ def jar_bytes() -> bytes:
     return buffer.getvalue()
 
 
-def submit(cluster: LocalCluster, name: str = SMOKE_NAME, workers: int | None = None, parallelism: int | None = None) -> str:
-    """Upload the jar and submit; returns the topology id."""
+def submit(
+    cluster: LocalCluster, name: str = SMOKE_NAME, workers: int | None = None, parallelism: int | None = None,
+    conf: dict | None = None,
+) -> str:
+    """Upload the jar and submit (``conf``: extra topology settings); returns the topology id."""
     machines = len(cluster.layout.machines)
-    conf = {"topology.workers": workers or machines, "topology.debug": False}
+    conf = {"topology.workers": workers or machines, "topology.debug": False, **(conf or {})}
     data = jar_bytes()
     with cluster.nimbus_client() as client:
         location = client.beginFileUpload()
