@@ -1,0 +1,344 @@
+"""docs/ against the code: examples run against a real planner, settings against the plugin's Java source.
+
+A fenced block marked ``doc-test`` (```bash doc-test, ```python doc-test) is run, in page order,
+in a scratch folder holding a copy of ``docs/examples/``, against a real ``hetsched serve`` of
+that page (``token=T`` in the info string: one started with that token). The documented default
+address ``http://127.0.0.1:8765`` is replaced by the test service's. A ``doc-output`` block right
+after it is the documented answer: JSON values are compared by structure (documented keys must
+exist, strings and whole numbers must be equal, fractional numbers need only be numbers, ``"..."``
+stands for anything), other lines must be equal (``...`` inside a line stands for any text).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+import typer.main
+import yaml
+
+from cluster.spec import load_spec
+from hetsched.cli import _register, app
+from planner.model import PlanRequest, ProfileSet
+from tests.fixtures.docs import DOCS, REPO, CodeBlock, code_blocks, doc_pages, plugin_settings, shell_commands
+from topologies import conf as topology_keys
+from topologies.catalog import lookup, planner_topology
+
+DOC_URL = "http://127.0.0.1:8765"
+ANY = "..."
+EXAMPLES = DOCS / "examples"
+REQUIRED_PAGES = ["README.md", "plugin.md", "planner.md", "profiling.md", "submitting.md", "docker-compose.md"]
+BLOCK_TIMEOUT_S = 600
+"""Only against a hang: on a loaded machine one `hetsched` start can take half a minute."""
+
+
+def pages_with_examples() -> list[Path]:
+    return [page for page in doc_pages() if any(b.runs for b in code_blocks(page))]
+
+
+# --- comparing documented and real answers ----------------------------------------------------------
+
+def answer_items(text: str) -> list[tuple[str, object]]:
+    """The answer as a sequence of JSON values and text lines, in order."""
+    items: list[tuple[str, object]] = []
+    decoder = json.JSONDecoder()
+    i = 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        if text[i] in '{["-0123456789':
+            try:
+                value, i = decoder.raw_decode(text, i)
+                items.append(("json", value))
+                continue
+            except ValueError:
+                pass
+        end = text.find("\n", i)
+        end = len(text) if end < 0 else end
+        items.append(("text", text[i:end].rstrip()))
+        i = end
+    return items
+
+
+def _pattern(documented: str) -> re.Pattern:
+    return re.compile(".*".join(re.escape(part) for part in documented.split(ANY)), re.S)
+
+
+def mismatch(documented: object, real: object, where: str = "$") -> str | None:
+    """Why ``real`` does not fit ``documented``, or None where it does."""
+    if documented == ANY:
+        return None
+    if isinstance(documented, str):
+        fits = isinstance(real, str) and (_pattern(documented).fullmatch(real) if ANY in documented else real == documented)
+        return None if fits else f"{where}: documented {documented!r}, real {real!r}"
+    if isinstance(documented, bool) or documented is None:
+        return None if real is documented else f"{where}: documented {documented!r}, real {real!r}"
+    if isinstance(documented, (int, float)):
+        if isinstance(real, bool) or not isinstance(real, (int, float)):
+            return f"{where}: documented a number, real {real!r}"
+        if isinstance(documented, int) and real != documented:
+            return f"{where}: documented {documented}, real {real}"
+        return None
+    if isinstance(documented, dict):
+        if not isinstance(real, dict):
+            return f"{where}: documented an object, real {real!r}"
+        for key, value in documented.items():
+            if key not in real:
+                return f"{where}: documented key {key!r} is not in the answer (keys: {sorted(real)})"
+            found = mismatch(value, real[key], f"{where}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(documented, list):
+        if not isinstance(real, list):
+            return f"{where}: documented a list, real {real!r}"
+        open_ended = bool(documented) and documented[-1] == ANY
+        shown = documented[:-1] if open_ended else documented
+        if len(real) < len(shown) or (not open_ended and len(real) != len(shown)):
+            return f"{where}: documented {len(shown)} items{' or more' if open_ended else ''}, real {len(real)}"
+        for n, (d, r) in enumerate(zip(shown, real)):
+            found = mismatch(d, r, f"{where}[{n}]")
+            if found:
+                return found
+        return None
+    raise AssertionError(f"{where}: cannot compare documented value {documented!r}")
+
+
+def answer_mismatch(documented: str, real: str) -> str | None:
+    wanted, got = answer_items(documented), answer_items(real)
+    if len(wanted) != len(got):
+        return f"documented {len(wanted)} answer items, real {len(got)}:\n{real}"
+    for n, ((kind, value), (real_kind, real_value)) in enumerate(zip(wanted, got)):
+        if kind != real_kind:
+            return f"item {n}: documented {kind} {value!r}, real {real_kind} {real_value!r}"
+        found = mismatch(value, real_value, f"item {n}")
+        if found:
+            return found
+    return None
+
+
+def test_the_comparison_tells_good_answers_from_bad():
+    documented = '201\n{"id": "...", "n": 2, "x": 1.5, "l": ["a", "..."]}\nplan ... stored'
+    assert answer_mismatch(documented, '201\n{"id": "abc", "n": 2, "x": 7, "l": ["a", "b"], "y": 0}\nplan 12 stored') is None
+    assert answer_mismatch(documented, '404\n{"id": "abc", "n": 2, "x": 7, "l": ["a"]}\nplan 12 stored')
+    assert answer_mismatch(documented, '201\n{"id": "abc", "n": 3, "x": 7, "l": ["a"]}\nplan 12 stored')
+    assert answer_mismatch(documented, '201\n{"id": "abc", "n": 2, "x": "7", "l": ["a"]}\nplan 12 stored')
+    assert answer_mismatch(documented, '201\n{"id": "abc", "n": 2, "l": ["a"]}\nplan 12 stored')
+    assert answer_mismatch(documented, '201\n{"id": "abc", "n": 2, "x": 7, "l": ["a"]}\nplan 12 lost')
+    assert answer_mismatch(documented, '201\n{"id": "abc", "n": 2, "x": 7, "l": ["a"]}')
+
+
+# --- running the examples -------------------------------------------------------------------------------
+
+def run_block(block: CodeBlock, code: str, workdir: Path, url: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("HETSCHED_PLANNER_TOKEN", "HETSCHED_NIMBUS")}
+    env.update({
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        "HETSCHED_PLANNER_URL": url,
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+    })
+    if block.language == "bash":
+        command = ["bash", "-euo", "pipefail", "-c", code]
+    elif block.language == "python":
+        command = [sys.executable, "-c", code]
+    else:
+        raise AssertionError(f"{block.where}: doc-test blocks are bash or python, not {block.language!r}")
+    done = subprocess.run(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=BLOCK_TIMEOUT_S)
+    assert done.returncode == 0, f"{block.where}: the example failed (exit {done.returncode}):\n{done.stdout}"
+    return done.stdout
+
+
+@pytest.mark.parametrize("page", pages_with_examples(), ids=lambda p: p.name)
+def test_examples_give_the_documented_answers(page, tmp_path, start_planner_service):
+    blocks = code_blocks(page)
+    if any(b.runs and b.language == "bash" for b in blocks):
+        missing = [tool for tool in ("curl", "jq") if shutil.which(tool) is None]
+        if missing:
+            pytest.skip(f"{', '.join(missing)} not installed (make setup installs them from Debian's packages where apt can be used)")
+    workdir = tmp_path / "work"
+    shutil.copytree(EXAMPLES, workdir / "docs" / "examples")
+    services = {}
+
+    def service(token: str | None):
+        if token not in services:
+            services[token] = start_planner_service(token=token)
+        return services[token]
+
+    ran = 0
+    for n, block in enumerate(blocks):
+        if not block.runs:
+            continue
+        live = service(block.attributes.get("token"))
+        output = run_block(block, block.text.replace(DOC_URL, live.url), workdir, live.url)
+        ran += 1
+        answer = blocks[n + 1] if n + 1 < len(blocks) and blocks[n + 1].is_output else None
+        if answer is not None:
+            problem = answer_mismatch(answer.text, output.replace(live.url, DOC_URL))
+            assert problem is None, f"{answer.where}: the documented answer is not what the service says: {problem}"
+    assert ran > 0
+
+
+def test_every_answer_follows_an_example():
+    for page in doc_pages():
+        blocks = code_blocks(page)
+        for n, block in enumerate(blocks):
+            if block.is_output:
+                assert n > 0 and blocks[n - 1].runs, f"{block.where}: a doc-output block must follow a doc-test block"
+
+
+# --- the plugin's settings ------------------------------------------------------------------------------
+
+def settings_tables(page: Path) -> dict[str, tuple[str, str]]:
+    """``key -> (default cell, heading above the table)`` from the Markdown tables of a page."""
+    rows, heading = {}, ""
+    for line in page.read_text().splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if len(cells) >= 3 and re.fullmatch(r"`[\w.-]+`", cells[0]):
+            rows[cells[0].strip("`")] = (cells[1].strip("`"), heading)
+    return rows
+
+
+def test_every_plugin_setting_is_documented_with_its_default():
+    documented = settings_tables(DOCS / "plugin.md")
+    settings = plugin_settings()
+    assert len(settings) >= 10
+    for setting in settings:
+        assert setting.key in documented, f"docs/plugin.md does not document {setting.key} (read in {setting.scope} conf)"
+        default, heading = documented[setting.key]
+        expected = setting.default if setting.default is not None else "none"
+        assert default == expected, f"docs/plugin.md gives {setting.key} the default {default!r}, the plugin {expected!r}"
+        section = "storm.yaml" if setting.scope == "nimbus" else "topology conf"
+        assert section in heading, f"docs/plugin.md lists {setting.key} under {heading!r}, not a {section} section"
+    extra = {k for k in documented if k.startswith("hetsched.")} - {s.key for s in settings}
+    assert not extra, f"docs/plugin.md documents settings the plugin does not read: {sorted(extra)}"
+
+
+def known_keys() -> set[str]:
+    keys = {s.key for s in plugin_settings()}
+    keys |= {v for v in vars(topology_keys).values() if isinstance(v, str) and v.startswith("hetsched.")}
+    return keys
+
+
+def test_every_hetsched_setting_named_in_the_docs_exists():
+    keys = known_keys()
+    for page in doc_pages():
+        for found in re.finditer(r"(?<![\w/.])hetsched\.[a-z][a-z0-9.]*[a-z0-9]", page.read_text()):
+            key = found.group(0)
+            if key.startswith(topology_keys.CPU_MS_PREFIX):
+                continue
+            assert key in keys, f"{page.name} names {key}, which neither the plugin nor the topologies read"
+
+
+def test_yaml_examples_are_valid_and_use_known_settings():
+    keys = known_keys()
+    for page in doc_pages():
+        for block in code_blocks(page):
+            if block.language != "yaml":
+                continue
+            settings = yaml.safe_load(block.text)
+            assert isinstance(settings, dict), f"{block.where}: not a YAML mapping"
+            unknown = [k for k in settings if k.startswith("hetsched.") and k not in keys]
+            assert not unknown, f"{block.where}: unknown settings {unknown}"
+            if "supervisor.scheduler.meta" in settings:
+                meta = settings["supervisor.scheduler.meta"]
+                defaults = {s.constant: s.default for s in plugin_settings()}
+                assert defaults["MACHINE_TYPE_KEY"] in meta and defaults["MACHINE_ID_KEY"] in meta, block.where
+
+
+# --- command lines ------------------------------------------------------------------------------------
+
+def hetsched_command_lines() -> list[tuple[str, list[str]]]:
+    """Every ``hetsched ...`` command in a bash block of the docs, with shell expansions replaced by a word."""
+    found = []
+    for page in doc_pages():
+        for block in code_blocks(page):
+            if block.language != "bash":
+                continue
+            text = re.sub(r"\$\([^()]*\)", "ID", block.text)
+            text = re.sub(r"\$\{?[A-Za-z_]\w*\}?", "VALUE", text)
+            text = re.sub(r" \[--?[^\]]*\]", "", text)  # optional arguments written as [--option VALUE]
+            for words in shell_commands(CodeBlock(block.page, block.line, "bash", text=text)):
+                segment: list[str] = []
+                for word in words + ["|"]:
+                    if word in ("|", "||", "&&", ";"):
+                        if "hetsched" in segment:
+                            found.append((block.where, segment[segment.index("hetsched") + 1:]))
+                        segment = []
+                    else:
+                        segment.append(word)
+    return found
+
+
+def test_every_hetsched_command_in_the_docs_parses():
+    _register()
+    root = typer.main.get_command(app)
+    lines = hetsched_command_lines()
+    assert len(lines) >= 15
+    for where, args in lines:
+        try:
+            context = root.make_context("hetsched", list(args), resilient_parsing=False)
+            command = root
+            while isinstance(command, click.Group):
+                name, command, rest = command.resolve_command(context, context.protected_args + context.args)
+                context = command.make_context(name, rest, parent=context)
+        except click.exceptions.Exit:
+            continue
+        except click.ClickException as fault:
+            pytest.fail(f"{where}: `hetsched {' '.join(args)}` does not parse: {fault.format_message()}")
+
+
+def test_every_serve_option_is_documented():
+    _register()
+    serve = typer.main.get_command(app).commands["serve"]
+    text = (DOCS / "planner.md").read_text()
+    for param in serve.params:
+        for option in param.opts:
+            if option.startswith("--") and option != "--help":
+                assert f"`{option}`" in text, f"docs/planner.md does not document hetsched serve {option}"
+
+
+# --- the pages and their examples -------------------------------------------------------------------------
+
+def test_examples_are_the_default_cluster_and_a_catalog_topology():
+    request = PlanRequest.model_validate_json((EXAMPLES / "linear-plan.json").read_text())
+    assert request.cluster == load_spec().planner_cluster()
+    graph = planner_topology(lookup(request.topology.name))
+    assert [(c.id, c.kind, c.profile) for c in request.topology.components] == [
+        (c.id, c.kind, c.profile) for c in graph.components]
+    assert [(s.source, s.target) for s in request.topology.streams] == [(s.source, s.target) for s in graph.streams]
+
+    profiles = ProfileSet.model_validate_json((EXAMPLES / "micro-profiles.json").read_text())
+    pairs = {(e.profile, e.machine_type) for e in profiles.entries}
+    needed = {(c.profile, t.name) for c in graph.components for t in request.cluster.machine_types}
+    assert needed <= pairs, f"micro-profiles.json lacks {sorted(needed - pairs)}"
+
+
+def test_pages_exist_and_links_resolve():
+    for name in REQUIRED_PAGES:
+        assert (DOCS / name).is_file(), f"docs/{name} is missing"
+    readme = (REPO / "README.md").read_text()
+    for name in REQUIRED_PAGES:
+        assert f"docs/{name}" in readme, f"README.md does not link docs/{name}"
+    for page in [*doc_pages(), REPO / "README.md"]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            assert (page.parent / target).exists(), f"{page.relative_to(REPO)} links {target}, which does not exist"
+
+
+def test_compose_page_says_it_was_not_run():
+    text = (DOCS / "docker-compose.md").read_text()
+    assert "checked for consistency, not run here" in text
+    assert "no Docker engine" in text
