@@ -49,6 +49,9 @@ POLISH_WORK = 2_000_000
 
 MIN_POLISH_STEPS = 100
 
+POLISH_ALL_MAX_CELLS = 2_000
+"""Up to this many (component x machine) cells every candidate packing is polished, not only the best."""
+
 PACKING_STEPS = 7
 """Bisection steps on the packing target rate between PACKING_LOW and 1 times the LP rate (0.3 % apart at the end)."""
 
@@ -201,17 +204,15 @@ class _Polisher:
             move = self._best_move(H, R, r, th, a, b, u, counts)
             if move is None:
                 break
-            kind, c, src, dst = move
             trial = H.copy()
-            trial[c, dst] += 1
-            if kind == "move":
-                trial[c, src] -= 1
-            g_before = self.g[c]
-            if kind == "move" and src == g_before and trial[c, src] == 0:
-                self.g[c] = dst
+            for c, w, delta in move:
+                trial[c, w] += delta
+            g_before = self.g.copy()
+            lost = trial[np.arange(len(self.g)), self.g] == 0
+            self.g[lost] = np.argmax(trial[lost] > 0, axis=1)
             R_new, r_new, th_new, a_new, b_new, u_new, counts_new = self.exact(trial)
             if R_new < R * (1 - REL):
-                self.g[c] = g_before
+                self.g = g_before
                 break
             H, r, th, a, b, u, counts = trial, r_new, th_new, a_new, b_new, u_new, counts_new
             if R_new > best[0] * (1 + REL):
@@ -222,8 +223,12 @@ class _Polisher:
             R = R_new
         return best[1], best[2], iterations
 
-    def _best_move(self, H, R, r, th, a, b, u, counts) -> tuple[str, int, int, int] | None:
-        """(kind, component, from machine, to machine) that raises R the most, else a plateau move, else None.
+    def _best_move(self, H, R, r, th, a, b, u, counts) -> list[tuple[int, int, int]] | None:
+        """The change [(component, machine, +1/-1), ...] that raises R the most, else a plateau move, else None.
+
+        Candidates: one more instance of a component on the bottleneck (anywhere);
+        one instance moved off the bottleneck machine (anywhere); one swapped
+        with an instance of another component on another machine.
 
         A plateau move keeps R, strictly relieves the bottleneck and does not
         make its destination a new bottleneck, so a run of them ends.
@@ -255,7 +260,7 @@ class _Polisher:
                     relieved = th_c
                 else:
                     relieved = np.where(idx == bottleneck_machine, r_dst, r_resplit[bottleneck_machine])
-                choice.offer("add", c, -1, new_rate, r_dst, relieved)
+                choice.offer(lambda m, c=c: [(c, m, 1)], new_rate, r_dst, relieved, extra_met=True)
             w = bottleneck_machine
             if thread_bound or H[c, w] == 0 or u[c] == 0:
                 continue
@@ -269,9 +274,27 @@ class _Polisher:
                 hosted[w] = False
             with np.errstate(divide="ignore", invalid="ignore"):
                 th_c = np.minimum(np.where(hosted, self.tau[c], np.inf).min(), self.tau[c]) / u[c]
+            th_dst = th_c
             new_rate = np.minimum.reduce([rest, np.full(M, r_src), r_dst, th_c, np.full(M, th_others)])
             new_rate[w] = -np.inf
-            choice.offer("move", c, w, new_rate, r_dst, np.full(M, r_src))
+            choice.offer(lambda m, c=c, w=w: [(c, w, -1), (c, m, 1)], new_rate, r_dst, np.full(M, r_src))
+            # swap it with one instance of another component on another machine
+            for c2 in range(p.n_components):
+                if c2 == c or u[c2] == 0 or not (H[c2] > 0).any():
+                    continue
+                a_src = a[w] - self.coef[c, w] * u[c] + self.coef[c2, w] * u[c2]
+                b_src = b[w] - self.met[c, w] + self.met[c2, w]
+                r_src2 = self.machine_limits(self.L[w:w + 1], np.array([a_src]), np.array([b_src]))[0]
+                r_dst2 = self.machine_limits(
+                    self.L, a + self.coef[c] * u[c] - self.coef[c2] * u[c2], b + self.met[c] - self.met[c2]
+                )
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    th_c2 = min(np.where(H[c2] > 0, self.tau[c2], np.inf).min(), self.tau[c2, w]) / u[c2]
+                th_rest = np.delete(th, [c, c2]).min() if len(th) > 2 else np.inf
+                new_rate = np.minimum.reduce([rest, np.full(M, r_src2), r_dst2, th_dst, np.full(M, min(th_c2, th_rest))])
+                new_rate[(H[c2] == 0) | (idx == w)] = -np.inf
+                choice.offer(lambda m, c=c, c2=c2, w=w: [(c, w, -1), (c, m, 1), (c2, m, -1), (c2, w, 1)],
+                             new_rate, r_dst2, np.full(M, r_src2))
         return choice.best()
 
 
@@ -287,24 +310,25 @@ class _MoveChoice:
 
     def __init__(self, rate: float):
         self.rate = rate
-        self.strict: tuple[float, tuple] | None = None
-        self.plateau: tuple[float, tuple] | None = None
+        self.strict: tuple[float, list] | None = None
+        self.plateau: tuple[float, list] | None = None
 
-    def offer(self, kind: str, c: int, src: int, new_rate: np.ndarray, dst_limit: np.ndarray, relieved: np.ndarray) -> None:
+    def offer(self, change, new_rate: np.ndarray, dst_limit: np.ndarray, relieved: np.ndarray, extra_met: bool = False) -> None:
+        """``change(m)``: the change list with destination machine m; the arrays are per destination."""
         m = int(np.argmax(new_rate))
         if new_rate[m] > self.rate * (1 + REL):
             if self.strict is None or new_rate[m] > self.strict[0]:
-                self.strict = (float(new_rate[m]), (kind, c, src, m))
+                self.strict = (float(new_rate[m]), change(m))
             return
         ok = (new_rate >= self.rate * (1 - REL)) & (dst_limit > self.rate * (1 + 1e-7)) & (relieved > self.rate * (1 + REL))
         if ok.any():
             score = np.where(ok, relieved, -np.inf)
             m = int(np.argmax(score))
-            key = float(score[m]) * (1 - 1e-12 if kind == "add" else 1.0)  # prefer a move (no extra MET) on a tie
+            key = float(score[m]) * (1 - 1e-12 if extra_met else 1.0)  # on a tie prefer no extra MET
             if self.plateau is None or key > self.plateau[0]:
-                self.plateau = (key, (kind, c, src, m))
+                self.plateau = (key, change(m))
 
-    def best(self) -> tuple | None:
+    def best(self) -> list | None:
         if self.strict is not None:
             return self.strict[1]
         return None if self.plateau is None else self.plateau[1]
@@ -495,12 +519,21 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
         deadline.check(0)
     if not candidates:
         raise PlanningError("the cluster cannot carry the topology at any input rate: the fixed costs (MET) exceed the machines")
-    start_rate, divisor, lp_rate, H = max(candidates, key=lambda cand: cand[0])
-
-    # 4. Local search on the closed form.
-    polisher.H = H
-    polisher.g = _first_instances(H, first, polisher)
-    H, first_machine, iterations = polisher.search(deadline, options.max_iterations)
+    # 4. Local search on the closed form: from the best packing, or from each where the search is cheap.
+    candidates.sort(key=lambda cand: -cand[0])
+    if problem.n_components * problem.n_machines > POLISH_ALL_MAX_CELLS:
+        candidates = candidates[:1]
+    iterations = 0
+    best_plan = None
+    for start_rate, divisor, lp_rate, H in candidates:
+        polisher.H = H
+        polisher.g = _first_instances(H, first, polisher)
+        H, first_machine, steps = polisher.search(deadline, options.max_iterations)
+        iterations += steps
+        rate = _rate_of(polisher, H, first_machine)
+        if best_plan is None or rate > best_plan[0] * (1 + REL):
+            best_plan = (rate, H, first_machine, start_rate, divisor, lp_rate)
+    _, H, first_machine, start_rate, divisor, lp_rate = best_plan
 
     ids = problem.machine_ids
     placement: dict[str, list[str]] = {}
