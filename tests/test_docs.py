@@ -26,7 +26,16 @@ import yaml
 from cluster.spec import load_spec
 from hetsched.cli import _register, app
 from planner.model import PlanRequest, ProfileSet
-from tests.fixtures.docs import DOCS, REPO, CodeBlock, code_blocks, doc_pages, plugin_settings, shell_commands
+from tests.fixtures.docs import (
+    DOCS,
+    REPO,
+    CodeBlock,
+    code_blocks,
+    doc_pages,
+    hetsched_literals_in_plugin,
+    plugin_settings,
+    shell_commands,
+)
 from topologies import conf as topology_keys
 from topologies.catalog import lookup, planner_topology
 
@@ -214,6 +223,8 @@ def test_every_plugin_setting_is_documented_with_its_default():
     documented = settings_tables(DOCS / "plugin.md")
     settings = plugin_settings()
     assert len(settings) >= 10
+    unparsed = hetsched_literals_in_plugin() - {s.key for s in settings}
+    assert not unparsed, f"the plugin names settings outside SchedulerSettings/TopologySettings: {sorted(unparsed)}"
     for setting in settings:
         assert setting.key in documented, f"docs/plugin.md does not document {setting.key} (read in {setting.scope} conf)"
         default, heading = documented[setting.key]
