@@ -33,7 +33,7 @@ home if one runs. Every fault is a :class:`cluster.errors.ClusterError` with a p
 
 Machine ids are ``<type>-<n>`` (``small-1``); supervisors register with host
 ``127.0.0.<2+i>`` and ``supervisor.scheduler.meta`` ``{"machine-type": <type>,
-"machine-id": <id>}``; ``supervisor.cpu.capacity`` is ``cpu_cores * 100``.
+"machine-id": <id>, "cores": "<cpu_cores>"}``; ``supervisor.cpu.capacity`` is ``cpu_cores * 100``.
 """
 from __future__ import annotations
 

@@ -53,8 +53,8 @@ _IDLE_SPIN = {
 
 
 def machine_scheduler_meta(machine: MachineLayout) -> dict[str, str]:
-    """``supervisor.scheduler.meta``: how Nimbus' scheduler learns a supervisor's machine type."""
-    return {"machine-type": machine.type, "machine-id": machine.id}
+    """``supervisor.scheduler.meta``: how Nimbus' scheduler learns a supervisor's machine type (and quota in cores)."""
+    return {"machine-type": machine.type, "machine-id": machine.id, "cores": f"{machine.cpu_cores:g}"}
 
 
 def daemon_conf(

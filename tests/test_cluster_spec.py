@@ -126,7 +126,7 @@ def test_a_supervisor_declares_its_type_capacity_slots_and_hostname(tmp_path):
     layout = make_layout(spec, tmp_path, 30000)
     slow2 = layout.machine("slow-2")
     conf = daemon_conf(layout, "slow-2", "resource_aware", spec.storm_conf)
-    assert conf["supervisor.scheduler.meta"] == {"machine-type": "slow", "machine-id": "slow-2"}
+    assert conf["supervisor.scheduler.meta"] == {"machine-type": "slow", "machine-id": "slow-2", "cores": "0.25"}
     assert conf["supervisor.cpu.capacity"] == 25.0
     assert conf["supervisor.memory.capacity.mb"] == 512.0
     assert conf["supervisor.slots.ports"] == slow2.slot_ports
