@@ -17,7 +17,6 @@ import json
 import os
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,24 +70,30 @@ def plan_body(cluster: Cluster) -> bytes:
     return json.dumps(request_body(request)).encode()
 
 
-def sequential(url: str, body: bytes, n: int) -> tuple[list[float], list[float]]:
-    latencies, core = [], []
+def record(response: httpx.Response, elapsed_ms: float, latencies: list[float], core: list[float], errors: list[str]) -> None:
+    """A 201 adds its round trip and the core's planning time; anything else is counted as an error."""
+    if response.status_code == 201:
+        latencies.append(elapsed_ms)
+        core.append(response.json()["stats"]["elapsed_ms"])
+    else:
+        errors.append(f"{response.status_code}: {response.text[:200]}")
+
+
+def sequential(url: str, body: bytes, n: int) -> tuple[list[float], list[float], list[str]]:
+    latencies, core, errors = [], [], []
     headers = {"content-type": "application/json"}
     with httpx.Client(base_url=url, timeout=120) as http, Progress(console=console, transient=True) as progress:
         task = progress.add_task("sequential", total=n)
         for _ in range(n):
             start = time.perf_counter()
             response = http.post("/v1/plans", content=body, headers=headers)
-            latencies.append((time.perf_counter() - start) * 1000)
-            if response.status_code != 201:
-                raise SystemExit(f"POST /v1/plans answered {response.status_code}: {response.text[:300]}")
-            core.append(response.json()["stats"]["elapsed_ms"])
+            record(response, (time.perf_counter() - start) * 1000, latencies, core, errors)
             progress.advance(task)
-    return latencies, core
+    return latencies, core, errors
 
 
-async def concurrent(url: str, body: bytes, n: int, clients: int) -> tuple[list[float], list[float], float]:
-    latencies, core = [], []
+async def concurrent(url: str, body: bytes, n: int, clients: int) -> tuple[list[float], list[float], list[str], float]:
+    latencies, core, errors = [], [], []
     headers = {"content-type": "application/json"}
     remaining = iter(range(n))
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -97,16 +102,13 @@ async def concurrent(url: str, body: bytes, n: int, clients: int) -> tuple[list[
         for _ in remaining:
             start = time.perf_counter()
             response = await http.post("/v1/plans", content=body, headers=headers)
-            latencies.append((time.perf_counter() - start) * 1000)
-            if response.status_code != 201:
-                raise SystemExit(f"POST /v1/plans answered {response.status_code}: {response.text[:300]}")
-            core.append(response.json()["stats"]["elapsed_ms"])
+            record(response, (time.perf_counter() - start) * 1000, latencies, core, errors)
 
     async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as http:
         start = time.perf_counter()
         await asyncio.gather(*(client(http) for _ in range(clients)))
         wall_s = time.perf_counter() - start
-    return latencies, core, n / wall_s
+    return latencies, core, errors, n / wall_s
 
 
 def main() -> None:
@@ -114,15 +116,25 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="requests per run (default 200)")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients (default 16)")
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--clusters", choices=("all", "scenario3", "1000"), default="all")
     args = parser.parse_args()
 
-    clusters = {
-        "scenario 3 (180 machines)": load_scenario("linear", 3).cluster,
-        "1,000 machines (111/389/500)": scaled_cluster((111, 389, 500)),
-    }
+    clusters = {}
+    if args.clusters in ("all", "scenario3"):
+        clusters["scenario 3 (180 machines)"] = load_scenario("linear", 3).cluster
+    if args.clusters in ("all", "1000"):
+        clusters["1,000 machines (111/389/500)"] = scaled_cluster((111, 389, 500))
     table = Table(title=f"POST /v1/plans, Linear, default strategy, {args.requests} requests per row (ms)")
-    for column in ("cluster", "callers", "p50", "p99", "max", "core p50", "core p99", "req/s"):
+    for column in ("cluster", "callers", "ok", "errors", "p50", "p99", "max", "core p50", "core p99", "req/s"):
         table.add_column(column, justify="right" if column != "cluster" else "left")
+
+    def add_row(name: str, callers: int, lat: list[float], core: list[float], errors: list[str], rate: float) -> None:
+        figures = (percentile(lat, 50), percentile(lat, 99), max(lat), percentile(core, 50), percentile(core, 99)) if lat else ()
+        row = [name, str(callers), str(len(lat)), str(len(errors)), *(f"{v:.1f}" for v in figures), f"{rate:.1f}"]
+        table.add_row(*row[:4], *(row[4:] if lat else ["-"] * 5 + [row[-1]]))
+        console.print(" | ".join(row))
+        for error in sorted(set(errors))[:3]:
+            console.print(f"  error: {error}")
 
     with tempfile.TemporaryDirectory(prefix="hetsched-bench-") as tmp:
         process, url = start_service(Path(tmp))
@@ -132,19 +144,19 @@ def main() -> None:
                 body = plan_body(cluster)
                 sequential(url, body, args.warmup)
                 start = time.perf_counter()
-                lat, core = sequential(url, body, args.requests)
-                rate = args.requests / (time.perf_counter() - start)
-                table.add_row(name, "1", *(f"{v:.1f}" for v in (percentile(lat, 50), percentile(lat, 99), max(lat),
-                                                               percentile(core, 50), percentile(core, 99))), f"{rate:.1f}")
-                lat, core, rate = asyncio.run(concurrent(url, body, args.requests, args.concurrency))
-                table.add_row(name, str(args.concurrency),
-                              *(f"{v:.1f}" for v in (percentile(lat, 50), percentile(lat, 99), max(lat),
-                                                     percentile(core, 50), percentile(core, 99))), f"{rate:.1f}")
-                console.print(f"{name}: request body {len(body) / 1000:.1f} kB, median plan "
-                              f"{statistics.median(core):.1f} ms of core planning")
+                lat, core, errors = sequential(url, body, args.requests)
+                add_row(name, 1, lat, core, errors, args.requests / (time.perf_counter() - start))
+                lat, core, errors, rate = asyncio.run(concurrent(url, body, args.requests, args.concurrency))
+                add_row(name, args.concurrency, lat, core, errors, rate)
+                console.print(f"{name}: request body {len(body) / 1000:.1f} kB")
         finally:
             process.send_signal(signal.SIGINT)
-            process.wait(timeout=15)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            log_lines = (Path(tmp) / "serve.log").read_text().splitlines()
+            console.print(f"service log: {len(log_lines)} lines; last: {log_lines[-3:]}")
     console.print(table)
     console.print("core = the plan's stats.elapsed_ms (validation, strategy, scoring inside the service); "
                   "the rest is HTTP, JSON, storage and queueing.")

@@ -61,12 +61,12 @@ def serve(
         db_path=db or default_db_path(), token=token or None,
         max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
     )
-    logging.config.dictConfig(_log_config(log_level))
     try:
         service = create_app(settings)
     except StorageError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    logging.config.dictConfig(_log_config(log_level))
     log.info("planner: db %s, %s, body limit %g MB, time limit %g s", settings.db_path,
              "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s)
     if not _is_loopback(host) and not settings.token:

@@ -17,7 +17,8 @@ from planner.model import Evaluation, EvaluationRequest, Plan, PlanRequest, Prof
 URL_ENV = "HETSCHED_PLANNER_URL"
 TOKEN_ENV = "HETSCHED_PLANNER_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8765"
-DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_TIMEOUT_S = 120.0
+"""Longer than the service can take to answer: a 60 s wait for a planning slot plus the 10 s time limit."""
 
 M = TypeVar("M", bound=BaseModel)
 

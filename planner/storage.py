@@ -84,8 +84,13 @@ class Storage:
         return stored
 
     def get_plan(self, plan_id: str) -> Plan | None:
+        body = self.plan_json(plan_id)
+        return Plan.model_validate_json(body) if body is not None else None
+
+    def plan_json(self, plan_id: str) -> str | None:
+        """The stored plan's JSON as it was stored (the service answers it without re-encoding)."""
         rows = self._execute("SELECT body FROM plans WHERE id = ?", (plan_id,))
-        return Plan.model_validate_json(rows[0][0]) if rows else None
+        return rows[0][0] if rows else None
 
     def put_profile_set(self, profile_set: ProfileSet) -> ProfileSet:
         """Create or replace the profile set of that name."""

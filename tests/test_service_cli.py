@@ -116,3 +116,25 @@ def test_plan_with_url_reports_the_servers_sentence_and_an_absent_planner(planne
     url = f"http://127.0.0.1:{_free_port()}"
     absent = _run("plan", *_paper_files(), "--url", url)
     assert absent.exit_code == 1 and f"no planner at {url}" in absent.output
+
+
+def test_serve_with_an_unusable_database_path_is_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = _run("serve", "--db", str(blocker / "plans.db"))
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: cannot open the plan database {blocker / 'plans.db'}")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_serve_on_a_port_in_use_says_so(planner_service, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.fixtures.service import HETSCHED
+
+    port = planner_service.url.rsplit(":", 1)[1]
+    done = subprocess.run([sys.executable, "-c", HETSCHED, "serve", "--port", port, "--db", str(tmp_path / "db")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "address already in use" in done.stderr

@@ -163,7 +163,7 @@ def _semantic_faults() -> dict[str, tuple[dict, tuple[str, ...]]]:
     too_small = small_plan_request(machines=1)
     for entry in too_small["profiles"]["entries"]:
         entry["met"] = 60.0
-    return {
+    faults = {
         "cycle": (cycle, ("cycle", "low", "high")),
         "stream to an unknown component": (unknown_target, ("nowhere",)),
         "no spout": (no_spout, ("spout",)),
@@ -171,6 +171,9 @@ def _semantic_faults() -> dict[str, tuple[dict, tuple[str, ...]]]:
         "machine of an unknown type": (unknown_type, ("quantum",)),
         "cluster too small": (too_small, ()),
     }
+    if "optimal" in STRATEGIES:
+        faults["too large for optimal"] = (small_plan_request(strategy="optimal", machines=40), ("optimal",))
+    return faults
 
 
 @pytest.mark.parametrize("fault", list(_semantic_faults()))

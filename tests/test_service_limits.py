@@ -15,7 +15,7 @@ from planner.service import planning
 from planner.service.app import create_app
 from planner.service.routers import plans as plans_router
 from planner.service.settings import ServiceSettings
-from planner.strategies import STRATEGIES
+from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
 from tests.fixtures.service import small_plan_request, small_profiles
 
 TOKEN = "s3cret-token"
@@ -125,22 +125,30 @@ def test_an_endless_body_is_cut_off_and_the_service_lives_on(guarded_service):
         assert http.get("/healthz").status_code == 200
 
 
-def _slow_optimal_request() -> dict:
-    """A request the exact search cannot finish in a fraction of a second."""
-    body = small_plan_request(strategy="optimal", machines=10)
-    return body
+def _slow_request(strategy: str | None) -> dict:
+    """Far more than 10 ms of planning: Linear on 1,000 machines, or the paper's scenario 1 for the exact search
+    (which refuses inputs as large as 1,000 machines outright)."""
+    from planner.client import request_body
+    from planner.fixtures import load_scenario, scaled_cluster
+    from planner.model import PlanRequest, ProfileRef
+
+    scenario = load_scenario("linear", 1)
+    cluster = scenario.cluster if strategy == "optimal" else scaled_cluster((111, 389, 500))
+    return request_body(PlanRequest(topology=scenario.topology, cluster=cluster, strategy=strategy,
+                                    profiles=ProfileRef(entries=scenario.profiles.entries)))
 
 
-@pytest.mark.skipif("optimal" not in STRATEGIES, reason="no optimal strategy registered")
 def test_a_search_past_the_service_time_limit_stops_and_says_so(start_planner_service):
-    service = start_planner_service(extra_args=["--time-limit-s", "0.05"])
+    service = start_planner_service(extra_args=["--time-limit-s", "0.01"])
     with service.http() as http:
-        response = http.post("/v1/plans", json=_slow_optimal_request())
-        assert response.status_code == 422, response.text
-        error = response.json()
-        assert error["error"] == "time_limit", error
-        assert "time limit" in error["detail"]
+        for strategy in [None, *sorted(STRATEGIES)]:
+            response = http.post("/v1/plans", json=_slow_request(strategy))
+            assert response.status_code == 422, (strategy, response.text)
+            error = response.json()
+            assert error["error"] == "time_limit", error
+            assert "time limit of 0.01 s" in error["detail"]
         assert http.get("/healthz").status_code == 200
+    assert f"plan topology=linear strategy={DEFAULT_STRATEGY} machines=1000 failed" in service.log()
 
 
 def test_core_that_ignores_the_limit_is_cut_off_by_the_guard(tmp_path, monkeypatch):

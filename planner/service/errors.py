@@ -118,7 +118,7 @@ async def _on_validation_error(request: Request, exc: RequestValidationError) ->
 
 async def _on_planning_error(request: Request, exc: PlanningError) -> JSONResponse:
     code = "time_limit" if isinstance(exc, PlanningTimeout) else "planning_error"
-    log.info("%s %s rejected (422, %s): %s", request.method, request.url.path, code, exc)
+    log.debug("%s %s rejected (422, %s): %s", request.method, request.url.path, code, exc)
     return error_response(422, code, str(exc))
 
 

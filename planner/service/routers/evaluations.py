@@ -10,10 +10,11 @@ from anyio import CapacityLimiter
 from fastapi import APIRouter, Body, Depends
 
 from planner.api import evaluate_assignments
+from planner.errors import PlanningError
 from planner.model import Evaluation, EvaluationRequest
 from planner.service import examples
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
-from planner.service.errors import ErrorBody
+from planner.service.errors import ErrorBody, ServiceError
 from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import limited_options, resolve_profiles, run_limited
 from planner.service.settings import ServiceSettings
@@ -33,11 +34,16 @@ async def evaluate(
     limiter: CapacityLimiter = Depends(get_planning_limiter),
 ) -> Evaluation:
     started = time.perf_counter()
-    entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
-    options = limited_options(request.options, settings.time_limit_s)
-    evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries,
-                                   request.assignments, options, limit_s=options.time_limit_s, limiter=limiter,
-                                   queue_wait_s=settings.queue_wait_s)
+    try:
+        entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+        options = limited_options(request.options, settings.time_limit_s)
+        evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries,
+                                       request.assignments, options, limit_s=options.time_limit_s, limiter=limiter,
+                                       queue_wait_s=settings.queue_wait_s)
+    except (PlanningError, ServiceError) as exc:
+        log.info("evaluation topology=%s machines=%d instances=%d failed elapsed_ms=%.1f: %s", request.topology.name,
+                 len(request.cluster.machines), len(request.assignments), (time.perf_counter() - started) * 1000, exc)
+        raise
     log.info("evaluation topology=%s machines=%d instances=%d elapsed_ms=%.1f", evaluation.topology,
              len(request.cluster.machines), len(request.assignments), (time.perf_counter() - started) * 1000)
     return evaluation

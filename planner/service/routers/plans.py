@@ -7,17 +7,19 @@ from typing import Annotated
 
 import anyio
 from anyio import CapacityLimiter
-from fastapi import APIRouter, Body, Depends
+from fastapi import APIRouter, Body, Depends, Response
 
 from planner.api import evaluate_assignments, make_plan
+from planner.errors import PlanningError
 from planner.model import Plan, PlanOptions, PlanRequest, ProfileEntry
 from planner.service import examples
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
-from planner.service.errors import ErrorBody, not_found
+from planner.service.errors import ErrorBody, ServiceError, not_found
 from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import limited_options, resolve_profiles, run_limited, stored_placement
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
+from planner.strategies import DEFAULT_STRATEGY
 
 log = logging.getLogger("hetsched.service")
 
@@ -31,7 +33,7 @@ async def create_plan(
     storage: Storage = Depends(get_storage),
     settings: ServiceSettings = Depends(get_settings),
     limiter: CapacityLimiter = Depends(get_planning_limiter),
-) -> Plan:
+) -> Response:
     """Plan the topology and store the plan.
 
     With ``plan_id`` naming a stored plan that fits this request (same topology, components
@@ -40,17 +42,24 @@ async def create_plan(
     is made and stored.
     """
     started = time.perf_counter()
-    entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
-    options = limited_options(request.options, settings.time_limit_s)
-    plan = await _reuse(request, entries, options, storage, limiter, settings)
-    if plan is None:
-        plan = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options,
-                                 limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
-        plan = await anyio.to_thread.run_sync(storage.save_plan, plan)
+    try:
+        entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+        options = limited_options(request.options, settings.time_limit_s)
+        plan = await _reuse(request, entries, options, storage, limiter, settings)
+        if plan is None:
+            plan = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options,
+                                     limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
+            plan = await anyio.to_thread.run_sync(storage.save_plan, plan)
+    except (PlanningError, ServiceError) as exc:
+        log.info("plan topology=%s strategy=%s machines=%d failed elapsed_ms=%.1f: %s", request.topology.name,
+                 request.strategy or DEFAULT_STRATEGY, len(request.cluster.machines),
+                 (time.perf_counter() - started) * 1000, exc)
+        raise
+    answer = json_answer(plan.model_dump_json(), status_code=201)
     log.info("plan topology=%s strategy=%s machines=%d instances=%d elapsed_ms=%.1f id=%s%s",
              plan.topology, plan.strategy, len(request.cluster.machines), len(plan.assignments),
              (time.perf_counter() - started) * 1000, plan.id, " (stored placement reused)" if plan.stats.get("reused_plan") else "")
-    return plan
+    return answer
 
 
 async def _reuse(request: PlanRequest, entries: list[ProfileEntry], options: PlanOptions, storage: Storage,
@@ -70,8 +79,13 @@ async def _reuse(request: PlanRequest, entries: list[ProfileEntry], options: Pla
 
 
 @router.get("/{plan_id}", response_model=Plan, responses={404: {"model": ErrorBody, "description": "No plan has this id."}})
-def get_plan(plan_id: str, storage: Storage = Depends(get_storage)) -> Plan:
-    plan = storage.get_plan(plan_id)
-    if plan is None:
+def get_plan(plan_id: str, storage: Storage = Depends(get_storage)) -> Response:
+    body = storage.plan_json(plan_id)
+    if body is None:
         raise not_found(f"plan '{plan_id}' does not exist")
-    return plan
+    return json_answer(body)
+
+
+def json_answer(body: str, status_code: int = 200) -> Response:
+    """A plan's JSON as the answer, encoded once (FastAPI would re-validate and re-encode a large plan)."""
+    return Response(content=body, status_code=status_code, media_type="application/json")
