@@ -62,8 +62,6 @@ NIMBUS_PORT = 6627
 UI_PORT = 8080
 SUPERVISOR_THRIFT_PORT = 6628
 FIRST_SLOT_PORT = 6700
-CORES_META_KEY = "cores"
-"""The scheduler-meta key the plugin reads a machine's cores from (``Machine.CORES_KEY``)."""
 
 _PLACEHOLDER_HOME = Path("/hetsched-compose-placeholder-home")
 _HEADER = (
@@ -150,9 +148,7 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
             "supervisor.slots.ports": [FIRST_SLOT_PORT + i for i in range(machine.slots)],
             "supervisor.thrift.port": SUPERVISOR_THRIFT_PORT,
         }
-        settings = conf(machine.id, service, here)
-        settings["supervisor.scheduler.meta"] = {**settings["supervisor.scheduler.meta"], CORES_META_KEY: machine.cpu_cores}
-        confs[name] = settings
+        confs[name] = conf(machine.id, service, here)
         services[service] = {
             "build": {"context": f"{repo_path}/docker", "dockerfile": "supervisor.Dockerfile",
                       "args": {"STORM_IMAGE": STORM_IMAGE}},
