@@ -4,10 +4,12 @@ from __future__ import annotations
 CPU_MS_PREFIX = "hetsched.cpu.ms."
 """``hetsched.cpu.ms.<profile>``: CPU milliseconds a compute bolt of that profile spends per tuple."""
 
-DEFAULT_CPU_MS = {"lowCompute": 4.0, "midCompute": 7.2, "highCompute": 13.2}
+DEFAULT_CPU_MS = {"lowCompute": 5.0, "midCompute": 9.0, "highCompute": 16.5}
 """In the ratio of the paper's Table 3 (0.0581 : 0.103 : 0.1915 s, about 1 : 1.8 : 3.3) and large
-enough that the work, not the multi-lang overhead, dominates a tuple's cost: on a loaded host the
-overhead measured about 0.3 ms per tuple (benchmarks/topology_cpu_per_tuple.py), under 10% of 4 ms."""
+enough that the work, not the multi-lang overhead, dominates a tuple's cost. The overhead (JSON in
+and out, emit, ack) is about 0.05 ms per tuple on an idle core but 0.25-0.35 ms on a busy host,
+where a bolt is preempted during its work and finds its caches cold afterwards
+(benchmarks/topology_cpu_per_tuple.py): under 10% of 5 ms even then."""
 
 SPOUT_RATE = "hetsched.spout.rate"
 """Tuples/s each spout component emits in total over its instances; absent or 0: as fast as
