@@ -353,3 +353,13 @@ def test_compose_page_says_it_was_not_run():
     text = (DOCS / "docker-compose.md").read_text()
     assert "checked for consistency, not run here" in text
     assert "no Docker engine" in text
+
+
+def test_quoted_plugin_messages_are_the_plugin_s_own():
+    """What plugin.md tells operators to look for in Nimbus's log and the Storm UI."""
+    java = "\n".join(p.read_text() for p in (REPO / "storm-plugin" / "src" / "main").rglob("*.java"))
+    page = (DOCS / "plugin.md").read_text()
+    for fragment in ("hetsched: planner at ", "placed by planner (", "planner not used (",
+                     "scheduled evenly by Storm's DefaultScheduler", " supervisors in ", "machine type from scheduler meta '"):
+        assert fragment in page, f"docs/plugin.md no longer quotes {fragment!r}"
+        assert fragment in java, f"the plugin no longer says {fragment!r}, which docs/plugin.md quotes"
