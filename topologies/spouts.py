@@ -10,6 +10,7 @@ from streamparse import ReliableSpout
 from topologies import conf, inputs
 from topologies.context import own_tasks, task_index
 from topologies.pacing import Pacer
+from topologies.rate_control import RATE_FILE, RateFile
 
 MAX_IDLE_SLEEP_S = 0.005
 """Longest a paced spout sleeps inside one ``next_tuple`` call, so acks are never held up for long."""
@@ -31,6 +32,8 @@ class BenchmarkSpout(ReliableSpout):
         rate = float(storm_conf.get(conf.SPOUT_RATE) or 0.0)
         instances = max(1, len(own_tasks(context)))
         self.pacer = Pacer(rate / instances, time.monotonic()) if rate > 0 else None
+        self.rate_file = RateFile(str(storm_conf[RATE_FILE]), instances) if storm_conf.get(RATE_FILE) else None
+        self.paused = False
         self.seq = 0
         self.source = self.values()
 
@@ -38,6 +41,11 @@ class BenchmarkSpout(ReliableSpout):
         return ([n] for n in itertools.count())
 
     def next_tuple(self):
+        if self.rate_file is not None:
+            self.follow_rate_file()
+        if self.paused:
+            time.sleep(MAX_IDLE_SLEEP_S)
+            return
         if self.pacer is None:
             self.emit_one()
             return
@@ -49,6 +57,14 @@ class BenchmarkSpout(ReliableSpout):
         for _ in range(due):
             self.emit_one()
         self.pacer.sent(due)
+
+    def follow_rate_file(self) -> None:
+        """Take a new rate from ``hetsched.spout.rate.file`` when it changed (0: pause)."""
+        now = time.monotonic()
+        rate = self.rate_file.poll(now)
+        if rate is not None:
+            self.paused = rate == 0
+            self.pacer = Pacer(rate, now) if rate > 0 else None
 
     def emit_one(self) -> None:
         self.seq += 1
