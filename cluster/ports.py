@@ -28,21 +28,24 @@ def ephemeral_range() -> range:
         return range(32768, 61000)
 
 
-def listener_of(port: int) -> psutil.Process | None | bool:
-    """The process listening on ``port`` (any address); False if the port is free, None if in use by an unknown process."""
+def listeners() -> dict[int, int | None]:
+    """Listening ports and the pid holding each (None where the kernel does not say)."""
     try:
         connections = psutil.net_connections(kind="inet")
     except psutil.Error:
-        connections = []
-    for c in connections:
-        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port:
-            if c.pid is None:
-                return None
-            try:
-                return psutil.Process(c.pid)
-            except psutil.Error:
-                return None
-    return False
+        return {}
+    return {c.laddr.port: c.pid for c in connections if c.status == psutil.CONN_LISTEN and c.laddr}
+
+
+def listener_of(port: int, snapshot: dict[int, int | None] | None = None) -> psutil.Process | None | bool:
+    """The process listening on ``port`` (any address); False if the port is free, None if in use by an unknown process."""
+    snapshot = listeners() if snapshot is None else snapshot
+    if port not in snapshot:
+        return False
+    try:
+        return psutil.Process(snapshot[port]) if snapshot[port] is not None else None
+    except psutil.Error:
+        return None
 
 
 def free_port_base(ports_needed: int, low: int = 17000, high: int = 32000, step: int = 100) -> int:

@@ -78,8 +78,9 @@ def check_ports_free(layout: ClusterLayout) -> None:
             f"{ephemeral.start}-{ephemeral.stop - 1}, where any outgoing connection may take them; "
             f"choose a port base below {ephemeral.start - max(layout.all_ports()) + layout.port_base}."
         )
+    snapshot = ports.listeners()
     for port, purpose in sorted(layout.all_ports().items()):
-        holder = ports.listener_of(port)
+        holder = ports.listener_of(port, snapshot)
         if holder is False:
             continue
         who = "an unknown process" if holder is None else processes.describe(holder)

@@ -128,14 +128,17 @@ def logs(
     try:
         cluster = _open(spec, home, port_base)
         if daemon is None:
-            table = Table(title=f"Logs of cluster {cluster.layout.name!r}", title_justify="left")
-            table.add_column("daemon")
-            table.add_column("log file")
+            table = Table(title=f"Logs of cluster {cluster.layout.name!r} ({cluster.layout.home})", title_justify="left")
+            table.add_column("daemon", no_wrap=True)
+            table.add_column("log file", overflow="fold")
+            machines = {m.id for m in cluster.layout.machines}
             for name in cluster.layout.daemon_names():
-                table.add_row(name, str(cluster.log_file(name)))
-                for worker_log in cluster.worker_logs(name) if name in {m.id for m in cluster.layout.machines} else []:
-                    table.add_row(f"  worker of {name}", str(worker_log))
-            console.print(table)
+                path = cluster.log_file(name)
+                if path.exists():
+                    table.add_row(name, str(path))
+                for worker_log in cluster.worker_logs(name) if name in machines else []:
+                    table.add_row(f"  worker on {name}", str(worker_log))
+            console.print(table if table.row_count else f"No logs yet under {cluster.layout.home}.")
             return
         files = cluster.worker_logs(daemon) if workers else [cluster.log_file(daemon)]
     except ClusterError as fault:

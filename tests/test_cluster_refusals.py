@@ -14,7 +14,7 @@ from cluster import cgroups, nimbus, preflight, processes
 from cluster.errors import ClusterError
 from cluster.layout import make_layout
 from cluster.local import LocalCluster
-from cluster.spec import load_spec, parse_spec
+from cluster.spec import parse_spec
 from cluster.storm_home import ensure_storm_home
 from hetsched.cluster_cmd import cluster_app
 
@@ -272,4 +272,4 @@ def test_status_down_and_logs_of_a_cluster_that_is_not_running(tmp_path):
     logs = CliRunner().invoke(cluster_app, ["logs", "nosuch", *home])
     assert logs.exit_code == 1 and "No daemon 'nosuch'" in logs.output
     listing = CliRunner().invoke(cluster_app, ["logs", *home])
-    assert listing.exit_code == 0 and "nimbus" in listing.output and str(load_spec().machine_ids()[0][0]) in listing.output
+    assert listing.exit_code == 0 and "No logs yet" in listing.output
