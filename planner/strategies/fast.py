@@ -25,16 +25,18 @@ closed-form ``R_max`` (planner.simulator) repairs.
    without making a new one. Every accepted step is checked with the exact
    closed form, so R_max never goes down; the best placement seen is returned.
 
-Components fed by an ``all`` grouping keep one instance (more would only
-add load), components without cost (system components) one instance on the
-least loaded machine; fixed parallelism is kept and only placed.
+Components fed by an ``all`` grouping or by ``global`` streams only keep one
+instance (more would only add load, or get nothing); components without cost
+(system components) one instance on the least loaded machine; fixed
+parallelism is kept and only placed. On small requests the local search also
+starts from the ``paper`` plan, so ``fast`` never ends below it there.
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import linprog
 
-from planner.errors import PlanningError
+from planner.errors import PlanningError, PlanningTimeout
 from planner.model import Cluster, PlanOptions, Topology
 from planner.problem import Problem
 from planner.profiles import ProfileTable
@@ -143,6 +145,7 @@ class _Polisher:
         self.H = hosts
         self.g = first_machine  # machine of instance 0 per component
         self.free = free  # components whose instance count may grow
+        self.first = problem.shares(np.ones(problem.n_components, dtype=np.int64))[2]
         self.coef = problem.cost[:, problem.machine_type]
         self.met = problem.met[:, problem.machine_type]
         self.L = problem.limit
@@ -436,13 +439,29 @@ def _rate_of(polisher: "_Polisher", H: np.ndarray, g: np.ndarray) -> float:
         polisher.g = saved
 
 
+def _paper_start(problem: Problem, polisher: "_Polisher", deadline: Deadline) -> list[tuple[float, str, float, np.ndarray]]:
+    """The paper strategy's placement as a starting point [(rate, label, -, instance matrix)], or none if it fails."""
+    from planner.strategies.paper import first_assignment, maximize_throughput
+
+    options = problem.options
+    try:
+        state, _, _, _ = maximize_throughput(first_assignment(problem, options.initial_rate), options.initial_rate, deadline)
+    except PlanningTimeout:
+        raise
+    except PlanningError:
+        return []
+    H = state.hosts.copy()
+    polisher.g = _first_instances(H, polisher.first, polisher)
+    return [(polisher.exact(H)[0], "paper", 0.0, H)]
+
+
 def _first_instances(H: np.ndarray, first: np.ndarray, polisher: "_Polisher") -> np.ndarray:
-    """Machine of instance 0 per component: where a ``global`` stream lands, the least loaded host; else any host."""
+    """Machine of instance 0 per component: where a ``global`` stream lands, the host whose thread takes the most
+    tuples/s; else the first host."""
     g = np.argmax(H > 0, axis=1)
     for c in np.flatnonzero(first > 0):
         hosts = np.flatnonzero(H[c])
-        load = np.einsum("cm,cm->m", polisher.met[:, hosts] + polisher.coef[:, hosts], H[:, hosts])
-        g[c] = hosts[int(np.argmin(load))]
+        g[c] = hosts[int(np.argmax(polisher.tau[c, hosts]))]
     return g
 
 
@@ -453,7 +472,8 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
     ones = np.ones(problem.n_components, dtype=np.int64)
     split, each, first = problem.shares(ones)
     beta = split + each + first
-    fixed_one = (each > 0) & (problem.fixed == 0)  # fed by an ``all`` grouping
+    # one instance where more would not help: fed by an ``all`` grouping, or by ``global`` streams only
+    fixed_one = ((each > 0) | ((split == 0) & (first > 0))) & (problem.fixed == 0)
     fixed_count = np.where(problem.fixed > 0, problem.fixed, np.where(fixed_one, 1, 0))
     has_cost = (types.cost > 0).any(axis=1)
     active = has_cost & (beta > 0)
@@ -519,10 +539,13 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
         deadline.check(0)
     if not candidates:
         raise PlanningError("the cluster cannot carry the topology at any input rate: the fixed costs (MET) exceed the machines")
-    # 4. Local search on the closed form: from the best packing, or from each where the search is cheap.
+    # 4. Local search on the closed form: from the best packing, or, where the search is cheap, from each
+    # packing and from the paper plan.
     candidates.sort(key=lambda cand: -cand[0])
     if problem.n_components * problem.n_machines > POLISH_ALL_MAX_CELLS:
         candidates = candidates[:1]
+    else:
+        candidates += _paper_start(problem, polisher, deadline)
     iterations = 0
     best_plan = None
     for start_rate, divisor, lp_rate, H in candidates:
