@@ -21,6 +21,7 @@ the Makefile.
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
@@ -81,6 +82,15 @@ def ensure_storm_home(version: str = STORM_VERSION, *, quiet: bool = False) -> P
     if (home / _COMPLETE).is_file():
         return home
     require_tools()
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with (home.parent / f".{home.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be assembling the same version right now
+        if (home / _COMPLETE).is_file():
+            return home
+        return _assemble(version, home, quiet)
+
+
+def _assemble(version: str, home: Path, quiet: bool) -> Path:
     work = home.with_name(home.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
