@@ -8,7 +8,7 @@ from planner.errors import PlanningError
 from planner.model import PlanOptions
 from planner.profiles import ProfileTable
 from planner.simulator import evaluate, loads_at_rate
-from tests.fixtures.paper import entries, make_cluster, make_topology
+from tests.fixtures.paper import entries, make_cluster, make_topology, random_request
 
 PIPE = make_topology([("s", "spout", "src"), ("b", "bolt", "work")], [("s", "b")])
 PIPE_PROFILES = ProfileTable.from_entries(entries({("src", "t"): (0.001, 0.5), ("work", "t"): (0.02, 1.0)}))
@@ -122,32 +122,9 @@ def test_loads_at_rate_say_what_is_over_and_by_how_much():
     assert by_id["w1"].overloaded and not by_id["w2"].overloaded
 
 
-def _random_case(rng: np.random.Generator):
-    n_bolts = int(rng.integers(1, 5))
-    comps = [("s0", "spout", "k0")] + [(f"b{i}", "bolt", f"k{int(rng.integers(0, 3))}") for i in range(n_bolts)]
-    if rng.random() < 0.5:
-        comps.append(("s1", "spout", "k1"))
-    ids = [c[0] for c in comps]
-    streams = []
-    for i in range(n_bolts):
-        parents = [p for p in ids if p.startswith("s") or (p.startswith("b") and int(p[1:]) < i)]
-        for p in rng.choice(parents, size=int(rng.integers(1, min(3, len(parents)) + 1)), replace=False):
-            streams.append((str(p), f"b{i}", str(rng.choice(["shuffle", "fields", "global", "all"]))))
-    topology = make_topology(comps, streams)
-    types = [{"name": f"t{j}", "cores": float(rng.choice([1, 2, 4])) if rng.random() < 0.7 else None,
-              "capacity": float(rng.uniform(50, 100))} for j in range(int(rng.integers(1, 4)))]
-    machines = {f"w{m}": types[int(rng.integers(0, len(types)))]["name"] for m in range(int(rng.integers(1, 6)))}
-    profiles = ProfileTable.from_entries(entries({
-        (f"k{k}", t["name"]): (float(rng.uniform(0.001, 0.05)), float(rng.uniform(0, 2)), float(rng.uniform(0.3, 2)))
-        for k in range(3) for t in types
-    }))
-    placement = {c[0]: [str(rng.choice(list(machines))) for _ in range(int(rng.integers(1, 4)))] for c in comps}
-    return topology, make_cluster(machines, types), profiles, placement
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_closed_form_matches_a_numeric_search(seed):
-    topology, cluster, profiles, placement = _random_case(np.random.default_rng(seed))
+    topology, cluster, profiles, placement = random_request(np.random.default_rng(seed))
     ev = evaluate(topology, cluster, profiles, placement)
 
     def overloaded(rate: float) -> bool:

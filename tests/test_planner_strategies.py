@@ -1,6 +1,7 @@
 """Each strategy on cases small enough to work by hand, and the paper scenarios."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from planner.api import make_plan
@@ -11,7 +12,7 @@ from planner.profiles import ProfileTable
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
 from planner.strategies.even import even_placement, slot_order
 from planner.strategies.resource_aware import executor_order
-from tests.fixtures.paper import entries, make_cluster, make_topology
+from tests.fixtures.paper import entries, make_cluster, make_topology, random_request
 
 BUILT_IN = ("paper", "even", "resource_aware", "fast")
 
@@ -167,3 +168,13 @@ def test_every_strategy_places_every_component_within_the_cluster(strategy, pape
     assert set(plan.instances) == {c.id for c in s.topology.components}
     assert all(a.machine in machines for a in plan.assignments)
     assert all(m.utilization <= 100.0 + 1e-6 for m in plan.machines)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_fast_is_never_below_the_paper_on_small_random_requests(seed):
+    topology, cluster, profiles, _ = random_request(np.random.default_rng(1000 + seed))
+    paper = make_plan(topology, cluster, profiles.entries(), "paper")
+    fast = make_plan(topology, cluster, profiles.entries(), "fast")
+    assert fast.input_rate >= paper.input_rate * (1 - 1e-9)
+    if "fluid_bound" in fast.stats:
+        assert fast.input_rate <= fast.stats["fluid_bound"] * (1 + 1e-9)

@@ -14,16 +14,20 @@ closed-form ``R_max`` (planner.simulator) repairs.
    R (``stats["fluid_bound"]``) when no component has fixed parallelism.
 2. Instance size: all instances of a component get the same share (shuffle
    splits evenly), so one size per component must fit the thread cap of every
-   type it runs on. For each component the candidate sizes are the types'
-   largest sizes; a coordinate search over them re-solves the LP with the MET
-   each choice really costs and keeps the best.
-3. Rounding: instances per type by largest remainder, then spread over the
-   machines of each type, biggest instances first onto the least loaded machines.
-4. Polish: while it helps, add an instance of a component or move one off the
-   bottleneck machine, whichever raises the closed-form R_max most; on a
-   plateau (several machines tied) take the move that relieves the bottleneck
-   without making a new one. Every accepted step is checked with the exact
-   closed form, so R_max never goes down; the best placement seen is returned.
+   type it runs on: the largest that fits the types its LP flow uses, then a
+   coordinate search over the other types' sizes re-solves the LP with the MET
+   each choice really costs. Smaller limits (1/2, 1/4, 1/8 of a machine) are
+   tried as well: big instances pay the MET less often, small ones pack better.
+3. Packing, for each size choice: at a target rate, the instances are spread
+   over the machines of each type as the LP flows say, biggest first onto the
+   least loaded machines; a bisection on the target keeps the packing with the
+   highest closed-form rate.
+4. Polish: while it helps, add an instance of a component on the bottleneck,
+   or move or swap one off the bottleneck machine, whichever raises the
+   closed-form R_max most; on a plateau (several machines tied) take the move
+   that relieves the bottleneck without making a new one. Every step is
+   checked with the exact closed form, so R_max never goes down; the best
+   placement seen is returned. On small requests every packing is polished.
 
 Components fed by an ``all`` grouping or by ``global`` streams only keep one
 instance (more would only add load, or get nothing); components without cost
@@ -439,8 +443,8 @@ def _rate_of(polisher: "_Polisher", H: np.ndarray, g: np.ndarray) -> float:
         polisher.g = saved
 
 
-def _paper_start(problem: Problem, polisher: "_Polisher", deadline: Deadline) -> list[tuple[float, str, float, np.ndarray]]:
-    """The paper strategy's placement as a starting point [(rate, label, -, instance matrix)], or none if it fails."""
+def _paper_start(problem: Problem, polisher: "_Polisher", deadline: Deadline) -> list[tuple]:
+    """The paper strategy's placement as a starting point [(rate, label, -, instances, instance-0 machines)], or none if it fails."""
     from planner.strategies.paper import first_assignment, maximize_throughput
 
     options = problem.options
@@ -451,8 +455,8 @@ def _paper_start(problem: Problem, polisher: "_Polisher", deadline: Deadline) ->
     except PlanningError:
         return []
     H = state.hosts.copy()
-    polisher.g = _first_instances(H, polisher.first, polisher)
-    return [(polisher.exact(H)[0], "paper", 0.0, H)]
+    polisher.g = np.array([ms[0] for ms in state.machines_of], dtype=np.int64)
+    return [(polisher.exact(H)[0], "paper", 0.0, H, polisher.g.copy())]
 
 
 def _first_instances(H: np.ndarray, first: np.ndarray, polisher: "_Polisher") -> np.ndarray:
@@ -535,7 +539,7 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
         lp_rate, flows = sized
         rate, H = _pack_best(problem, types, beta, flows, lp_rate,
                              lambda r, choice=choice: _sizes(types, fixed_count, beta, choice, r), fixed_one, first, polisher)
-        candidates.append((rate, divisor, lp_rate, H))
+        candidates.append((rate, divisor, lp_rate, H, _first_instances(H, first, polisher)))
         deadline.check(0)
     if not candidates:
         raise PlanningError("the cluster cannot carry the topology at any input rate: the fixed costs (MET) exceed the machines")
@@ -548,9 +552,9 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
         candidates += _paper_start(problem, polisher, deadline)
     iterations = 0
     best_plan = None
-    for start_rate, divisor, lp_rate, H in candidates:
+    for start_rate, divisor, lp_rate, H, g in candidates:
         polisher.H = H
-        polisher.g = _first_instances(H, first, polisher)
+        polisher.g = g.copy()
         H, first_machine, steps = polisher.search(deadline, options.max_iterations)
         iterations += steps
         rate = _rate_of(polisher, H, first_machine)
