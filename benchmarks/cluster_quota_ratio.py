@@ -40,6 +40,8 @@ def main() -> int:
     parser.add_argument("--spec", type=Path, default=None)
     parser.add_argument("--home", type=Path, default=None)
     parser.add_argument("--window", type=float, default=30.0, help="Seconds of measurement.")
+    parser.add_argument("--weight", type=int, default=None,
+                        help="cpu.shares of the temporary cluster cgroup (default: the spec's cpu_weight, else the cluster default).")
     args = parser.parse_args()
 
     cluster = LocalCluster(load_spec(args.spec), home=args.home)
@@ -52,11 +54,14 @@ def main() -> int:
     temporary_root = f"hetsched/quota-bench-{os.getpid()}"
     machines = cluster.layout.machines
     groups = {m.id: (m.cgroup if use_cluster else f"{temporary_root}/{m.id}") for m in machines}
+    weight = None
     if not use_cluster:
-        cgroups.create(hierarchies, temporary_root, None, shares=(len(machines) + 1) * cgroups.SHARES_PER_CORE)
+        weight = args.weight or cluster.spec.cpu_weight or cgroups.DEFAULT_CLUSTER_SHARES
+        cgroups.create(hierarchies, temporary_root, None, shares=weight)
         for m in machines:
             cgroups.create(hierarchies, groups[m.id], m.cpu_cores)
-    where = f"the running cluster's cgroups ({cluster.layout.home})" if use_cluster else "temporary cgroups"
+    where = (f"the running cluster's cgroups ({cluster.layout.home})" if use_cluster
+             else f"temporary cgroups (cluster weight {weight} cpu.shares)")
     console.print(f"Burning CPU for {args.window:g} s in {where}; host has {os.cpu_count()} cores.")
 
     burners: dict[str, list[psutil.Popen]] = {}

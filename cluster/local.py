@@ -311,14 +311,14 @@ class LocalCluster:
         self._saved = state
 
     def _make_cgroups(self) -> None:
-        """The cluster's cgroups: a weight of one busy process per machine and one for the daemons.
+        """The cluster's cgroups: machines weighted by their quotas under a cluster cgroup that has priority.
 
-        The shared ``hetsched`` parent gets a large weight so it does not itself
-        squeeze the clusters under it to one process' worth of CPU.
+        Priority (``cpu_weight``, default :data:`cgroups.DEFAULT_CLUSTER_SHARES`) is what makes the
+        quotas capacities a machine really gets on a busy host, not just caps.
         """
         self._require_cgroups()
-        cgroups.create(self.hierarchies, CGROUP_ROOT_NAME, None, shares=64 * cgroups.SHARES_PER_CORE)
-        cluster_weight = (len(self.layout.machines) + 1) * cgroups.SHARES_PER_CORE
+        cgroups.create(self.hierarchies, CGROUP_ROOT_NAME, None, shares=cgroups.ROOT_SHARES)
+        cluster_weight = self.spec.cpu_weight or cgroups.DEFAULT_CLUSTER_SHARES
         cgroups.create(self.hierarchies, self.layout.cluster_cgroup, None, shares=cluster_weight)
         cgroups.create(self.hierarchies, self.layout.daemons_cgroup, None)
         for m in self.layout.machines:

@@ -66,6 +66,12 @@ class ClusterSpec(_Spec):
     machine_types: list[MachineTypeSpec] = Field(min_length=1, max_length=20)
     daemon_heap_mb: DaemonHeaps = Field(default_factory=DaemonHeaps)
     storm_conf: dict[str, Any] = Field(default_factory=dict, description="Extra storm.yaml settings for every daemon.")
+    cpu_weight: int | None = Field(
+        default=None, ge=2, le=262_144,
+        description="cpu.shares of the cluster's cgroup against the host's other processes (1024 = one busy process). "
+        "Default 32768: the machines get their quotas even on a busy host. Lower it to let other work on the host "
+        "go first (the machines then get less than their quotas when the host is busy).",
+    )
 
     @field_validator("storm_conf")
     @classmethod

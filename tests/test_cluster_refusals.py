@@ -109,6 +109,18 @@ def test_a_quota_is_written_in_microseconds_per_period(tmp_path):
         cgroups.usage_ns(fake, "hetsched/x/nope")
 
 
+def test_machines_weigh_in_proportion_to_their_quotas_under_a_cluster_with_priority(idle_cluster, tmp_path):
+    fake = cgroups.Hierarchies(cpu=tmp_path / "cpu", cpuacct=tmp_path / "cpuacct")
+    idle_cluster.hierarchies = fake
+    idle_cluster._make_cgroups()
+    shares = {m.id: int((fake.cpu / m.cgroup / "cpu.shares").read_text()) for m in idle_cluster.layout.machines}
+    assert shares == {"small-1": 205, "large-1": 819}
+    cluster_shares = int((fake.cpu / idle_cluster.layout.cluster_cgroup / "cpu.shares").read_text())
+    assert cluster_shares == cgroups.DEFAULT_CLUSTER_SHARES > sum(shares.values())
+    assert (fake.cpu / idle_cluster.layout.machine("large-1").cgroup / "cpu.cfs_quota_us").read_text() == "80000"
+    assert (fake.cpuacct / idle_cluster.layout.machine("large-1").cgroup).is_dir()
+
+
 def test_a_process_outside_the_cluster_belongs_to_no_machine(idle_cluster):
     assert idle_cluster.machine_of_pid(psutil.Process().pid) is None
 
