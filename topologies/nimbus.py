@@ -124,8 +124,11 @@ class Nimbus:
         self.close()
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run one Thrift call; Storm's own answers (not alive, already alive, invalid) pass to the caller."""
         try:
             return fn()
+        except (NotAliveException, AlreadyAliveException, InvalidTopologyException, TopologyError):
+            raise
         except AuthorizationException as exc:
             raise TopologyError(f"Nimbus at {self.address} refused to {what}: not authorized ({exc.msg})") from None
         except (TTransportException, OSError, socket.timeout) as exc:
@@ -135,6 +138,9 @@ class Nimbus:
             ) from None
         except TApplicationException as exc:
             raise TopologyError(f"Nimbus at {self.address} failed to {what}: {exc.message or exc}") from None
+        except TException as exc:
+            detail = getattr(exc, "msg", None) or getattr(exc, "message", None) or type(exc).__name__
+            raise TopologyError(f"Nimbus at {self.address} failed to {what}: {detail}") from None
 
     def wait_for_leader(self, timeout_s: float = 60.0) -> str:
         """Block until some Nimbus is the leader; return its host:port."""
