@@ -65,10 +65,11 @@ def up(
     started = time.monotonic()
     try:
         cluster = _open(spec, home, port_base)
-        status = cluster.up(
-            scheduler=scheduler, conf=parse_conf_overrides(conf or []),
-            allow_homogeneous=allow_homogeneous, timeout_s=timeout,
-        )
+        with console.status(f"Starting cluster {cluster.layout.name!r} in {cluster.layout.home} ..."):
+            status = cluster.up(
+                scheduler=scheduler, conf=parse_conf_overrides(conf or []),
+                allow_homogeneous=allow_homogeneous, timeout_s=timeout,
+            )
     except ClusterError as fault:
         raise _fail(str(fault)) from None
     if status.already_running:
