@@ -1,4 +1,4 @@
-"""``hetsched aggregate``: raw worker records -> the planner's ProfileSet (spark_profiling)."""
+"""``hetsched aggregate`` (raw worker records -> the planner's ProfileSet) and ``hetsched profile`` (measure, then aggregate)."""
 from __future__ import annotations
 
 import logging
@@ -77,3 +77,117 @@ def aggregate(
             console.print(f"stored profile set {stored.name} ({len(stored.entries)} entries) in the planner")
     except ProfilingError as exc:
         raise _fail(str(exc)) from None
+
+
+def _names(values: Optional[List[str]]) -> Optional[List[str]]:
+    """``--kinds a,b --kinds c`` -> ``[a, b, c]``."""
+    names = [n.strip() for v in values or [] for n in v.split(",") if n.strip()]
+    return names or None
+
+
+def _steps(text: Optional[str]) -> tuple[int, Optional[List[float]]]:
+    """``--steps 5`` (rate steps per round) or ``--steps 2,5,10`` (fixed spout rates, tuples/s)."""
+    from spark_profiling.errors import ProfilingError
+
+    if not text:
+        return 5, None
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        if len(parts) == 1 and parts[0].isdigit():
+            count = int(parts[0])
+            if not 1 <= count <= 50:
+                raise ProfilingError(f"--steps must be from 1 to 50 steps, not {count}.")
+            return count, None
+        rates = [float(p) for p in parts]
+    except ValueError:
+        raise ProfilingError(f"--steps {text!r} is neither a number of steps nor a list of rates like 2,5,10.") from None
+    if not rates or any(not (0 < r < 1e6) for r in rates):
+        raise ProfilingError(f"--steps rates must be tuples/s above 0, not {text!r}.")
+    return len(rates), rates
+
+
+class _RichReporter:
+    """The experiment's progress as a rich bar with the estimated time left, and its log lines above it."""
+
+    def __init__(self, progress) -> None:
+        self.bar = progress
+        self.task = progress.add_task("starting", total=100.0)
+
+    def status(self, text: str) -> None:
+        self.bar.update(self.task, description=text)
+
+    def log(self, text: str) -> None:
+        self.bar.console.print(text, highlight=False, soft_wrap=True)
+
+    def progress(self, done_s: float, total_s: float) -> None:
+        self.bar.update(self.task, completed=done_s, total=max(total_s, done_s, 1.0))
+
+
+@app.command("profile")
+def profile(
+    topology: str = typer.Argument(..., help="The catalog topology whose kinds of work to profile (linear, diamond, ...)."),
+    planner: Optional[str] = typer.Option(None, "--planner", help="The planner the cluster's Nimbus plugin reads plans from (default: Nimbus's hetsched.planner.url)."),
+    token: Optional[str] = typer.Option(None, "--token", envvar=TOKEN_ENV, help="Bearer token, where the planner needs one."),
+    out: Path = typer.Option(Path("var/profiling"), "--out", "-o", help="Folder for the raw records, the experiment report and the profile set."),
+    kinds: Optional[List[str]] = typer.Option(None, "--kinds", help="Profile keys to measure, comma-separated or repeated (default: all of the topology's)."),
+    types: Optional[List[str]] = typer.Option(None, "--types", help="Machine types to measure on (default: all of the cluster's)."),
+    steps: Optional[str] = typer.Option(None, "--steps", help="Rate steps per round (default 5, the last past saturation), or fixed spout rates such as 2,5,10."),
+    step_seconds: float = typer.Option(30.0, "--step-seconds", min=5.0, help="Seconds per rate step (Nimbus gets counts every executor.metrics.frequency.secs)."),
+    warmup_seconds: float = typer.Option(15.0, "--warmup-seconds", min=0.0, help="Seconds after tuples flow before the first record of a round."),
+    no_stop: bool = typer.Option(False, "--no-stop", help="Run every step even after a machine saturated."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", "-c", help="Topology config key=value for every round (JSON values); repeatable."),
+    put: Optional[str] = typer.Option(None, "--put", metavar="NAME", help="Store the aggregated set in the planner under NAME."),
+    name: Optional[str] = typer.Option(None, "--name", help="The set's name (default: --put NAME, else profiles-<run id>)."),
+    min_samples: int = typer.Option(5, "--min-samples", min=2, help="Fewest intervals a (profile, machine type) pair needs."),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[*])."),
+    no_aggregate: bool = typer.Option(False, "--no-aggregate", help="Only collect the raw records."),
+    home: Optional[Path] = typer.Option(None, "--home", envvar="HETSCHED_CLUSTER_HOME", help="The local cluster's home (default: var/clusters/<name>)."),
+    spec: Optional[Path] = typer.Option(None, "--spec", help="The cluster's spec YAML (default: cluster/specs/default.yaml)."),
+) -> None:
+    """Measure every kind of work of TOPOLOGY on every machine type of the running cluster, then aggregate with Spark."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from cluster import running_cluster
+    from cluster.errors import ClusterError
+    from spark_profiling.collector.runner import ExperimentOptions
+    from spark_profiling.collector.workflow import nimbus_planner_url, profile as run_profile
+    from spark_profiling.errors import ProfilingError
+    from spark_profiling.report import notes
+    from topologies.errors import TopologyError
+    from topologies.submission import parse_conf as parse_topology_conf
+
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=Console(stderr=True), show_path=False)])
+    try:
+        cluster = running_cluster(home, spec)
+        if cluster is None:
+            raise ProfilingError("no local cluster is running (give --home, or start one with "
+                                 "'hetsched cluster up --scheduler plugin --conf hetsched.planner.url=URL').")
+        planner_url = planner or nimbus_planner_url(cluster)
+        if not planner_url:
+            raise ProfilingError("no planner: give --planner URL (Nimbus's storm.yaml names none).")
+        step_count, rates = _steps(steps)
+        options = ExperimentOptions(
+            topology=topology, kinds=_names(kinds), types=_names(types), steps=step_count, rates=rates,
+            step_seconds=step_seconds, warmup_seconds=warmup_seconds, stop_at_saturation=not no_stop,
+            conf=parse_topology_conf(conf),
+        )
+        columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            result = run_profile(
+                cluster, planner_url, out, options, name=name, put=put, token=token, min_samples=min_samples,
+                master=master, aggregate=not no_aggregate, reporter=_RichReporter(bar),
+            )
+    except (ProfilingError, TopologyError, ClusterError) as exc:
+        raise _fail(str(exc)) from None
+    report = result.experiment
+    console.print(f"collected {sum(r.records for r in report.rounds)} records of {len(report.pairs)} pairs in "
+                  f"{report.collection_s:g} s ({len(report.rounds)} rounds); load average "
+                  f"{report.load_average_start} -> {report.load_average_end}", highlight=False)
+    console.print(f"wrote {report.records_path} and {result.experiment_path}")
+    if result.profile_set is not None:
+        console.print(_entries_table(result.profile_set))
+        console.print(f"aggregated with Spark in {result.aggregation_s:g} s; wrote {result.profile_path}", highlight=False)
+        for line in notes(result.profile_set):
+            console.print(f"[yellow]{line}[/yellow]", highlight=False)
+    if result.stored_as:
+        console.print(f"stored profile set {result.stored_as} in the planner at {planner_url}")
