@@ -26,7 +26,7 @@ def check(topology: Topology, cluster: Cluster | None = None, profiles=None, opt
     )
 
 
-def good_topology(**extra_streams) -> Topology:
+def good_topology() -> Topology:
     return make_topology([("s", "spout", "src"), ("x", "bolt", "K"), ("y", "bolt", "K")], [("s", "x"), ("x", "y")])
 
 

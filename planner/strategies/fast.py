@@ -55,7 +55,7 @@ POLISH_WORK = 2_000_000
 
 MIN_POLISH_STEPS = 100
 
-POLISH_ALL_MAX_CELLS = 2_000
+POLISH_ALL_MAX_CELLS = 500
 """Up to this many (component x machine) cells every candidate packing is polished, not only the best."""
 
 PACKING_STEPS = 7
@@ -572,7 +572,7 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
         "iterations": iterations,
         "lp_solves": lp_solves,
         "lp_rate": lp_rate,
-        "size_divisor": divisor,
+        "start": "paper plan" if divisor == "paper" else f"packing, instances at most 1/{divisor} machine",
         "rounded_rate": start_rate,
     }
     if bound_valid:
