@@ -15,6 +15,7 @@ def _register() -> None:
     from hetsched import profile_cmd  # noqa: F401  profiling: hetsched aggregate
     from hetsched import cluster_cmd  # noqa: F401  local cluster: hetsched cluster up|down|status|logs
     from hetsched import compose_cmd  # noqa: F401  compose deployment: hetsched cluster compose
+    from hetsched import bench_cmd  # noqa: F401  end-to-end bench: hetsched bench, hetsched demo (the main job)
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""``hetsched plan`` (plan from files) and ``hetsched demo`` (the paper's comparison). No logic: planner does it."""
+"""``hetsched plan`` (plan from files) and ``hetsched compare`` (the paper's comparison). No logic: planner does it."""
 from __future__ import annotations
 
 from collections import Counter
@@ -99,8 +99,8 @@ def plan_command(
         console.print(table)
 
 
-@app.command("demo")
-def demo(
+@app.command("compare")
+def compare(
     optimal_time_limit: Optional[float] = typer.Option(
         None, "--optimal-time-limit", min=0.1,
         help="Also run the exact optimal strategy, up to this many seconds per scenario (slow).",

@@ -1,6 +1,6 @@
 """The paper's comparison (its section 6.3), rerun in our model: every strategy on every paper scenario.
 
-Used by ``hetsched demo`` and benchmarks/planner_scenarios.py. Every number is
+Used by ``hetsched compare`` and benchmarks/planner_scenarios.py. Every number is
 the simulator's (closed-form R_max of the strategy's placement), so the
 strategies compare on equal terms. The yardstick is the exact ``optimal``
 strategy where it finishes within its time limit, and the LP upper bound

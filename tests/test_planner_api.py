@@ -128,8 +128,8 @@ def test_load_plan_request_is_ready_to_send(paper_files):
     assert body["strategy"] == "paper" and body["profiles"]["entries"] and body["topology"]["streams"][0]["from"] == "spout"
 
 
-def test_demo_prints_the_comparison():
-    result = runner.invoke(app, ["demo"])
+def test_compare_prints_the_comparison():
+    result = runner.invoke(app, ["compare"])
     assert result.exit_code == 0, result.output
     for text in ("linear-s1", "star-s3", "paper/even", "LP bound", "Instances per component"):
         assert text in result.output

@@ -1,0 +1,257 @@
+"""The whole bench: its planner, the cluster, the plans, every run, and the cluster down again, always.
+
+Runs are grouped by what Nimbus must run: the plugin cluster first (``default``,
+``default-naive`` and ``planned``; the plugin schedules a topology without a
+profile set exactly like Storm's DefaultScheduler), then, if asked for, the same
+cluster restarted with Storm's Resource Aware Scheduler. Whatever happens (a
+failed run, a lost supervisor, Ctrl-C, SIGTERM), the cluster and the planner are
+stopped and the results so far are written.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import platform
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.errors import BenchError
+from bench.planner_service import PlannerService
+from bench.profiles import load_profile_set, require_pairs
+from bench.run import Reporter, RunContext, RunResult, _Quiet, run
+from bench.schedulers import RunSpec, run_specs
+from bench.settings import BenchSettings
+from cluster.errors import ClusterError
+from cluster.layout import port_span
+from cluster.local import LocalCluster
+from cluster.ports import free_port_base
+from cluster.spec import ClusterSpec, load_spec
+from cluster.storm_home import STORM_VERSION
+from planner.client import PlannerClient, PlannerClientError
+from planner.model import Plan, PlanRequest, ProfileRef, ProfileSet
+from topologies.catalog import lookup, planner_topology
+from topologies.errors import TopologyError
+
+REPO = Path(__file__).resolve().parents[1]
+CLUSTER_START_TIMEOUT_S = 420.0
+
+
+@dataclass
+class BenchResult:
+    settings: BenchSettings
+    started_at: str
+    spec: ClusterSpec
+    finished_at: str | None = None
+    planner_url: str | None = None
+    cluster_home: Path | None = None
+    profile_set: ProfileSet | None = None
+    profile_origin: str | None = None
+    plans: dict[str, Plan] = field(default_factory=dict)
+    runs: list[RunResult] = field(default_factory=list)
+    error: str | None = None
+    """Why the bench stopped early (the runs it did not reach say so too)."""
+    interrupted: bool = False
+    load_average: dict[str, list[float]] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled like Ctrl-C so the cluster comes down."""
+
+
+@contextlib.contextmanager
+def _signals_interrupt():
+    """SIGTERM/SIGHUP raise in the main thread like Ctrl-C does, for the length of the bench."""
+    def raise_interrupt(signum, _frame):
+        raise _Terminated(f"signal {signal.Signals(signum).name}")
+
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):
+            previous[sig] = signal.signal(sig, raise_interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
+              measure_profiles: Callable[[LocalCluster, str, Path, list[str]], tuple[ProfileSet, str]] | None = None) -> BenchResult:
+    """Run the bench; the result holds every run, failed ones with their reason. Never leaves a cluster running.
+
+    ``measure_profiles(cluster, planner_url, out_dir, topologies)`` makes the profile set for
+    ``settings.profile_now`` (the collector and Spark job of spark_profiling by default).
+    """
+    reporter = reporter or _Quiet()
+    started = time.monotonic()
+    out = Path(settings.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = load_spec(settings.spec_path)
+    result = BenchResult(settings=settings, started_at=_now(), spec=spec, versions=versions())
+    result.load_average["start"] = list(os.getloadavg())
+    home = Path(settings.home) if settings.home else out / "cluster"
+    port_base = settings.port_base or free_port_base(port_span(len(spec.machine_ids())))
+    cluster = LocalCluster(spec, home=home, port_base=port_base)
+    result.cluster_home = home
+    planner = PlannerService(out / "planner.db", out / "planner.log")
+    specs: list[RunSpec] = []
+    with _signals_interrupt():
+        try:
+            if not settings.profile_now:
+                result.profile_set, result.profile_origin = _load_profiles(settings, spec)
+            if cluster.is_running():
+                raise BenchError(f"a cluster already runs in {home}; bring it down first ('hetsched cluster down --home {home}')")
+            reporter.status("starting the planning service")
+            result.planner_url = planner.start()
+            reporter.log(f"planner at {result.planner_url} (database {planner.db_path})")
+            _cluster_up(cluster, "plugin", result.planner_url, reporter)
+            if settings.profile_now:
+                measure = measure_profiles or measure_profiles_now
+                result.profile_set, result.profile_origin = measure(cluster, result.planner_url, out / "profiling",
+                                                                    list(settings.topologies))
+                _require_profiles(result.profile_set, settings, spec, result.profile_origin)
+            specs = _plan(settings, spec, result, reporter)
+            for phase in ("plugin", "resource_aware"):
+                phase_specs = [s for s in specs if s.cluster_scheduler == phase]
+                if not phase_specs:
+                    continue
+                if cluster.status().scheduler != phase:
+                    reporter.log(f"restarting the cluster with Nimbus running {phase}")
+                    cluster.down()
+                    _cluster_up(cluster, phase, result.planner_url, reporter)
+                ctx = RunContext(cluster, result.planner_url, result.profile_set.name, settings.window_s,
+                                 settings.warmup_s, settings.start_timeout_s, reporter)
+                for s in phase_specs:
+                    reporter.log(f"run {len(result.runs) + 1}/{len(specs)}: {s.topology} with {s.scheduler} ({s.note})")
+                    result.runs.append(run(s, ctx, result.plans.get(s.topology)))
+        except KeyboardInterrupt as exc:
+            result.interrupted = True
+            result.error = f"interrupted ({exc or 'Ctrl-C'})"
+        except (BenchError, ClusterError, TopologyError, PlannerClientError) as exc:
+            result.error = str(exc)
+        finally:
+            reporter.status("bringing the cluster down")
+            _shutdown(cluster, planner, result)
+    done = {(r.topology, r.scheduler) for r in result.runs}
+    for s in specs:
+        if (s.topology, s.scheduler) not in done:
+            result.runs.append(RunResult(s.topology, s.scheduler, s.name, s.note, dict(s.parallelism), s.plan_id,
+                                         reason=f"not run: {result.error or 'the bench stopped'}"))
+    result.load_average["end"] = list(os.getloadavg())
+    result.finished_at = _now()
+    result.elapsed_s = round(time.monotonic() - started, 1)
+    return result
+
+
+def _shutdown(cluster: LocalCluster, planner: PlannerService, result: BenchResult) -> None:
+    """Cluster down, then planner down; a second Ctrl-C meanwhile is ignored so both really stop."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        try:
+            cluster.down()
+        except ClusterError as exc:
+            note = f"bringing the cluster down failed: {exc}"
+            result.error = f"{result.error}; {note}" if result.error else note
+        planner.stop()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _cluster_up(cluster: LocalCluster, scheduler: str, planner_url: str, reporter: Reporter) -> None:
+    reporter.status(f"bringing the cluster up ({scheduler}); workers' first start can take minutes on a busy host")
+    conf = {"hetsched.planner.url": planner_url} if scheduler == "plugin" else {}
+    status = cluster.up(scheduler=scheduler, conf=conf, timeout_s=CLUSTER_START_TIMEOUT_S, report=reporter.log)
+    if not status.heterogeneous:
+        raise BenchError("the cluster has no CPU quotas (cgroups not writable): it is not heterogeneous")
+    reporter.log(f"cluster up ({scheduler}) in {cluster.layout.home}: "
+                 + ", ".join(f"{s.machine_id} {s.cpu_cores:g} cores" for s in status.supervisors))
+
+
+def _load_profiles(settings: BenchSettings, spec: ClusterSpec) -> tuple[ProfileSet, str]:
+    profile_set, path = load_profile_set(settings.profiles)
+    origin = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+    _require_profiles(profile_set, settings, spec, origin)
+    return profile_set, origin
+
+
+def _require_profiles(profile_set: ProfileSet, settings: BenchSettings, spec: ClusterSpec, origin: str) -> None:
+    kinds = {k for t in settings.topologies for k in lookup(t).profiles().values()}
+    require_pairs(profile_set, kinds, {t.name for t in spec.machine_types}, origin)
+
+
+def _plan(settings: BenchSettings, spec: ClusterSpec, result: BenchResult, reporter: Reporter) -> list[RunSpec]:
+    """Store the profile set, plan every topology for this cluster, and lay out every run."""
+    cluster_model = spec.planner_cluster()
+    reference = cluster_model.machine_types[0]
+    specs: list[RunSpec] = []
+    with PlannerClient(result.planner_url) as client:
+        client.put_profile_set(result.profile_set)
+        for name in settings.topologies:
+            entry = lookup(name)
+            plan = client.plan(PlanRequest(
+                topology=planner_topology(entry), cluster=cluster_model,
+                profiles=ProfileRef(name=result.profile_set.name), strategy=settings.strategy,
+            ))
+            result.plans[entry.name] = plan
+            reporter.log(f"plan {plan.id} for {entry.name} ({plan.strategy}): R = {plan.input_rate:.2f} tuples/s, "
+                         + ", ".join(f"{c} x{n}" for c, n in plan.instances.items()))
+            specs += run_specs(settings, entry, plan, result.profile_set.entries, len(cluster_model.machines),
+                               reference.name, reference.cores or 1.0, result.planner_url, result.profile_set.name)
+    return specs
+
+
+def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path, topologies: list[str]) -> tuple[ProfileSet, str]:
+    """Profile every kind of work of the bench's topologies on this cluster (spark_profiling's collector + Spark)."""
+    from spark_profiling.collector.runner import ExperimentOptions
+    from spark_profiling.collector.workflow import profile
+    from spark_profiling.errors import ProfilingError
+
+    covered: set[str] = set()
+    entries = []
+    name = f"bench-profiled-{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}"
+    source: dict[str, Any] = {"kind": "hetsched bench --profile-now", "runs": []}
+    for topology in topologies:
+        kinds = [k for k in dict.fromkeys(lookup(topology).profiles().values()) if k not in covered]
+        if not kinds:
+            continue
+        try:
+            done = profile(cluster, planner_url, out_dir, ExperimentOptions(topology=topology, kinds=kinds))
+        except ProfilingError as exc:
+            raise BenchError(f"profiling {topology} failed: {exc}") from None
+        if done.profile_set is None:
+            raise BenchError(f"profiling {topology} gave no profile set")
+        entries += [e for e in done.profile_set.entries if e.profile in kinds]
+        covered |= set(kinds)
+        source["runs"].append({"topology": topology, "profile_path": str(done.profile_path),
+                               "source": done.profile_set.source})
+    profile_set = ProfileSet(name=name, entries=entries, source=source)
+    path = out_dir / f"{name}.json"
+    path.write_text(profile_set.model_dump_json(indent=2) + "\n")
+    return profile_set, str(path)
+
+
+def versions() -> dict[str, str]:
+    """What the numbers were measured with."""
+    found = {"storm": STORM_VERSION, "python": platform.python_version(), "platform": platform.platform()}
+    for package in ("hetsched", "streamparse", "matplotlib"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found[package] = metadata.version(package)
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    found["java"] = (java.stderr or java.stdout).splitlines()[0] if (java.stderr or java.stdout) else "unknown"
+    git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    if git.returncode == 0:
+        found["git_commit"] = git.stdout.strip()
+    found["cpus"] = str(os.cpu_count())
+    return found
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,105 @@
+"""The measurement maths of one run: throughputs from Nimbus counts, CPU from cgroups, error against the prediction. Pure.
+
+Throughputs, in tuples/s, named as in MODEL.md:
+
+- ``input_rate``: R, the mean emit rate of the spout components (each emits R with weight 1);
+- ``sink_throughput``: tuples executed per second by the sinks (bolts nobody subscribes to);
+- ``bolt_throughput``: tuples executed per second by all bolts (what Storm's counts add up to);
+- ``total_throughput``: the planner's figure, the sum of every component's input rate, which
+  counts a spout's emit rate as its input: ``bolt_throughput + sum of spout emit rates``.
+
+Predicted figures come from the planner's Evaluation of the placement Storm really made; its
+bolt throughput is its total minus the spouts' rates, so measured and predicted compare like with like.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.model import Evaluation
+from topologies.measure import ComponentRate
+
+
+@dataclass(frozen=True)
+class Throughputs:
+    input_rate: float
+    spout_emit_rate: float
+    sink_throughput: float
+    bolt_throughput: float
+    total_throughput: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: round(v, 4) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class MachineCpu:
+    """CPU a machine's cgroup used over a window."""
+
+    machine: str
+    machine_type: str
+    cores: float
+    cpu_seconds: float
+    window_s: float
+
+    @property
+    def utilization(self) -> float:
+        """Percent of the machine's quota: CPU seconds / window / cores * 100."""
+        if self.window_s <= 0 or self.cores <= 0:
+            return 0.0
+        return 100.0 * self.cpu_seconds / self.window_s / self.cores
+
+
+def measured_throughputs(rates: list[ComponentRate]) -> Throughputs:
+    """The figures of one window of component rates (spouts: emitted; bolts and sinks: executed)."""
+    spouts = [r.per_second for r in rates if r.role == "spout"]
+    bolts = sum(r.per_second for r in rates if r.role != "spout")
+    sinks = sum(r.per_second for r in rates if r.role == "sink")
+    emitted = sum(spouts)
+    return Throughputs(
+        input_rate=emitted / len(spouts) if spouts else 0.0,
+        spout_emit_rate=emitted,
+        sink_throughput=sinks,
+        bolt_throughput=bolts,
+        total_throughput=bolts + emitted,
+    )
+
+
+def predicted_throughputs(evaluation: Evaluation, spout_ids: list[str], weights: dict[str, float] | None = None) -> Throughputs:
+    """The planner's figures for a placement, split the same way as the measured ones."""
+    weights = weights or {}
+    emitted = sum(evaluation.input_rate * weights.get(s, 1.0) for s in spout_ids)
+    return Throughputs(
+        input_rate=evaluation.input_rate,
+        spout_emit_rate=emitted,
+        sink_throughput=evaluation.sink_throughput,
+        bolt_throughput=evaluation.total_throughput - emitted,
+        total_throughput=evaluation.total_throughput,
+    )
+
+
+def machine_cpu(before: dict[str, float], after: dict[str, float], window_s: float,
+                machines: dict[str, tuple[str, float]]) -> list[MachineCpu]:
+    """Per machine (id -> (type, cores)), the CPU seconds between two cgroup readings."""
+    return [
+        MachineCpu(m, t, cores, max(0.0, after[m] - before[m]), window_s)
+        for m, (t, cores) in machines.items()
+        if m in before and m in after
+    ]
+
+
+def relative_error(measured: float, predicted: float) -> float | None:
+    """(measured - predicted) / predicted; None when nothing was predicted."""
+    if predicted <= 0:
+        return None
+    return (measured - predicted) / predicted
+
+
+def speedup(value: float, baseline: float) -> float | None:
+    return value / baseline if baseline > 0 else None
+
+
+def failed_share(rates: list[ComponentRate]) -> float:
+    """Failed over acked+failed tuple trees at the spouts (timeouts and fails replay tuples)."""
+    acked = sum(r.acked for r in rates if r.role == "spout")
+    failed = sum(r.failed for r in rates if r.role == "spout")
+    return failed / (acked + failed) if acked + failed else 0.0

@@ -1,0 +1,243 @@
+"""A bench's result as JSON (every figure and setting) and as rich tables. Pure, but for writing the file."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from bench import measure
+from bench.errors import BenchError
+from bench.experiment import BenchResult
+from bench.run import RunResult
+
+SPEEDUP_TARGET = 1.3
+"""``planned`` against ``default``: the issue's target."""
+PREDICTION_TOLERANCE = 0.15
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def run_dict(run: RunResult) -> dict[str, Any]:
+    measured = run.measured.as_dict() if run.measured else None
+    predicted = run.predicted.as_dict() if run.predicted else None
+    errors = None
+    if run.measured and run.predicted:
+        errors = {k: _round(measure.relative_error(getattr(run.measured, k), getattr(run.predicted, k)), 4)
+                  for k in ("input_rate", "sink_throughput", "bolt_throughput", "total_throughput")}
+    return {
+        "topology": run.topology,
+        "scheduler": run.scheduler,
+        "name": run.name,
+        "status": run.status,
+        "reason": run.reason,
+        "note": run.note,
+        "topology_id": run.topology_id,
+        "plan_id": run.plan_id,
+        "parallelism": run.parallelism,
+        "placement": run.placement.as_dict() if run.placement else None,
+        "plan_mismatches": run.plan_mismatches,
+        "start_s": run.start_s,
+        "measured": measured,
+        "predicted": predicted,
+        "relative_error": errors,
+        "predicted_bottleneck": run.predicted_bottleneck,
+        "components": [
+            {"component": r.component, "role": r.role, "tuples": r.tuples, "acked": r.acked, "failed": r.failed,
+             "window_s": round(r.window_s, 2), "per_second": round(r.per_second, 4)}
+            for r in run.components
+        ],
+        "machines": [
+            {"machine": m.machine, "type": m.machine_type, "cores": m.cores, "cpu_seconds": round(m.cpu_seconds, 3),
+             "window_s": round(m.window_s, 2), "utilization": round(m.utilization, 2),
+             "predicted_utilization": run.predicted_machines.get(m.machine)}
+            for m in run.machines
+        ],
+        "failed_share": round(run.failed_share, 4),
+        "load_average": run.load_average,
+        "topology_conf": run.conf,
+    }
+
+
+def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[str, Any]:
+    s = result.settings
+    profile_set = result.profile_set
+    data = {
+        "started_at": result.started_at,
+        "finished_at": result.finished_at,
+        "elapsed_s": result.elapsed_s,
+        "error": result.error,
+        "interrupted": result.interrupted,
+        "settings": {
+            "topologies": list(s.topologies), "schedulers": list(s.schedulers), "window_s": s.window_s,
+            "warmup_s": s.warmup_s, "max_spout_pending": s.max_spout_pending,
+            "message_timeout_s": s.message_timeout_s, "load_aware_shuffle": s.load_aware,
+            "strategy": s.strategy or "planner default", "start_timeout_s": s.start_timeout_s,
+            "profile_now": s.profile_now, "profiles": s.profiles, "topology_conf": s.topology_conf,
+        },
+        "versions": result.versions,
+        "load_average": result.load_average,
+        "cluster": {"spec": result.spec.model_dump(mode="json"), "home": str(result.cluster_home)},
+        "planner_url": result.planner_url,
+        "profile_set": None if profile_set is None else {
+            "name": profile_set.name, "origin": result.profile_origin,
+            "entries": [e.model_dump(mode="json", exclude_none=True) for e in profile_set.entries],
+            "source": profile_set.source,
+        },
+        "plans": {t: p.model_dump(mode="json") for t, p in result.plans.items()},
+        "runs": [run_dict(r) for r in result.runs],
+        "comparison": None,
+        "plots": [str(p) for p in plots or []],
+        "definitions": {
+            "input_rate": "R: mean emit rate of the spout components, tuples/s",
+            "sink_throughput": "tuples/s executed by the sinks (bolts without subscribers)",
+            "bolt_throughput": "tuples/s executed by all bolts",
+            "total_throughput": "the planner's total (MODEL.md): every component's input rate, spouts' emit rate "
+                                "included = bolt_throughput + spout emit rate",
+            "utilization": "machine cgroup cpuacct delta / window / CPU quota, percent",
+            "predicted": "planner evaluation (POST /v1/evaluations) of the placement read back from Nimbus; "
+                         "its input_rate is the largest sustainable rate of that placement",
+            "relative_error": "(measured - predicted) / predicted",
+        },
+    }
+    data["comparison"] = comparisons(data)
+    return data
+
+
+def write_json(data: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    return path
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A bench result written by :func:`write_json` (to print or plot it again)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise BenchError(f"cannot read the bench result {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise BenchError(f"the bench result {path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        raise BenchError(f"{path} is not a bench result (no 'runs')")
+    return data
+
+
+def _ok(run: dict[str, Any]) -> bool:
+    return run.get("status") == "ok" and bool(run.get("measured"))
+
+
+def comparisons(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per topology: planned's sink throughput over each baseline's, and every run's prediction error."""
+    rows = []
+    for topology in dict.fromkeys(r["topology"] for r in data["runs"]):
+        runs = {r["scheduler"]: r for r in data["runs"] if r["topology"] == topology and _ok(r)}
+        planned = runs.get("planned")
+        row: dict[str, Any] = {"topology": topology}
+        for baseline in ("default", "default-naive", "resource_aware"):
+            other = runs.get(baseline)
+            row[f"planned_vs_{baseline}"] = (
+                _round(measure.speedup(planned["measured"]["sink_throughput"], other["measured"]["sink_throughput"]))
+                if planned and other else None
+            )
+        row["prediction_error"] = {
+            s: _round(measure.relative_error(r["measured"]["sink_throughput"], r["predicted"]["sink_throughput"]), 4)
+            for s, r in runs.items() if r.get("predicted")
+        }
+        rows.append(row)
+    return rows
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:+.0f}%"
+
+
+def _vs(measured: float, predicted: float | None) -> str:
+    if predicted is None:
+        return f"{measured:.2f}"
+    return f"{measured:.2f} / {predicted:.2f} ({_pct(measure.relative_error(measured, predicted))})"
+
+
+def runs_table(data: dict[str, Any]) -> Table:
+    """One row per run: measured / predicted (error), speed-up over default, CPU per machine (measured / predicted)."""
+    machine_ids = [m["machine"] for r in data["runs"] for m in r.get("machines", [])]
+    machine_ids = list(dict.fromkeys(machine_ids))
+    table = Table(title="hetsched bench: measured / predicted (error), tuples/s")
+    for col in ("topology", "scheduler", "input rate R", "sink throughput", "bolt throughput",
+                "total (planner's def.)", "x default", *[f"CPU {m} %" for m in machine_ids], "failed"):
+        table.add_column(col, justify="left" if col in ("topology", "scheduler") else "right")
+    by_key = {(r["topology"], r["scheduler"]): r for r in data["runs"]}
+    for run in data["runs"]:
+        if not _ok(run):
+            table.add_row(run["topology"], run["scheduler"], f"[red]failed: {run.get('reason')}[/red]")
+            continue
+        m, p = run["measured"], run.get("predicted") or {}
+        default = by_key.get((run["topology"], "default"))
+        ratio = (measure.speedup(m["sink_throughput"], default["measured"]["sink_throughput"])
+                 if default and _ok(default) else None)
+        cpu = {c["machine"]: c for c in run.get("machines", [])}
+        table.add_row(
+            run["topology"], run["scheduler"],
+            *[_vs(m[k], p.get(k)) for k in ("input_rate", "sink_throughput", "bolt_throughput", "total_throughput")],
+            "-" if ratio is None else f"{ratio:.2f}",
+            *[(f"{cpu[i]['utilization']:.0f} / " + ("-" if cpu[i].get("predicted_utilization") is None
+                                                    else f"{cpu[i]['predicted_utilization']:.0f}"))
+              if i in cpu else "-" for i in machine_ids],
+            f"{run.get('failed_share', 0) * 100:.1f}%",
+        )
+    return table
+
+
+def targets_table(data: dict[str, Any]) -> Table:
+    """The issue's targets per topology: planned >= 1.3x default, >= resource_aware, prediction within 15%."""
+    table = Table(title="targets (sink throughput, measured)")
+    for col in ("topology", f"planned / default (>= {SPEEDUP_TARGET})", "planned / resource_aware (>= 1)",
+                "planned / default-naive", f"prediction error, planned (<= {PREDICTION_TOLERANCE:.0%})",
+                "prediction error, others"):
+        table.add_column(col, justify="left" if col == "topology" else "right")
+
+    def mark(value: float | None, ok: bool) -> str:
+        if value is None:
+            return "-"
+        return f"[green]{value:.2f}[/green]" if ok else f"[red]{value:.2f}[/red]"
+
+    for row in comparisons(data):
+        errors = row["prediction_error"]
+        planned_error = errors.get("planned")
+        table.add_row(
+            row["topology"],
+            mark(row["planned_vs_default"], (row["planned_vs_default"] or 0) >= SPEEDUP_TARGET),
+            mark(row["planned_vs_resource_aware"], (row["planned_vs_resource_aware"] or 0) >= 1.0),
+            mark(row["planned_vs_default-naive"], (row["planned_vs_default-naive"] or 0) >= 1.0),
+            "-" if planned_error is None else (
+                f"[green]{_pct(planned_error)}[/green]" if abs(planned_error) <= PREDICTION_TOLERANCE
+                else f"[red]{_pct(planned_error)}[/red]"),
+            ", ".join(f"{s} {_pct(e)}" for s, e in errors.items() if s != "planned") or "-",
+        )
+    return table
+
+
+def settings_lines(data: dict[str, Any]) -> list[str]:
+    s = data["settings"]
+    load = data.get("load_average", {})
+    versions = data.get("versions", {})
+    profile_set = data.get("profile_set") or {}
+    plans = data.get("plans", {})
+    lines = [
+        f"profile set: {profile_set.get('name', '-')} ({profile_set.get('origin', '-')})",
+        f"window {s['window_s']:g} s after a {s['warmup_s']:g} s warm-up; topology.max.spout.pending "
+        f"{s['max_spout_pending']}; acking on; {'load-aware' if s['load_aware_shuffle'] else 'plain (even)'} shuffle; "
+        f"message timeout {s['message_timeout_s']} s",
+        "plans: " + (", ".join(f"{t} {p['id']} ({p['strategy']}, R {p['input_rate']:.2f})" for t, p in plans.items()) or "-"),
+        "load average (1/5/15 min): start " + " ".join(f"{x:.2f}" for x in load.get("start", []))
+        + ", end " + " ".join(f"{x:.2f}" for x in load.get("end", [])) + f" on {versions.get('cpus', '?')} CPUs",
+        f"Storm {versions.get('storm')}, {versions.get('java')}, Python {versions.get('python')}, "
+        f"commit {versions.get('git_commit', '?')}; took {data.get('elapsed_s', 0):g} s",
+    ]
+    if data.get("error"):
+        lines.append(f"stopped early: {data['error']}")
+    return lines

@@ -1,0 +1,309 @@
+"""One run of a bench: submit a topology as a scheduler wants it, wait until it runs, warm up, measure, kill.
+
+A run that fails (not scheduled, a component that never handles a tuple, a
+supervisor lost, Nimbus gone) comes back as a failed :class:`RunResult` with the
+reason; the topology is killed whatever happened.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import psutil
+
+from bench import measure
+from bench.errors import BenchError
+from bench.placement import ActualPlacement, from_topology_info, plan_mismatches
+from bench.schedulers import RunSpec
+from cluster.errors import ClusterError
+from cluster.local import LocalCluster
+from planner.client import PlannerClient, PlannerClientError
+from planner.model import EvaluationRequest, Plan, ProfileRef
+from topologies.catalog import lookup, planner_topology
+from topologies.errors import TopologyError
+from topologies.jar import build_jar
+from topologies.measure import ComponentRate, handled, roles, stepped_rates
+from topologies.nimbus import Nimbus, NimbusAddress, connect
+from topologies.submission import SubmitRequest, build_submission
+from topologies.submit import KILL_TIMEOUT_S, apply_plan
+
+log = logging.getLogger(__name__)
+
+POLL_S = 2.0
+WORKERS_GONE_TIMEOUT_S = 90.0
+
+
+class Reporter(Protocol):
+    def status(self, text: str) -> None: ...
+
+    def log(self, text: str) -> None: ...
+
+
+class _Quiet:
+    def status(self, text: str) -> None:
+        log.debug(text)
+
+    def log(self, text: str) -> None:
+        log.info(text)
+
+
+@dataclass
+class RunResult:
+    """Everything one run measured, or why it failed."""
+
+    topology: str
+    scheduler: str
+    name: str
+    note: str
+    parallelism: dict[str, int]
+    plan_id: str | None = None
+    status: str = "failed"
+    reason: str | None = None
+    topology_id: str | None = None
+    placement: ActualPlacement | None = None
+    plan_mismatches: list[str] = field(default_factory=list)
+    measured: measure.Throughputs | None = None
+    components: list[ComponentRate] = field(default_factory=list)
+    machines: list[measure.MachineCpu] = field(default_factory=list)
+    predicted: measure.Throughputs | None = None
+    predicted_machines: dict[str, float] = field(default_factory=dict)
+    predicted_bottleneck: str | None = None
+    failed_share: float = 0.0
+    start_s: float | None = None
+    """From submit until every component handled tuples."""
+    load_average: dict[str, list[float]] = field(default_factory=dict)
+    conf: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class RunContext:
+    cluster: LocalCluster
+    planner_url: str
+    profile_set: str
+    window_s: float
+    warmup_s: float
+    start_timeout_s: float
+    reporter: Reporter = field(default_factory=_Quiet)
+
+    @property
+    def address(self) -> NimbusAddress:
+        return NimbusAddress(self.cluster.layout.nimbus_host, self.cluster.layout.nimbus_port, "the bench's cluster")
+
+    @property
+    def machine_of_host(self) -> dict[str, str]:
+        return {m.host: m.id for m in self.cluster.layout.machines}
+
+    @property
+    def machines(self) -> dict[str, tuple[str, float]]:
+        return {m.id: (m.type, m.cpu_cores) for m in self.cluster.layout.machines}
+
+
+def run(spec: RunSpec, ctx: RunContext, plan: Plan | None = None) -> RunResult:
+    """Run one topology under one scheduler; never raises for a failed run.
+
+    Ctrl-C passes through without the kill: the bench brings the whole cluster down then.
+    """
+    result = RunResult(spec.topology, spec.scheduler, spec.name, spec.note, dict(spec.parallelism), spec.plan_id)
+    try:
+        _run(spec, ctx, plan, result)
+        result.status = "ok"
+    except (BenchError, TopologyError, ClusterError, PlannerClientError) as exc:
+        result.reason = str(exc)
+    except (OSError, TimeoutError) as exc:
+        result.reason = f"{type(exc).__name__}: {exc}"
+    _kill_quietly(spec.name, ctx, result)
+    if result.reason:
+        ctx.reporter.log(f"[red]{spec.topology}/{spec.scheduler} failed:[/red] {result.reason}")
+    return result
+
+
+def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -> None:
+    entry = lookup(spec.topology)
+    _require_healthy(ctx.cluster)
+    ctx.reporter.status(f"{spec.topology}/{spec.scheduler}: submitting")
+    submitted_at = time.monotonic()
+    result.topology_id, result.parallelism, result.conf = submit(spec, ctx)
+    placement = _wait_until_running(spec, ctx, result.topology_id, entry, submitted_at)
+    result.start_s = round(time.monotonic() - submitted_at, 1)
+    result.placement = placement
+    if plan is not None and spec.scheduler == "planned":
+        result.plan_mismatches = plan_mismatches(placement, plan)
+    ctx.reporter.log(f"{spec.topology}/{spec.scheduler}: running after {result.start_s:g} s on "
+                     + ", ".join(f"{m} ({len(cs)} executors)" for m, cs in sorted(placement.machines_used().items())))
+    _sleep(ctx, ctx.warmup_s, f"{spec.topology}/{spec.scheduler}: warming up")
+
+    load_start = list(os.getloadavg())
+    cpu_before = _cpu_seconds(ctx)
+    started = time.monotonic()
+    with connect(ctx.address) as nimbus:
+        rates = stepped_rates(
+            nimbus, result.topology_id, roles(entry), ctx.window_s,
+            tick=lambda s: ctx.reporter.status(f"{spec.topology}/{spec.scheduler}: measuring {s:.0f}/{ctx.window_s:g} s"),
+        )
+    window = time.monotonic() - started
+    cpu_after = _cpu_seconds(ctx)
+    result.load_average = {"start": load_start, "end": list(os.getloadavg())}
+    _require_healthy(ctx.cluster)
+    after = _placement(ctx, result.topology_id)
+    if after is None or after.executors != placement.executors:
+        raise BenchError("Storm moved executors during the measurement window (a worker or supervisor was lost)")
+    idle = [r.component for r in rates if r.window_s <= 0]
+    if idle:
+        raise BenchError(f"{', '.join(idle)} handled no tuples during the {ctx.window_s:g} s window")
+
+    result.components = rates
+    result.measured = measure.measured_throughputs(rates)
+    result.failed_share = measure.failed_share(rates)
+    result.machines = measure.machine_cpu(cpu_before, cpu_after, window, ctx.machines)
+    _predict(ctx, entry, placement, result)
+
+
+def submit(spec: RunSpec, ctx: RunContext) -> tuple[str, dict[str, int], dict[str, Any]]:
+    """Submit the run's topology (replacing a leftover of the same name); its id, parallelism and conf."""
+    request = SubmitRequest(
+        topology=spec.topology, name=spec.name, parallelism={} if spec.plan_id else dict(spec.parallelism),
+        conf=dict(spec.conf), plan_id=spec.plan_id, profiles=spec.profiles,
+        planner_url=ctx.planner_url if spec.plan_id else None,
+    )
+    submission = build_submission(apply_plan(request))
+    for component, extra in spec.component_conf.items():
+        common = (submission.topology.spouts.get(component) or submission.topology.bolts[component]).common
+        common.json_conf = json.dumps({**json.loads(common.json_conf or "{}"), **extra})
+    with connect(ctx.address) as nimbus:
+        if nimbus.find(spec.name) is not None:
+            nimbus.kill(spec.name, wait_s=0)
+            nimbus.wait_gone(spec.name, KILL_TIMEOUT_S)
+        with tempfile.TemporaryDirectory(prefix="hetsched-bench-jar-") as tmp:
+            location = nimbus.upload_jar(build_jar(Path(tmp) / f"{spec.topology}.jar"))
+        nimbus.submit(submission.name, location, submission.conf, submission.topology)
+        running = nimbus.find(submission.name)
+    if running is None:
+        raise BenchError(f"Nimbus does not list {spec.name} right after accepting it")
+    return running.id, submission.parallelism, submission.conf
+
+
+def _placement(ctx: RunContext, topology_id: str) -> ActualPlacement | None:
+    with ctx.cluster.nimbus_client() as client:
+        try:
+            info = client.getTopologyInfo(topology_id)
+        except Exception as exc:  # thrift NotAliveException and transport faults
+            raise BenchError(f"Nimbus cannot say where {topology_id} runs: {getattr(exc, 'msg', None) or exc}") from None
+    return from_topology_info(info, ctx.machine_of_host)
+
+
+def _wait_until_running(spec: RunSpec, ctx: RunContext, topology_id: str, entry, submitted_at: float) -> ActualPlacement:
+    """Block until Nimbus has placed every executor and every component has handled a tuple."""
+    deadline = submitted_at + ctx.start_timeout_s
+    component_roles = roles(entry)
+    placement: ActualPlacement | None = None
+    waiting: list[str] = list(component_roles)
+    last_health = 0.0
+    with connect(ctx.address) as nimbus:
+        while True:
+            placement = _placement(ctx, topology_id)
+            if placement is not None:
+                waiting = [c for c, role in component_roles.items()
+                           if handled(nimbus.component_counts(topology_id, c), role) == 0]
+                if not waiting:
+                    return placement
+            elapsed = time.monotonic() - submitted_at
+            ctx.reporter.status(f"{spec.topology}/{spec.scheduler}: starting ({elapsed:.0f} s; "
+                                + ("not yet placed" if placement is None else f"waiting for {', '.join(waiting)}") + ")")
+            if time.monotonic() > deadline:
+                if placement is None:
+                    status = _sched_status(ctx, topology_id)
+                    raise BenchError(f"Storm placed no executor within {ctx.start_timeout_s:g} s"
+                                     + (f" (scheduler: {status})" if status else ""))
+                raise BenchError(f"{', '.join(waiting)} handled no tuple within {ctx.start_timeout_s:g} s of the submit")
+            if time.monotonic() - last_health > 10:
+                _require_healthy(ctx.cluster)
+                last_health = time.monotonic()
+            time.sleep(POLL_S)
+
+
+def _sched_status(ctx: RunContext, topology_id: str) -> str:
+    try:
+        with ctx.cluster.nimbus_client() as client:
+            return client.getTopologyInfo(topology_id).sched_status or ""
+    except Exception:  # the status is only for the message
+        return ""
+
+
+def _require_healthy(cluster: LocalCluster) -> None:
+    status = cluster.status()
+    if status.stopped_daemons:
+        raise BenchError(f"the cluster lost {', '.join(status.stopped_daemons)}")
+    unregistered = [s.machine_id for s in status.supervisors if s.supervisor_id is None]
+    if unregistered:
+        raise BenchError(f"Nimbus no longer lists the supervisor of {', '.join(unregistered)}")
+
+
+def _cpu_seconds(ctx: RunContext) -> dict[str, float]:
+    return {m: ctx.cluster.machine_cpu_seconds(m) for m in ctx.machines}
+
+
+def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult) -> None:
+    request = EvaluationRequest(
+        topology=planner_topology(entry), cluster=ctx.cluster.spec.planner_cluster(),
+        profiles=ProfileRef(name=ctx.profile_set), assignments=placement.assignments(),
+    )
+    with PlannerClient(ctx.planner_url) as client:
+        evaluation = client.evaluate(request)
+    result.predicted = measure.predicted_throughputs(evaluation, entry.spout_ids)
+    result.predicted_machines = {m.id: round(m.utilization, 2) for m in evaluation.machines}
+    result.predicted_bottleneck = evaluation.bottleneck
+
+
+def _sleep(ctx: RunContext, seconds: float, what: str) -> None:
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        ctx.reporter.status(f"{what} ({left:.0f} s left)")
+        time.sleep(min(1.0, left))
+
+
+def _kill_quietly(name: str, ctx: RunContext, result: RunResult) -> None:
+    """Kill the run's topology and wait until its workers are gone; a failure here is added to the reason."""
+    ctx.reporter.status(f"{result.topology}/{result.scheduler}: killing {name}")
+    try:
+        with connect(ctx.address, leader_timeout_s=30) as nimbus:
+            if nimbus.find(name) is not None:
+                nimbus.kill(name, wait_s=0)
+                nimbus.wait_gone(name, KILL_TIMEOUT_S)
+        if result.topology_id:
+            _wait_workers_gone(result.topology_id)
+    except (TopologyError, BenchError, OSError) as exc:
+        note = f"could not kill {name}: {exc}"
+        result.reason = f"{result.reason}; {note}" if result.reason else note
+        if result.status == "ok":
+            result.status = "failed"
+
+
+def _wait_workers_gone(topology_id: str) -> None:
+    """Supervisors stop a killed topology's workers on their next sync; the next run must not share the CPU."""
+    deadline = time.monotonic() + WORKERS_GONE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        left = [p for p in psutil.process_iter(["cmdline"]) if _belongs(p, topology_id)]
+        if not left:
+            return
+        time.sleep(1.0)
+    raise BenchError(f"workers of {topology_id} still run {WORKERS_GONE_TIMEOUT_S:g} s after the kill")
+
+
+def _belongs(process: psutil.Process, topology_id: str) -> bool:
+    try:
+        cmdline = process.info["cmdline"] or []
+        if any(topology_id in arg for arg in cmdline):
+            return True
+        return any(topology_id == part for part in process.cwd().split("/")) if "streamparse_run" in " ".join(cmdline) else False
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False

@@ -1,0 +1,141 @@
+"""What each scheduler's run submits to Storm: instance counts, topology config, component resources. Pure.
+
+Every run of one topology gets the same topology config (flow control, acking,
+stats, grouping); only what the scheduler needs differs:
+
+- ``default``: Storm's DefaultScheduler, the plan's instance counts, one worker per machine;
+- ``default-naive``: Storm's DefaultScheduler, one executor of every component per machine
+  (what a user without a plan would pick on this cluster), one worker per machine;
+- ``resource_aware``: Storm's RAS, the plan's instance counts, every component declaring the CPU
+  points its profile implies on the reference machine type at the plan's rate;
+- ``planned``: the hetsched plugin, the plan's instance counts and placement (``hetsched.plan.id``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.model import SYSTEM_PREFIX, Plan, ProfileEntry
+from planner.profiles import ProfileTable
+from bench.errors import BenchError
+from bench.settings import BenchSettings
+from topologies import conf as keys
+from topologies.catalog import CatalogEntry
+
+CPU_POINTS = "topology.component.cpu.pcore.percent"
+RESOURCES_MAP = "topology.component.resources.map"
+ACKER_CPU_POINTS = "topology.acker.cpu.pcore.percent"
+DEFAULT_ACKER_POINTS = 1.0
+"""An acker only XORs a few ids per tuple: declared at 1% of a core, not Storm's default 10%, which
+would take half of a 0.2-core machine for nothing."""
+DISABLE_LOAD_AWARE = "topology.disable.loadaware.messaging"
+MESSAGE_TIMEOUT = "topology.message.timeout.secs"
+
+CLUSTER_SCHEDULER = {"default": "plugin", "default-naive": "plugin", "planned": "plugin", "resource_aware": "resource_aware"}
+"""What Nimbus must run for each: the plugin schedules topologies without ``hetsched.profiles``
+exactly as Storm's DefaultScheduler, so only RAS needs Nimbus restarted."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: a topology under one scheduler, as it is submitted."""
+
+    topology: str
+    scheduler: str
+    name: str
+    """The topology's name on Storm."""
+    parallelism: dict[str, int]
+    conf: dict[str, Any]
+    component_conf: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Extra ``json_conf`` of components (RAS CPU points)."""
+    plan_id: str | None = None
+    profiles: str | None = None
+    note: str = ""
+
+    @property
+    def cluster_scheduler(self) -> str:
+        return CLUSTER_SCHEDULER[self.scheduler]
+
+
+def common_conf(settings: BenchSettings) -> dict[str, Any]:
+    """The topology config every run shares, whatever the scheduler."""
+    return {
+        keys.MAX_SPOUT_PENDING: settings.max_spout_pending,
+        MESSAGE_TIMEOUT: settings.message_timeout_s,
+        DISABLE_LOAD_AWARE: not settings.load_aware,
+        keys.STATS_SAMPLE_RATE: 1.0,
+        **settings.topology_conf,
+    }
+
+
+def plan_counts(plan: Plan) -> dict[str, int]:
+    return {c: n for c, n in plan.instances.items() if not c.startswith(SYSTEM_PREFIX)}
+
+
+def run_name(topology: str, scheduler: str) -> str:
+    return f"bench-{topology}-{scheduler}".replace("_", "-")
+
+
+def ras_cpu_points(plan: Plan, entry: CatalogEntry, entries: list[ProfileEntry], reference_type: str,
+                   reference_cores: float) -> dict[str, float]:
+    """CPU points (percent of one core) of one executor of each component, as RAS wants them.
+
+    From the profile on the reference machine type at the rate one instance gets in the plan:
+    ``TCU = 100 * e * IR + MET`` percent of that machine, times its cores.
+    """
+    table = ProfileTable.from_entries(entries)
+    profiles = entry.profiles()
+    rates: dict[str, list[float]] = {}
+    for a in plan.assignments:
+        rates.setdefault(a.component, []).append(a.input_rate)
+    points: dict[str, float] = {}
+    for component in entry.component_ids:
+        profile = table.get(profiles[component], reference_type)
+        if profile is None:
+            raise BenchError(f"the profile set has no {profiles[component]} on the reference machine type {reference_type}")
+        per_instance = rates.get(component) or [0.0]
+        rate = sum(per_instance) / len(per_instance)
+        tcu = 100.0 * profile.e * rate + profile.met
+        points[component] = round(max(0.5, tcu * reference_cores), 2)
+    return points
+
+
+def run_specs(
+    settings: BenchSettings,
+    entry: CatalogEntry,
+    plan: Plan,
+    entries: list[ProfileEntry],
+    machines: int,
+    reference_type: str,
+    reference_cores: float,
+    planner_url: str,
+    profile_set: str,
+) -> list[RunSpec]:
+    """The runs of one topology, in ``settings.schedulers`` order."""
+    counts = plan_counts(plan)
+    base = {**common_conf(settings), keys.WORKERS: machines}
+    specs: list[RunSpec] = []
+    for scheduler in settings.schedulers:
+        name = run_name(entry.name, scheduler)
+        if scheduler == "default":
+            specs.append(RunSpec(entry.name, scheduler, name, counts, dict(base),
+                                 note=f"Storm DefaultScheduler, plan's instance counts, {machines} workers"))
+        elif scheduler == "default-naive":
+            naive = {c: machines for c in entry.component_ids}
+            specs.append(RunSpec(entry.name, scheduler, name, naive, dict(base),
+                                 note=f"Storm DefaultScheduler, {machines} executors per component "
+                                      f"(one per machine), {machines} workers"))
+        elif scheduler == "resource_aware":
+            points = ras_cpu_points(plan, entry, entries, reference_type, reference_cores)
+            component_conf = {c: {CPU_POINTS: p, RESOURCES_MAP: {CPU_POINTS: p}} for c, p in points.items()}
+            conf = {k: v for k, v in base.items() if k != keys.WORKERS}
+            conf[ACKER_CPU_POINTS] = DEFAULT_ACKER_POINTS
+            specs.append(RunSpec(entry.name, scheduler, name, counts, conf, component_conf,
+                                 note="Storm RAS, plan's instance counts, CPU points on "
+                                      f"{reference_type}: " + ", ".join(f"{c} {p:g}" for c, p in points.items())))
+        elif scheduler == "planned":
+            conf = {k: v for k, v in base.items() if k != keys.WORKERS}
+            conf[keys.PLANNER_URL] = planner_url
+            specs.append(RunSpec(entry.name, scheduler, name, counts, conf, plan_id=plan.id, profiles=profile_set,
+                                 note=f"hetsched plugin, plan {plan.id} ({plan.strategy})"))
+    return specs

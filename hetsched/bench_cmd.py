@@ -1,0 +1,159 @@
+"""``hetsched bench`` (the end-to-end benchmark on the local cluster) and ``hetsched demo`` (the main job).
+
+No logic here: :mod:`bench` does the work; this module reads options, shows progress and prints the result.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from hetsched.cli import app
+
+console = Console(width=None if sys.stdout.isatty() else 200)
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    console.print(f"[red]error:[/red] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+class _RichReporter:
+    """The bench's status on one live line, its log lines above it."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task = progress.add_task("starting")
+
+    def status(self, text: str) -> None:
+        self.progress.update(self.task, description=text)
+
+    def log(self, text: str) -> None:
+        self.progress.console.print(text, highlight=False)
+
+
+def _default_out(kind: str) -> Path:
+    return Path("var") / kind / dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+
+
+def _run_and_report(settings) -> int:
+    """Run the bench with progress, write JSON and plots, print the tables; the exit code."""
+    from bench import plots, report
+    from bench.experiment import run_bench
+
+    logging.basicConfig(level=logging.WARNING)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        result = run_bench(settings, _RichReporter(progress))
+    data = report.result_dict(result)
+    out = Path(settings.out_dir)
+    try:
+        data["plots"] = [str(p) for p in plots.all_plots(data, out)]
+    except (OSError, ValueError) as exc:
+        console.print(f"[yellow]plots not drawn: {exc}[/yellow]")
+    json_path = report.write_json(data, out / "bench.json")
+    _print(data)
+    console.print(f"results: {json_path}")
+    for p in data["plots"]:
+        console.print(f"plot: {p}")
+    if result.interrupted:
+        return 130
+    return 1 if result.error else 0
+
+
+def _print(data: dict) -> None:
+    from bench import report
+
+    console.print(report.runs_table(data))
+    console.print(report.targets_table(data))
+    for line in report.settings_lines(data):
+        console.print(line, highlight=False)
+
+
+@app.command("bench")
+def bench(
+    topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated: linear,diamond,star [default: all three]."),
+    schedulers: Optional[str] = typer.Option(
+        None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four]."),
+    profiles: str = typer.Option("default-cluster", "--profiles", help="A shipped profile set's name (profiles/NAME.json) or a ProfileSet file."),
+    profile_now: bool = typer.Option(False, "--profile-now", help="Measure the profile set on the cluster first (hetsched profile) instead."),
+    window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),
+    warmup: float = typer.Option(30.0, "--warmup", help="Seconds after every component handles tuples, before the window."),
+    max_spout_pending: int = typer.Option(100, "--max-spout-pending", help="topology.max.spout.pending of every run (flow control)."),
+    load_aware: bool = typer.Option(False, "--load-aware", help="Keep Storm's load-aware, locality-preferring shuffle (default: plain even shuffle, as the planner models it)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="Planner strategy of 'planned' [default: the planner's best]."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for bench.json, the plots, the cluster's logs [default: var/bench/<time>]."),
+    spec: Optional[Path] = typer.Option(None, "--spec", help="Cluster spec YAML [default: cluster/specs/default.yaml]."),
+    home: Optional[Path] = typer.Option(None, "--home", help="The bench cluster's home [default: OUT/cluster]."),
+    port_base: Optional[int] = typer.Option(None, "--port-base", help="The bench cluster's first port [default: a free range]."),
+    start_timeout: float = typer.Option(300.0, "--start-timeout", help="Seconds a topology may take to handle its first tuples."),
+    report_file: Optional[Path] = typer.Option(None, "--report", help="Only print (and re-plot) a bench.json written before."),
+) -> None:
+    """Run topologies under Storm's schedulers and hetsched's plan on the local heterogeneous cluster; compare."""
+    from bench import plots, report
+    from bench.errors import BenchError
+    from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
+
+    try:
+        if report_file is not None:
+            data = report.read_json(report_file)
+            data["plots"] = [str(p) for p in plots.all_plots(data, report_file.parent)]
+            _print(data)
+            for p in data["plots"]:
+                console.print(f"plot: {p}")
+            return
+        settings = BenchSettings(
+            out_dir=out or _default_out("bench"),
+            topologies=parse_names(topologies, TOPOLOGIES, "topology"),
+            schedulers=parse_names(schedulers, SCHEDULERS, "scheduler"),
+            profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup,
+            max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
+            start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base,
+        )
+    except BenchError as exc:
+        raise _fail(str(exc)) from None
+    code = _run_and_report(settings)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command("demo")
+def demo(
+    profile_now: bool = typer.Option(False, "--profile-now", help="Profile the cluster now instead of using the shipped profile set."),
+    window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),
+    warmup: float = typer.Option(20.0, "--warmup", help="Warm-up per run, seconds."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the results and plots [default: var/demo/<time>]."),
+    simulate: bool = typer.Option(False, "--simulate", help="Only the planner's paper comparison, no cluster (hetsched compare)."),
+) -> None:
+    """The main job: bring the local cluster up, run Linear under Storm's default scheduler and hetsched's plan, compare, bring it down."""
+    from bench.errors import BenchError
+    from bench.profiles import shipped_names
+    from bench.settings import DEFAULT_PROFILES, BenchSettings
+
+    if simulate:
+        from hetsched.plan_cmd import compare
+
+        compare(optimal_time_limit=None, thread_caps=True)
+        return
+    try:
+        settings = BenchSettings(
+            out_dir=out or _default_out("demo"), topologies=("linear",), schedulers=("default", "planned"),
+            profiles=DEFAULT_PROFILES, profile_now=profile_now, window_s=window, warmup_s=warmup,
+        )
+    except BenchError as exc:
+        raise _fail(str(exc)) from None
+    if profile_now:
+        console.print("profile set: measured now on the cluster (--profile-now)")
+    elif DEFAULT_PROFILES in shipped_names():
+        console.print(f"profile set: profiles/{DEFAULT_PROFILES}.json, shipped for the default local cluster "
+                      "(--profile-now measures one instead)")
+    console.print(f"Linear under Storm's default scheduler and under hetsched's plan; results in {settings.out_dir}")
+    code = _run_and_report(settings)
+    if code:
+        raise typer.Exit(code)
