@@ -25,7 +25,7 @@ HELPER_OVERHEAD_MS = 1.0
 
 
 @dataclass(frozen=True)
-class TestMachine:
+class ClusterMachine:
     """A machine of the cluster as the experiment sees it."""
 
     id: str
@@ -61,7 +61,7 @@ class Design:
     """Profile key -> its components, for the kinds under test."""
     profiles: dict[str, str]
     """Every component -> its profile key."""
-    machines: dict[str, TestMachine]
+    machines: dict[str, ClusterMachine]
     rounds: list[Round]
     unit_rates: dict[str, float] = field(default_factory=dict)
     """Input rate of each component per tuple/s of spout rate (alpha 1 assumed)."""
@@ -90,7 +90,7 @@ def kinds_in_order(graph: Topology) -> dict[str, list[str]]:
 
 def design(
     graph: Topology,
-    machines: list[TestMachine],
+    machines: list[ClusterMachine],
     kinds: list[str] | None = None,
     types: list[str] | None = None,
     cpu_ms: dict[str, float] | None = None,
@@ -104,7 +104,7 @@ def design(
     chosen_kinds = _chosen(kinds, list(all_kinds), "kind", f"topology {graph.name} has")
     if not machines:
         raise ProfilingError("the cluster has no machines to profile on.")
-    by_type: dict[str, list[TestMachine]] = {}
+    by_type: dict[str, list[ClusterMachine]] = {}
     for m in sorted(machines, key=lambda m: m.id):
         by_type.setdefault(m.type, []).append(m)
     type_order = sorted(by_type, key=lambda t: (by_type[t][0].cores, t))
@@ -172,7 +172,7 @@ def _slots(graph: Topology, kinds: dict[str, list[str]], n: int) -> list[list[st
 def _place_helpers(
     helpers: list[str],
     placement: dict[str, str],
-    machines: list[TestMachine],
+    machines: list[ClusterMachine],
     rates: dict[str, float],
     cost_ms: dict[str, float],
 ) -> None:

@@ -22,7 +22,7 @@ from planner.client import PlannerClient, PlannerClientError
 from planner.model import Topology
 from spark_profiling.collector import observe
 from spark_profiling.collector.attribution import attribute
-from spark_profiling.collector.design import ACKER, Design, Round, TestMachine, design
+from spark_profiling.collector.design import ACKER, Design, Round, ClusterMachine, design
 from spark_profiling.collector.pinning import check_pinned, pin_request
 from spark_profiling.collector.recorder import RecordWriter, TaskSample
 from spark_profiling.collector.steps import (
@@ -143,7 +143,7 @@ class ExperimentReport:
 class _Machine:
     """One machine during a round: its tasks and the last sample its attribution started from."""
 
-    spec: TestMachine
+    spec: ClusterMachine
     tasks: dict[int, str]
     """User task id -> component."""
     marker: tuple | None = None
@@ -162,8 +162,8 @@ class _Reading:
     process_cpu: dict[int, float | None]
 
 
-def cluster_machines(cluster: LocalCluster) -> list[TestMachine]:
-    return [TestMachine(m.id, m.type, m.cpu_cores) for m in cluster.layout.machines]
+def cluster_machines(cluster: LocalCluster) -> list[ClusterMachine]:
+    return [ClusterMachine(m.id, m.type, m.cpu_cores) for m in cluster.layout.machines]
 
 
 def configured_cpu_ms(extra_conf: dict[str, Any]) -> dict[str, float]:

@@ -19,6 +19,8 @@ from spark_profiling.collector.runner import Experiment, ExperimentOptions, Expe
 from spark_profiling.errors import ProfilingError
 
 PLANNER_URL_KEY = "hetsched.planner.url"
+SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
+"""A profiling run makes thousands of records, not millions: few partitions start faster."""
 CPU_BASIS = (
     "machine cgroup CPU: a task alone on its machine is charged the machine's whole CPU (worker JVM and "
     "supervisor included); tasks sharing a machine get their own Python CPU plus a share of the rest in "
@@ -99,7 +101,7 @@ def profile(
     if reporter is not None:
         reporter.status(f"aggregating {report.records_path} with Spark")
     started = time.monotonic()
-    profile_set = run_aggregation([report.records_path], profile_path, set_name_, min_samples, None, master, {})
+    profile_set = run_aggregation([report.records_path], profile_path, set_name_, min_samples, None, master, SPARK_CONF)
     aggregation_s = round(time.monotonic() - started, 1)
     profile_set = profile_set.model_copy(update={"source": {**profile_set.source,
                                                             "collection": collection_source(report, options)}})
