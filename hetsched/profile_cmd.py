@@ -92,12 +92,12 @@ def _steps(text: Optional[str]) -> tuple[int, Optional[List[float]]]:
     if not text:
         return 5, None
     parts = [p.strip() for p in text.split(",") if p.strip()]
+    if len(parts) == 1 and parts[0].isdigit():
+        count = int(parts[0])
+        if not 1 <= count <= 50:
+            raise ProfilingError(f"--steps must be from 1 to 50 steps, not {count}.")
+        return count, None
     try:
-        if len(parts) == 1 and parts[0].isdigit():
-            count = int(parts[0])
-            if not 1 <= count <= 50:
-                raise ProfilingError(f"--steps must be from 1 to 50 steps, not {count}.")
-            return count, None
         rates = [float(p) for p in parts]
     except ValueError:
         raise ProfilingError(f"--steps {text!r} is neither a number of steps nor a list of rates like 2,5,10.") from None
@@ -158,6 +158,12 @@ def profile(
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=Console(stderr=True), show_path=False)])
     try:
+        step_count, rates = _steps(steps)
+        options = ExperimentOptions(
+            topology=topology, kinds=_names(kinds), types=_names(types), steps=step_count, rates=rates,
+            step_seconds=step_seconds, warmup_seconds=warmup_seconds, stop_at_saturation=not no_stop,
+            conf=parse_topology_conf(conf),
+        )
         cluster = running_cluster(home, spec)
         if cluster is None:
             raise ProfilingError("no local cluster is running (give --home, or start one with "
@@ -165,12 +171,6 @@ def profile(
         planner_url = planner or nimbus_planner_url(cluster)
         if not planner_url:
             raise ProfilingError("no planner: give --planner URL (Nimbus's storm.yaml names none).")
-        step_count, rates = _steps(steps)
-        options = ExperimentOptions(
-            topology=topology, kinds=_names(kinds), types=_names(types), steps=step_count, rates=rates,
-            step_seconds=step_seconds, warmup_seconds=warmup_seconds, stop_at_saturation=not no_stop,
-            conf=parse_topology_conf(conf),
-        )
         columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
         with Progress(*columns, console=console, transient=True) as bar:
             result = run_profile(
