@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -31,11 +32,12 @@ from rich.table import Table
 from planner.client import request_body
 from planner.fixtures import load_scenario, scaled_cluster
 from planner.model import Cluster, PlanRequest, ProfileRef
+from planner.strategies import DEFAULT_STRATEGY
 
 HETSCHED = "from hetsched.cli import main; main()"
 """The ``hetsched`` command (``-m hetsched.cli`` would register the commands on a second copy of the app)."""
 REPO = Path(__file__).resolve().parents[1]
-console = Console()
+console = Console(width=200)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -63,9 +65,15 @@ def start_service(tmp: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit(f"hetsched serve did not start:\n{(tmp / 'serve.log').read_text()}")
 
 
-def plan_body(cluster: Cluster) -> bytes:
+def server_cpu_s(process: subprocess.Popen) -> float:
+    """CPU seconds the service process has used (user + system): a figure the machine's other load does not inflate much."""
+    times = psutil.Process(process.pid).cpu_times()
+    return times.user + times.system
+
+
+def plan_body(cluster: Cluster, strategy: str | None) -> bytes:
     scenario = load_scenario("linear", 3)
-    request = PlanRequest(topology=scenario.topology, cluster=cluster,
+    request = PlanRequest(topology=scenario.topology, cluster=cluster, strategy=strategy,
                           profiles=ProfileRef(entries=scenario.profiles.entries))
     return json.dumps(request_body(request)).encode()
 
@@ -117,6 +125,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients (default 16)")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--clusters", choices=("all", "scenario3", "1000"), default="all")
+    parser.add_argument("--strategy", default=None, help="default: the service's default strategy")
     args = parser.parse_args()
 
     clusters = {}
@@ -124,14 +133,17 @@ def main() -> None:
         clusters["scenario 3 (180 machines)"] = load_scenario("linear", 3).cluster
     if args.clusters in ("all", "1000"):
         clusters["1,000 machines (111/389/500)"] = scaled_cluster((111, 389, 500))
-    table = Table(title=f"POST /v1/plans, Linear, default strategy, {args.requests} requests per row (ms)")
-    for column in ("cluster", "callers", "ok", "errors", "p50", "p99", "max", "core p50", "core p99", "req/s"):
+    strategy = args.strategy or f"default strategy ({DEFAULT_STRATEGY})"
+    table = Table(title=f"POST /v1/plans, Linear, {strategy}, {args.requests} requests per row (ms)")
+    for column in ("cluster", "callers", "ok", "errors", "p50", "p99", "max", "core p50", "core p99", "req/s", "server CPU/req"):
         table.add_column(column, justify="right" if column != "cluster" else "left")
 
-    def add_row(name: str, callers: int, lat: list[float], core: list[float], errors: list[str], rate: float) -> None:
+    def add_row(name: str, callers: int, lat: list[float], core: list[float], errors: list[str], rate: float,
+                cpu_ms: float) -> None:
         figures = (percentile(lat, 50), percentile(lat, 99), max(lat), percentile(core, 50), percentile(core, 99)) if lat else ()
-        row = [name, str(callers), str(len(lat)), str(len(errors)), *(f"{v:.1f}" for v in figures), f"{rate:.1f}"]
-        table.add_row(*row[:4], *(row[4:] if lat else ["-"] * 5 + [row[-1]]))
+        row = [name, str(callers), str(len(lat)), str(len(errors)), *(f"{v:.1f}" for v in figures), f"{rate:.1f}",
+               f"{cpu_ms:.1f}"]
+        table.add_row(*row[:4], *(row[4:] if lat else ["-"] * 5 + row[-2:]))
         console.print(" | ".join(row))
         for error in sorted(set(errors))[:3]:
             console.print(f"  error: {error}")
@@ -139,15 +151,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hetsched-bench-") as tmp:
         process, url = start_service(Path(tmp))
         try:
-            console.print(f"service at {url} (pid {process.pid}), {os.cpu_count()} CPUs")
+            console.print(f"service at {url} (pid {process.pid}), {os.cpu_count()} CPUs, "
+                          f"load average {os.getloadavg()[0]:.1f} at start")
             for name, cluster in clusters.items():
-                body = plan_body(cluster)
+                body = plan_body(cluster, args.strategy)
                 sequential(url, body, args.warmup)
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), server_cpu_s(process)
                 lat, core, errors = sequential(url, body, args.requests)
-                add_row(name, 1, lat, core, errors, args.requests / (time.perf_counter() - start))
+                add_row(name, 1, lat, core, errors, args.requests / (time.perf_counter() - start),
+                        (server_cpu_s(process) - cpu) * 1000 / args.requests)
+                cpu = server_cpu_s(process)
                 lat, core, errors, rate = asyncio.run(concurrent(url, body, args.requests, args.concurrency))
-                add_row(name, args.concurrency, lat, core, errors, rate)
+                add_row(name, args.concurrency, lat, core, errors, rate, (server_cpu_s(process) - cpu) * 1000 / args.requests)
                 console.print(f"{name}: request body {len(body) / 1000:.1f} kB")
         finally:
             process.send_signal(signal.SIGINT)
@@ -158,8 +173,9 @@ def main() -> None:
             log_lines = (Path(tmp) / "serve.log").read_text().splitlines()
             console.print(f"service log: {len(log_lines)} lines; last: {log_lines[-3:]}")
     console.print(table)
+    console.print(f"load average {os.getloadavg()[0]:.1f} at the end")
     console.print("core = the plan's stats.elapsed_ms (validation, strategy, scoring inside the service); "
-                  "the rest is HTTP, JSON, storage and queueing.")
+                  "the rest is HTTP, JSON, storage and queueing. server CPU/req = the service process's CPU ms per request.")
 
 
 if __name__ == "__main__":

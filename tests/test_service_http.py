@@ -73,7 +73,7 @@ def test_profile_set_name_in_body_must_match_the_path(http):
     assert "'other'" in body["detail"] and "'one'" in body["detail"]
 
 
-def test_plan_is_created_stored_and_read_back(http):
+def test_plan_is_created_stored_read_back_and_logged(http, planner_service):
     plan = _plan(http, small_plan_request())
     assert plan["id"] and plan["strategy"] == DEFAULT_STRATEGY and plan["topology"] == "linear"
     assert plan["input_rate"] > 0
@@ -82,6 +82,9 @@ def test_plan_is_created_stored_and_read_back(http):
         indices = sorted(a["index"] for a in plan["assignments"] if a["component"] == component)
         assert indices == list(range(count))
     assert http.get(f"/v1/plans/{plan['id']}").json() == plan
+    assert (f"plan topology=linear strategy={DEFAULT_STRATEGY} machines=4 instances={len(plan['assignments'])} elapsed_ms="
+            in planner_service.log())
+    assert f"id={plan['id']}" in planner_service.log()
 
 
 def test_plan_with_a_stored_profile_set_equals_the_inline_one(http):
