@@ -5,6 +5,7 @@ import copy
 import ipaddress
 import logging
 import logging.config
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -23,6 +24,13 @@ from planner.service.settings import (
 from planner.storage import DB_ENV, StorageError, default_db_path
 
 log = logging.getLogger("hetsched.service")
+
+
+class LogLevel(str, Enum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
 
 
 def _log_config(level: str) -> dict:
@@ -50,9 +58,9 @@ def serve(
     max_body_mb: float = typer.Option(DEFAULT_MAX_BODY_MB, min=0.001, help="Largest request body, MB; larger ones get 413."),
     time_limit_s: float = typer.Option(DEFAULT_TIME_LIMIT_S, min=0.001, help="Longest one plan may compute, seconds."),
     queue_wait_s: float = typer.Option(DEFAULT_QUEUE_WAIT_S, min=0.001, help="Longest a request waits for a planning slot before a 503, seconds."),
-    log_level: str = typer.Option("info", help="debug, info, warning or error."),
+    log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
-    """Run the planning service (HTTP API of docs: /docs, /openapi.json)."""
+    """Run the planning service: the HTTP API of API.md (docs at /docs, schema at /openapi.json)."""
     import uvicorn
 
     from planner.service.app import create_app
@@ -66,9 +74,10 @@ def serve(
     except StorageError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    logging.config.dictConfig(_log_config(log_level))
+    logging.config.dictConfig(_log_config(log_level.value))
     log.info("planner: db %s, %s, body limit %g MB, time limit %g s", settings.db_path,
              "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s)
     if not _is_loopback(host) and not settings.token:
         log.warning("listening on %s without a token: anyone who can reach this address can plan and overwrite profiles", host)
-    uvicorn.run(service, host=host, port=port, log_config=_log_config(log_level), log_level=log_level, access_log=False)
+    uvicorn.run(service, host=host, port=port, log_config=_log_config(log_level.value), log_level=log_level.value,
+                access_log=False)

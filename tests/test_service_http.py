@@ -215,6 +215,23 @@ def test_stored_plan_id_returns_its_placement_when_it_fits(http):
     assert reused["input_rate"] == pytest.approx(plan["input_rate"])
 
 
+def test_stored_plan_id_keeps_its_placement_when_storm_adds_system_components(http):
+    """As the Nimbus plugin asks: the planned components with their executor counts, plus __acker."""
+    plan = _plan(http, small_plan_request())
+    nimbus = small_plan_request()
+    nimbus["plan_id"] = plan["id"]
+    for component in nimbus["topology"]["components"]:
+        component["parallelism"] = plan["instances"][component["id"]]
+    nimbus["topology"]["components"].append({"id": "__acker", "kind": "bolt", "parallelism": 2})
+    nimbus["topology"]["streams"].append({"from": "high", "to": "__acker"})
+    reused = _plan(http, nimbus)
+    assert reused["id"] == plan["id"] and reused["stats"]["placed_afresh"] == ["__acker"]
+    assert reused["instances"] == {**plan["instances"], "__acker": 2}
+    placed = {(a["component"], a["index"]): a["machine"] for a in reused["assignments"]}
+    assert all(placed[(a["component"], a["index"])] == a["machine"] for a in plan["assignments"])
+    assert {placed[("__acker", 0)], placed[("__acker", 1)]} <= {m["id"] for m in nimbus["cluster"]["machines"]}
+
+
 def test_stored_plan_id_that_does_not_fit_plans_afresh(http):
     plan = _plan(http, small_plan_request())
     other_counts = small_plan_request()

@@ -15,6 +15,7 @@ from anyio import CapacityLimiter
 
 from planner.errors import PlanningTimeout
 from planner.model import (
+    Assignment,
     InstanceAssignment,
     Plan,
     PlanOptions,
@@ -77,26 +78,34 @@ async def run_limited(func: Callable[..., T], *args, limit_s: float, limiter: Ca
         limiter.release()
 
 
-def stored_placement(request: PlanRequest, stored: Plan) -> list[InstanceAssignment] | None:
-    """The stored plan's placement if it fits this request exactly, else None (plan afresh).
+def stored_plan_fits(request: PlanRequest, stored: Plan) -> bool:
+    """Whether the stored plan's placement can serve this request (else the service plans afresh).
 
-    It fits when the topology name matches, the request does not ask for another strategy,
-    every component of the request has the stored instance count (where it fixes one) and no
-    other components are in the plan, and every machine the plan uses is in the cluster.
+    It fits when the topology name matches, the request asks for no other strategy, every
+    component of the plan is in the request with the plan's instance count (where the request
+    fixes one), every component of the request is in the plan except Storm system components
+    (``__acker``, ...: a plan made before submission does not know them, the caller places
+    them), and every machine the plan uses is in the cluster.
     """
     if stored.topology != request.topology.name:
-        return None
+        return False
     if request.strategy is not None and request.strategy != stored.strategy:
-        return None
-    component_ids = {c.id for c in request.topology.components}
-    if set(stored.instances) != component_ids:
-        return None
-    for component in request.topology.components:
-        if component.parallelism is not None and component.parallelism != stored.instances[component.id]:
-            return None
+        return False
+    components = {c.id: c for c in request.topology.components}
+    if not set(stored.instances) <= set(components):
+        return False
+    if any(not c.is_system for cid, c in components.items() if cid not in stored.instances):
+        return False
+    for cid, count in stored.instances.items():
+        fixed = components[cid].parallelism
+        if fixed is not None and fixed != count:
+            return False
     machine_ids = {m.id for m in request.cluster.machines}
-    if any(a.machine not in machine_ids for a in stored.assignments):
-        return None
+    return all(a.machine in machine_ids for a in stored.assignments)
+
+
+def ordered_assignments(request: PlanRequest, assignments: list[Assignment]) -> list[InstanceAssignment]:
+    """Instances in the request's component order, each component's by index (instance 0, 1, ...)."""
     order = {c.id: i for i, c in enumerate(request.topology.components)}
-    placed = sorted(stored.assignments, key=lambda a: (order[a.component], a.index))
+    placed = sorted(assignments, key=lambda a: (order[a.component], a.index))
     return [InstanceAssignment(component=a.component, machine=a.machine) for a in placed]

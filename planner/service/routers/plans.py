@@ -16,7 +16,13 @@ from planner.service import examples
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
 from planner.service.json_body import StrictJSONRoute
-from planner.service.planning import limited_options, resolve_profiles, run_limited, stored_placement
+from planner.service.planning import (
+    limited_options,
+    ordered_assignments,
+    resolve_profiles,
+    run_limited,
+    stored_plan_fits,
+)
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
 from planner.strategies import DEFAULT_STRATEGY
@@ -64,18 +70,28 @@ async def create_plan(
 
 async def _reuse(request: PlanRequest, entries: list[ProfileEntry], options: PlanOptions, storage: Storage,
                  limiter: CapacityLimiter, settings: ServiceSettings) -> Plan | None:
+    """The stored plan ``request.plan_id``, re-evaluated for this request, if it fits (``stored_plan_fits``).
+
+    System components the stored plan does not cover are placed as a fresh plan of this
+    request places them; every other instance stays where the stored plan put it.
+    """
     if request.plan_id is None:
         return None
     stored = await anyio.to_thread.run_sync(storage.get_plan, request.plan_id)
-    placement = stored_placement(request, stored) if stored is not None else None
-    if placement is None:
+    if stored is None or not stored_plan_fits(request, stored):
         log.info("plan_id %s: %s; planning afresh", request.plan_id,
                  "no such plan" if stored is None else "the stored plan does not fit this request")
         return None
-    evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries, placement, options,
-                                   limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
+    limits = {"limit_s": options.time_limit_s, "limiter": limiter, "queue_wait_s": settings.queue_wait_s}
+    instances = list(stored.assignments)
+    uncovered = {c.id for c in request.topology.components if c.id not in stored.instances}
+    if uncovered:
+        fresh = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options, **limits)
+        instances += [a for a in fresh.assignments if a.component in uncovered]
+    evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries,
+                                   ordered_assignments(request, instances), options, **limits)
     return Plan(**evaluation.model_dump(exclude={"stats"}), id=stored.id, strategy=stored.strategy,
-                stats={**evaluation.stats, "reused_plan": True})
+                stats={**evaluation.stats, "reused_plan": True, "placed_afresh": sorted(uncovered)})
 
 
 @router.get("/{plan_id}", response_model=Plan, responses={404: {"model": ErrorBody, "description": "No plan has this id."}})
