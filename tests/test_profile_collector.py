@@ -207,3 +207,13 @@ def test_prediction_errors_are_summarised_per_machine_type():
     assert per_type["small"].worst_ratio == pytest.approx(0.2)
     assert per_type["large"].accuracy == pytest.approx(1.0)
     assert per_type["all"].points == 3
+
+
+def test_two_close_steps_do_not_throw_the_next_far_past_saturation():
+    plan = design(linear(), MACHINES, kinds=["highCompute"], types=["small"], cpu_ms=DEFAULT_CPU_MS)
+    r = plan.rounds[0]
+    close = [StepObservation(offered=x, delivered=x, handled={}, emitted={}, machine_cpu={"small-1": y})
+             for x, y in ((3.3, 75.0), (3.6, 74.0))]
+    capacity = refined_capacity(plan, r, close, 13.0)
+    assert capacity < 6.0, "the line through two nearly equal rates is not trusted"
+    assert next_rate(2, fractions(5), 1000.0, 3.6) <= 3.6 * 2.5

@@ -25,6 +25,10 @@ TOP_FRACTION = 1.2
 MIN_RATE = 0.5
 GROWTH = 1.1
 """Each step offers at least this much more than the one before."""
+MAX_GROWTH = 2.5
+"""... and at most this many times as much: one noisy step never throws the next far past saturation."""
+LINE_SPREAD = 1.3
+"""Two steps whose delivered rates differ less than this factor give no trustworthy line."""
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,11 @@ def refined_capacity(design: Design, round_: Round, history: list[StepObservatio
         if not points:
             continue
         idle = IDLE_CORES_GUESS / design.machines[machine_id].cores * 100.0
-        if len({round(x, 6) for x, _ in points}) >= 2:
+        xs = [x for x, _ in points]
+        if len(points) >= 2 and max(xs) >= LINE_SPREAD * min(xs):
             slope, intercept = _line(points)
         else:
-            (x, y), = points[-1:]
+            x, y = max(points)
             intercept = min(idle, y)
             slope = (y - intercept) / x
         if slope > 0:
@@ -90,7 +95,7 @@ def next_rate(step: int, steps: list[float], capacity: float, previous: float | 
     """The spout rate of step ``step`` (0-based): its fraction of the capacity, and above the last step."""
     rate = max(MIN_RATE, steps[step] * capacity)
     if previous is not None:
-        rate = max(rate, previous * GROWTH)
+        rate = min(max(rate, previous * GROWTH), previous * MAX_GROWTH)
     return round(rate, 2)
 
 
