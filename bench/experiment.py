@@ -84,9 +84,13 @@ def _signals_interrupt():
 
 
 def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
-              measure_profiles: Callable[[LocalCluster, str, Path, list[str]], tuple[ProfileSet, str]] | None = None) -> BenchResult:
-    """Run the bench; the result holds every run, failed ones with their reason. Never leaves a cluster running.
+              measure_profiles: Callable[[LocalCluster, str, Path, list[str]], tuple[ProfileSet, str]] | None = None,
+              cluster: LocalCluster | None = None, planner_url: str | None = None) -> BenchResult:
+    """Run the bench; the result holds every run, failed ones with their reason.
 
+    By default the bench starts its own planner and cluster and always stops both. Given a running
+    ``cluster`` (with the plugin asking ``planner_url``), it uses them and leaves them running;
+    runs that need another scheduler on Nimbus then fail, saying so.
     ``measure_profiles(cluster, planner_url, out_dir, topologies)`` makes the profile set for
     ``settings.profile_now`` (the collector and Spark job of spark_profiling by default).
     """
@@ -97,22 +101,35 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
     spec = load_spec(settings.spec_path)
     result = BenchResult(settings=settings, started_at=_now(), spec=spec, versions=versions())
     result.load_average["start"] = list(os.getloadavg())
-    home = Path(settings.home) if settings.home else out / "cluster"
-    port_base = settings.port_base or free_port_base(port_span(len(spec.machine_ids())))
-    cluster = LocalCluster(spec, home=home, port_base=port_base)
-    result.cluster_home = home
-    planner = PlannerService(out / "planner.db", out / "planner.log")
+    own_cluster = cluster is None
+    if cluster is None:
+        home = Path(settings.home) if settings.home else out / "cluster"
+        port_base = settings.port_base or free_port_base(port_span(len(spec.machine_ids())))
+        cluster = LocalCluster(spec, home=home, port_base=port_base)
+    else:
+        spec = cluster.spec
+        result.spec = spec
+    result.cluster_home = cluster.layout.home
+    planner = PlannerService(out / "planner.db", out / "planner.log") if planner_url is None else None
     specs: list[RunSpec] = []
+    cluster_started = False
+    """Only a cluster this bench started is brought down (never one it found running)."""
     with _signals_interrupt():
         try:
             if not settings.profile_now:
                 result.profile_set, result.profile_origin = _load_profiles(settings, spec)
-            if cluster.is_running():
-                raise BenchError(f"a cluster already runs in {home}; bring it down first ('hetsched cluster down --home {home}')")
-            reporter.status("starting the planning service")
-            result.planner_url = planner.start()
-            reporter.log(f"planner at {result.planner_url} (database {planner.db_path})")
-            _cluster_up(cluster, "plugin", result.planner_url, reporter)
+            if own_cluster and cluster.is_running():
+                raise BenchError(f"a cluster already runs in {cluster.layout.home}; bring it down first "
+                                 f"('hetsched cluster down --home {cluster.layout.home}')")
+            if planner is not None:
+                reporter.status("starting the planning service")
+                result.planner_url = planner.start()
+                reporter.log(f"planner at {result.planner_url} (database {planner.db_path})")
+            else:
+                result.planner_url = planner_url
+            if own_cluster:
+                cluster_started = True
+                _cluster_up(cluster, "plugin", result.planner_url, reporter)
             if settings.profile_now:
                 measure = measure_profiles or measure_profiles_now
                 result.profile_set, result.profile_origin = measure(cluster, result.planner_url, out / "profiling",
@@ -123,7 +140,15 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 phase_specs = [s for s in specs if s.cluster_scheduler == phase]
                 if not phase_specs:
                     continue
-                if cluster.status().scheduler != phase:
+                running = cluster.status().scheduler
+                if running != phase and not own_cluster:
+                    for s in phase_specs:
+                        result.runs.append(RunResult(
+                            s.topology, s.scheduler, s.name, s.note, dict(s.parallelism), s.plan_id,
+                            reason=f"needs Nimbus running {phase}, the given cluster runs {running} "
+                                   "(the bench restarts Nimbus only on a cluster of its own)"))
+                    continue
+                if running != phase:
                     reporter.log(f"restarting the cluster with Nimbus running {phase}")
                     cluster.down()
                     _cluster_up(cluster, phase, result.planner_url, reporter)
@@ -138,8 +163,9 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
         except (BenchError, ClusterError, TopologyError, PlannerClientError) as exc:
             result.error = str(exc)
         finally:
-            reporter.status("bringing the cluster down")
-            _shutdown(cluster, planner, result)
+            if cluster_started or planner is not None:
+                reporter.status("bringing the cluster down" if cluster_started else "stopping the planner")
+                _shutdown(cluster if cluster_started else None, planner, result)
     done = {(r.topology, r.scheduler) for r in result.runs}
     for s in specs:
         if (s.topology, s.scheduler) not in done:
@@ -151,18 +177,24 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
     return result
 
 
-def _shutdown(cluster: LocalCluster, planner: PlannerService, result: BenchResult) -> None:
-    """Cluster down, then planner down; a second Ctrl-C meanwhile is ignored so both really stop."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _shutdown(cluster: LocalCluster | None, planner: PlannerService | None, result: BenchResult) -> None:
+    """Cluster down, then planner down (those the bench started); a second Ctrl-C meanwhile is ignored."""
     try:
-        try:
-            cluster.down()
-        except ClusterError as exc:
-            note = f"bringing the cluster down failed: {exc}"
-            result.error = f"{result.error}; {note}" if result.error else note
-        planner.stop()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to ignore
+        previous = None
+    try:
+        if cluster is not None:
+            try:
+                cluster.down()
+            except ClusterError as exc:
+                note = f"bringing the cluster down failed: {exc}"
+                result.error = f"{result.error}; {note}" if result.error else note
+        if planner is not None:
+            planner.stop()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _cluster_up(cluster: LocalCluster, scheduler: str, planner_url: str, reporter: Reporter) -> None:

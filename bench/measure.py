@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.model import Evaluation
-from topologies.measure import ComponentRate
+from bench.counts import ComponentRate
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def run_dict(run: RunResult) -> dict[str, Any]:
         "relative_error": errors,
         "predicted_bottleneck": run.predicted_bottleneck,
         "components": [
-            {"component": r.component, "role": r.role, "tuples": r.tuples, "acked": r.acked, "failed": r.failed,
+            {"component": r.component, "role": r.role, "executors": r.executors,
+             "measured_executors": r.measured_executors, "tuples": r.tuples, "acked": r.acked, "failed": r.failed,
              "window_s": round(r.window_s, 2), "per_second": round(r.per_second, 4)}
             for r in run.components
         ],

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import psutil
 
 from bench import measure
+from bench.counts import ComponentRate, executor_counts, window_rates
 from bench.errors import BenchError
 from bench.placement import ActualPlacement, from_topology_info, plan_mismatches
 from bench.schedulers import RunSpec
@@ -28,7 +29,7 @@ from planner.model import EvaluationRequest, Plan, ProfileRef
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 from topologies.jar import build_jar
-from topologies.measure import ComponentRate, handled, roles, stepped_rates
+from topologies.measure import handled, roles
 from topologies.nimbus import Nimbus, NimbusAddress, connect
 from topologies.submission import SubmitRequest, build_submission
 from topologies.submit import KILL_TIMEOUT_S, apply_plan
@@ -36,6 +37,8 @@ from topologies.submit import KILL_TIMEOUT_S, apply_plan
 log = logging.getLogger(__name__)
 
 POLL_S = 2.0
+SAMPLE_S = 0.5
+"""Counts are read this often in the window: a stats step is seen within half a second."""
 WORKERS_GONE_TIMEOUT_S = 90.0
 
 
@@ -145,11 +148,7 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     load_start = list(os.getloadavg())
     cpu_before = _cpu_seconds(ctx)
     started = time.monotonic()
-    with connect(ctx.address) as nimbus:
-        rates = stepped_rates(
-            nimbus, result.topology_id, roles(entry), ctx.window_s,
-            tick=lambda s: ctx.reporter.status(f"{spec.topology}/{spec.scheduler}: measuring {s:.0f}/{ctx.window_s:g} s"),
-        )
+    rates = _window_rates(ctx, result.topology_id, roles(entry), f"{spec.topology}/{spec.scheduler}")
     window = time.monotonic() - started
     cpu_after = _cpu_seconds(ctx)
     result.load_average = {"start": load_start, "end": list(os.getloadavg())}
@@ -157,7 +156,7 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     after = _placement(ctx, result.topology_id)
     if after is None or after.executors != placement.executors:
         raise BenchError("Storm moved executors during the measurement window (a worker or supervisor was lost)")
-    idle = [r.component for r in rates if r.window_s <= 0]
+    idle = [r.component for r in rates if r.measured_executors == 0]
     if idle:
         raise BenchError(f"{', '.join(idle)} handled no tuples during the {ctx.window_s:g} s window")
 
@@ -166,6 +165,23 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     result.failed_share = measure.failed_share(rates)
     result.machines = measure.machine_cpu(cpu_before, cpu_after, window, ctx.machines)
     _predict(ctx, entry, placement, result)
+
+
+def _window_rates(ctx: RunContext, topology_id: str, component_roles: dict[str, str], label: str) -> list[ComponentRate]:
+    """Poll every executor's counts through the window; rates between each executor's own stats steps."""
+    samples = []
+    start = time.monotonic()
+    with ctx.cluster.nimbus_client() as client:
+        while (elapsed := time.monotonic() - start) < ctx.window_s:
+            try:
+                info = client.getTopologyInfo(topology_id)
+            except Exception as exc:  # thrift NotAliveException and transport faults
+                raise BenchError(f"Nimbus stopped answering for {topology_id} during the window: "
+                                 f"{getattr(exc, 'msg', None) or exc}") from None
+            samples.append((time.monotonic(), executor_counts(info, component_roles)))
+            ctx.reporter.status(f"{label}: measuring {elapsed:.0f}/{ctx.window_s:g} s")
+            time.sleep(SAMPLE_S)
+    return window_rates(samples, component_roles)
 
 
 def submit(spec: RunSpec, ctx: RunContext) -> tuple[str, dict[str, int], dict[str, Any]]:

@@ -62,7 +62,7 @@ def check(settings: BenchSettings) -> None:
     unknown = [s for s in settings.schedulers if s not in SCHEDULERS]
     if unknown:
         raise BenchError(f"unknown scheduler {', '.join(unknown)}; known schedulers: {', '.join(SCHEDULERS)}")
-    for name, value, low in (("--window", settings.window_s, 5.0), ("--warmup", settings.warmup_s, 0.0),
+    for name, value, low in (("--window", settings.window_s, 0.0), ("--warmup", settings.warmup_s, 0.0),
                              ("--start-timeout", settings.start_timeout_s, 10.0)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
             raise BenchError(f"{name} must be a number of seconds of at least {low:g}, not {value!r}")

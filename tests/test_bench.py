@@ -1,0 +1,369 @@
+"""The bench's pure parts on recorded data: measurement maths, run specs, placement, report, plots, settings, CLI refusals."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from streamparse.thrift import storm_thrift
+from typer.testing import CliRunner
+
+from bench import measure, plots, report
+from bench.errors import BenchError
+from bench.placement import from_topology_info, plan_mismatches
+from bench.profiles import load_profile_set, missing_pairs, require_pairs
+from bench.schedulers import CPU_POINTS, DISABLE_LOAD_AWARE, ras_cpu_points, run_specs
+from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
+from hetsched.cli import _register, app
+from planner.api import evaluate_assignments, make_plan
+from planner.model import InstanceAssignment, ProfileEntry, ProfileSet
+from topologies import conf as keys
+from topologies.catalog import lookup, planner_topology
+from bench.counts import ComponentRate, ExecutorCount, executor_counts, window_rates
+
+from cluster.spec import load_spec
+
+_register()
+runner = CliRunner()
+
+
+
+def rate(component: str, role: str, tuples: int, window_s: float, acked: int | None = None, failed: int = 0) -> ComponentRate:
+    return ComponentRate(component, role, 1, 1 if window_s else 0, tuples, tuples if acked is None else acked, failed,
+                         window_s, tuples / window_s if window_s else 0.0)
+
+
+# Recorded by `hetsched bench --topologies linear --schedulers default,planned` on the default local cluster
+# (window 40 s): Nimbus counts between the first and last stats step each component showed.
+LINEAR_DEFAULT = [
+    rate("spout", "spout", 296, 29.46),
+    rate("low", "bolt", 296, 29.47),
+    rate("mid", "bolt", 350, 35.85, acked=407),
+    rate("high", "sink", 403, 35.85, acked=347),
+]
+STAR_WITH_A_FAILURE = [
+    rate("spout1", "spout", 300, 30.0, acked=290, failed=10),
+    rate("spout2", "spout", 240, 30.0),
+    rate("high", "bolt", 1080, 40.0),
+    rate("low", "sink", 500, 20.0),
+    rate("mid", "sink", 0, 0.0),
+]
+CORES = {"small": 0.2, "medium": 0.4, "large": 0.8}
+CPU_MS = {"spout": 2.0, "lowCompute": 7.0, "midCompute": 11.0, "highCompute": 18.5}
+
+
+def profile_set(name: str = "test-profiles") -> ProfileSet:
+    """CPU seconds per tuple the same on every machine type, so e scales with 1/cores (as on the local cluster)."""
+    return ProfileSet(name=name, entries=[
+        ProfileEntry(profile=k, machine_type=t, e=ms / 1000 / c, met=2.0 / c, alpha=1.0)
+        for k, ms in CPU_MS.items() for t, c in CORES.items()
+    ], source={"test": __name__})
+
+
+def settings(tmp_path: Path, **kw) -> BenchSettings:
+    return BenchSettings(out_dir=tmp_path, **kw)
+
+
+# ---- measurement maths ------------------------------------------------------------------------------
+
+
+def test_throughputs_follow_their_definitions():
+    t = measure.measured_throughputs(LINEAR_DEFAULT)
+    spout, low, mid, high = (r.tuples / r.window_s for r in LINEAR_DEFAULT)
+    assert t.input_rate == pytest.approx(spout)
+    assert t.sink_throughput == pytest.approx(high)
+    assert t.bolt_throughput == pytest.approx(low + mid + high)
+    assert t.total_throughput == pytest.approx(low + mid + high + spout), "the planner's total counts the spout's emits"
+
+
+def test_input_rate_is_the_mean_over_spout_components_and_idle_components_count_zero():
+    t = measure.measured_throughputs(STAR_WITH_A_FAILURE)
+    assert t.spout_emit_rate == pytest.approx(300 / 30 + 240 / 30)
+    assert t.input_rate == pytest.approx((300 / 30 + 240 / 30) / 2)
+    assert t.sink_throughput == pytest.approx(500 / 20)
+    assert measure.failed_share(STAR_WITH_A_FAILURE) == pytest.approx(10 / 540)
+
+
+def _info(counts: dict[tuple[str, int], int]):
+    """A TopologyInfo-like object: every executor with its all-time count on the default stream (and a system stream)."""
+    executors = []
+    for (component, task), n in counts.items():
+        if component == "spout":
+            stats = SimpleNamespace(emitted={":all-time": {"default": n, "__ack_init": n}},
+                                    specific=SimpleNamespace(spout=SimpleNamespace(acked={":all-time": {"default": n}},
+                                                                                   failed={}), bolt=None))
+        else:
+            key = storm_thrift.GlobalStreamId(componentId="spout", streamId="default")
+            tick = storm_thrift.GlobalStreamId(componentId="__system", streamId="__tick")
+            stats = SimpleNamespace(emitted={}, specific=SimpleNamespace(spout=None, bolt=SimpleNamespace(
+                executed={":all-time": {key: n, tick: 7}}, acked={":all-time": {key: n}}, failed=None)))
+        executors.append(SimpleNamespace(component_id=component, executor_info=SimpleNamespace(task_start=task), stats=stats))
+    executors.append(SimpleNamespace(component_id="__acker", executor_info=SimpleNamespace(task_start=99), stats=None))
+    return SimpleNamespace(executors=executors)
+
+
+def test_executor_counts_leave_system_streams_and_components_out():
+    counts = executor_counts(_info({("spout", 1): 50, ("low", 2): 40}), {"spout": "spout", "low": "sink"})
+    assert counts == {("spout", 1): ExecutorCount(50, 50, 0), ("low", 2): ExecutorCount(40, 40, 0)}
+
+
+def test_each_executor_is_measured_between_its_own_steps():
+    """Two executors of one bolt step every 10 s at different phases, at 3 and 1 tuples/s."""
+    roles = {"low": "sink"}
+    samples = []
+    for tick in range(0, 81):  # every 0.5 s for 40 s
+        t = tick * 0.5
+        a = 30 * int(t // 10)             # steps seen at 10, 20, 30, 40
+        b = 10 * int((t + 3) // 10)       # steps at 7, 17, 27, 37
+        samples.append((t, executor_counts(_info({("low", 1): a, ("low", 2): b}), {"low": "sink"})))
+    [low] = window_rates(samples, roles)
+    assert low.per_second == pytest.approx(3.0 + 1.0)
+    assert (low.executors, low.measured_executors, low.tuples) == (2, 2, 90 + 30)
+
+
+def test_an_executor_that_never_steps_twice_counts_nothing():
+    samples = [(float(t), {("high", 1): ExecutorCount(5 if t > 3 else 0, 0, 0)}) for t in range(10)]
+    [high] = window_rates(samples, {"high": "sink"})
+    assert (high.measured_executors, high.per_second) == (0, 0.0)
+
+
+def test_predicted_throughputs_compare_like_with_like():
+    entry = lookup("star")
+    profiles = profile_set()
+    cluster = load_spec().planner_cluster()
+    plan = make_plan(planner_topology(entry), cluster, profiles.entries)
+    predicted = measure.predicted_throughputs(plan, entry.spout_ids)
+    assert predicted.spout_emit_rate == pytest.approx(2 * plan.input_rate)
+    assert predicted.bolt_throughput == pytest.approx(plan.total_throughput - 2 * plan.input_rate)
+    assert predicted.sink_throughput == pytest.approx(plan.sink_throughput)
+
+
+def test_machine_utilisation_is_cpu_over_window_over_quota():
+    before = {"small-1": 10.0, "medium-1": 20.0}
+    after = {"small-1": 18.0, "medium-1": 26.0}
+    cpu = measure.machine_cpu(before, after, 40.0, {"small-1": ("small", 0.2), "medium-1": ("medium", 0.4)})
+    assert [round(m.utilization, 6) for m in cpu] == [100.0, 37.5]
+
+
+def test_errors_and_speedups_without_a_baseline_are_none():
+    assert measure.relative_error(9.0, 10.0) == pytest.approx(-0.1)
+    assert measure.relative_error(9.0, 0.0) is None
+    assert measure.speedup(13.0, 10.0) == pytest.approx(1.3)
+    assert measure.speedup(13.0, 0.0) is None
+
+
+# ---- what each scheduler submits ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def linear_plan():
+    return make_plan(planner_topology(lookup("linear")), load_spec().planner_cluster(), profile_set().entries)
+
+
+def test_run_specs_share_one_topology_conf_and_differ_where_the_scheduler_does(tmp_path, linear_plan):
+    entry = lookup("linear")
+    specs = run_specs(settings(tmp_path), entry, linear_plan, profile_set().entries, 3, "small", 0.2,
+                      "http://127.0.0.1:1", "test-profiles")
+    by = {s.scheduler: s for s in specs}
+    assert list(by) == list(SCHEDULERS)
+    planned_counts = {c: n for c, n in linear_plan.instances.items()}
+    assert by["default"].parallelism == planned_counts and by["resource_aware"].parallelism == planned_counts
+    assert by["default-naive"].parallelism == {c: 3 for c in entry.component_ids}
+    assert by["default"].conf[keys.WORKERS] == 3 and by["default-naive"].conf[keys.WORKERS] == 3
+    assert by["planned"].plan_id == linear_plan.id and by["planned"].profiles == "test-profiles"
+    for s in specs:
+        assert s.conf[keys.MAX_SPOUT_PENDING] == 100 and s.conf[DISABLE_LOAD_AWARE] is True
+        assert s.conf[keys.STATS_SAMPLE_RATE] == 1.0
+    assert {s.cluster_scheduler for s in specs} == {"plugin", "resource_aware"}
+    assert set(by["resource_aware"].component_conf) == set(entry.component_ids)
+
+
+def test_ras_points_are_the_profiles_cpu_on_the_reference_type_at_the_plans_rate(linear_plan):
+    entry = lookup("linear")
+    points = ras_cpu_points(linear_plan, entry, profile_set().entries, "small", 0.2)
+    for component in entry.component_ids:
+        instances = [a for a in linear_plan.assignments if a.component == component]
+        rate = sum(a.input_rate for a in instances) / len(instances)
+        kind = entry.profiles()[component]
+        percent_of_small = 100 * CPU_MS[kind] / 1000 / 0.2 * rate + 2.0 / 0.2
+        assert points[component] == pytest.approx(percent_of_small * 0.2, abs=0.01)
+    assert points["high"] > points["low"], "more CPU per tuple, more points"
+
+
+def test_ras_points_need_the_reference_type_in_the_profiles(linear_plan):
+    entries = [e for e in profile_set().entries if e.machine_type != "small"]
+    with pytest.raises(BenchError, match="no spout on the reference machine type small"):
+        ras_cpu_points(linear_plan, lookup("linear"), entries, "small", 0.2)
+
+
+# ---- placement read back from Nimbus --------------------------------------------------------------------
+
+
+def _executor(component: str, task: int, host: str, port: int):
+    return SimpleNamespace(component_id=component, executor_info=SimpleNamespace(task_start=task), host=host, port=port)
+
+
+def test_placement_is_in_task_order_by_machine(linear_plan):
+    info = SimpleNamespace(sched_status="placed", executors=[
+        _executor("high", 5, "127.0.0.4", 7001), _executor("high", 4, "127.0.0.2", 6001),
+        _executor("__acker", 1, "127.0.0.4", 7001), _executor("spout", 9, "127.0.0.3", 6501),
+    ])
+    placement = from_topology_info(info, {"127.0.0.2": "small-1", "127.0.0.3": "medium-1", "127.0.0.4": "large-1"})
+    assert placement.executors["high"] == ["small-1", "large-1"]
+    assert placement.user_placement() == {"high": ["small-1", "large-1"], "spout": ["medium-1"]}
+    assert placement.workers == {"large-1": 1, "medium-1": 1, "small-1": 1}
+    assert [a.machine for a in placement.assignments()] == ["small-1", "large-1", "medium-1"]
+    assert from_topology_info(SimpleNamespace(executors=[], sched_status=""), {}) is None
+
+
+def test_plan_mismatches_name_each_misplaced_instance(linear_plan):
+    from bench.placement import ActualPlacement
+
+    exact = ActualPlacement({c: [a.machine for a in linear_plan.assignments if a.component == c]
+                             for c in linear_plan.instances})
+    assert plan_mismatches(exact, linear_plan) == []
+    moved = ActualPlacement({**exact.executors, "spout": ["nowhere-1"]})
+    assert plan_mismatches(moved, linear_plan) == [
+        f"spout[0] on nowhere-1, planned {next(a.machine for a in linear_plan.assignments if a.component == 'spout')}"]
+
+
+# ---- report and plots on a recorded result -------------------------------------------------------------
+
+
+def recorded_result(plan) -> dict:
+    """A bench.json as the bench writes it, with the recorded Linear runs (default measured, planned a second one)."""
+    cluster = load_spec().planner_cluster()
+    entries = profile_set().entries
+    runs = []
+    for scheduler, rates, placement in (
+        ("default", LINEAR_DEFAULT, {"spout": ["medium-1"], "low": ["medium-1"], "mid": ["small-1", "large-1"],
+                                     "high": ["small-1", "large-1"]}),
+        ("planned", [rate(r.component, r.role, r.tuples * 2, r.window_s, acked=r.acked * 2) for r in LINEAR_DEFAULT],
+         {a.component: [] for a in plan.assignments}),
+    ):
+        if scheduler == "planned":
+            for a in plan.assignments:
+                placement[a.component].append(a.machine)
+        evaluation = evaluate_assignments(planner_topology(lookup("linear")), cluster, entries,
+                                          [InstanceAssignment(component=c, machine=m) for c, ms in placement.items() for m in ms])
+        m = measure.measured_throughputs(rates)
+        p = measure.predicted_throughputs(evaluation, ["spout"])
+        runs.append({
+            "topology": "linear", "scheduler": scheduler, "status": "ok", "reason": None,
+            "measured": m.as_dict(), "predicted": p.as_dict(), "failed_share": measure.failed_share(rates),
+            "machines": [{"machine": x.id, "utilization": 80.0, "predicted_utilization": x.utilization}
+                         for x in evaluation.machines],
+        })
+    runs.append({"topology": "linear", "scheduler": "resource_aware", "status": "failed",
+                 "reason": "Storm placed no executor within 300 s", "measured": None, "machines": []})
+    data = {"runs": runs, "settings": {"window_s": 40, "warmup_s": 15, "max_spout_pending": 100,
+                                       "load_aware_shuffle": False, "message_timeout_s": 120},
+            "plans": {"linear": plan.model_dump(mode="json")}, "load_average": {"start": [1.0, 2.0, 3.0]},
+            "versions": {"cpus": "2"}, "profile_set": {"name": "test-profiles", "origin": "test"}}
+    data["comparison"] = report.comparisons(data)
+    return data
+
+
+def test_comparison_is_planned_over_each_baseline_and_errors_are_against_the_prediction(linear_plan):
+    data = recorded_result(linear_plan)
+    [row] = data["comparison"]
+    assert row["planned_vs_default"] == pytest.approx(2.0, abs=0.001)
+    assert row["planned_vs_resource_aware"] is None, "a failed run is no baseline"
+    default = data["runs"][0]
+    expected = (default["measured"]["sink_throughput"] - default["predicted"]["sink_throughput"]) / default["predicted"]["sink_throughput"]
+    assert row["prediction_error"]["default"] == pytest.approx(expected, abs=1e-4)
+
+
+def test_tables_show_every_run_and_failures_with_their_reason(linear_plan):
+    from rich.console import Console
+
+    data = recorded_result(linear_plan)
+    console = Console(width=250, record=True)
+    console.print(report.runs_table(data))
+    console.print(report.targets_table(data))
+    text = console.export_text()
+    assert "Storm placed no executor within 300 s" in text
+    assert "2.00" in text and "planned" in text and "default" in text
+    assert any("load average" in line for line in report.settings_lines(data))
+
+
+def test_plots_are_written_from_the_json(tmp_path, linear_plan):
+    data = json.loads(json.dumps(recorded_result(linear_plan)))
+    paths = plots.all_plots(data, tmp_path)
+    assert [p.name for p in paths] == ["throughput.png", "cpu.png", "predicted-vs-measured.png"]
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+def test_report_reads_back_what_it_wrote_and_refuses_other_files(tmp_path, linear_plan):
+    path = report.write_json(recorded_result(linear_plan), tmp_path / "bench.json")
+    assert report.read_json(path)["runs"][0]["scheduler"] == "default"
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    with pytest.raises(BenchError, match="not a bench result"):
+        report.read_json(tmp_path / "other.json")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(BenchError, match="is not JSON"):
+        report.read_json(tmp_path / "broken.json")
+
+
+# ---- settings, profiles and the command line -------------------------------------------------------------
+
+
+def test_names_parse_and_unknown_ones_are_refused():
+    assert parse_names("Linear, star,linear", TOPOLOGIES, "topology") == ("linear", "star")
+    assert parse_names("planned,resource-aware", SCHEDULERS, "scheduler") == ("planned", "resource_aware")
+    assert parse_names(None, TOPOLOGIES, "topology") == TOPOLOGIES
+    with pytest.raises(BenchError, match="unknown scheduler 'fifo'"):
+        parse_names("planned,fifo", SCHEDULERS, "scheduler")
+    with pytest.raises(BenchError, match="no topology given"):
+        parse_names(" , ", TOPOLOGIES, "topology")
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"window_s": 10.0}, "too short: Nimbus' counts move every 10 s"),
+    ({"window_s": float("nan")}, "--window must be a number of seconds"),
+    ({"warmup_s": -1.0}, "--warmup must be a number of seconds of at least 0"),
+    ({"max_spout_pending": 0}, "--max-spout-pending must be a whole number of at least 1"),
+    ({"schedulers": ()}, "no scheduler to run"),
+])
+def test_settings_refuse_what_cannot_measure(tmp_path, kw, message):
+    with pytest.raises(BenchError, match=message):
+        settings(tmp_path, **kw)
+
+
+def test_profile_sets_load_from_files_and_say_what_is_missing(tmp_path):
+    path = tmp_path / "measured.json"
+    path.write_text(profile_set("measured").model_dump_json())
+    loaded, where = load_profile_set(str(path))
+    assert loaded.name == "measured" and where == path and len(loaded.entries) == 12
+    only_small = ProfileSet(name="x", entries=[e for e in loaded.entries if e.machine_type == "small"])
+    assert missing_pairs(only_small, {"spout"}, {"small", "large"}) == ["spout on large"]
+    with pytest.raises(BenchError, match="lacks spout on large"):
+        require_pairs(only_small, {"spout"}, {"small", "large"}, "test")
+    with pytest.raises(BenchError, match="no profile set 'no-such-set'"):
+        load_profile_set("no-such-set")
+    (tmp_path / "bad.json").write_text('{"entries": [{"profile": "spout", "machine_type": "small", "e": -1}]}')
+    with pytest.raises(BenchError, match="bad.json"):
+        load_profile_set(str(tmp_path / "bad.json"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["bench", "--window", "-5"], "--window must be a number of seconds of at least 0"),
+    (["bench", "--window", "12"], "too short"),
+    (["bench", "--schedulers", "planned,fifo"], "unknown scheduler 'fifo'"),
+    (["bench", "--topologies", "ring"], "unknown topology 'ring'"),
+    (["bench", "--report", "/nonexistent/bench.json"], "cannot read the bench result"),
+])
+def test_the_command_refuses_bad_input_with_one_sentence(args, message):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "error:" in result.output and message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_command_prints_a_recorded_result(tmp_path, linear_plan):
+    path = report.write_json(recorded_result(linear_plan), tmp_path / "bench.json")
+    result = runner.invoke(app, ["bench", "--report", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "targets" in result.output and (tmp_path / "throughput.png").is_file()

@@ -1,0 +1,162 @@
+"""The bench's reaction to faults: a failed run is reported and the others go on; the cluster and the
+planner always come down, also on Ctrl-C and SIGTERM. The cluster is a stand-in here (these tests are
+about our reaction), the planner is the real service."""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from bench import experiment
+from bench import run as run_module
+from bench.run import RunContext, RunResult
+from bench.schedulers import RunSpec
+from bench.settings import BenchSettings
+from cluster.errors import ClusterError
+from planner.model import ProfileEntry, ProfileSet
+from topologies.errors import TopologyError
+
+CORES = {"small": 0.2, "medium": 0.4, "large": 0.8}
+
+
+class StandInCluster:
+    """Records what the bench asks of a cluster; ``fail_up`` makes ``up`` fail like a real start can."""
+
+    instances: list["StandInCluster"] = []
+    fail_up: str | None = None
+
+    def __init__(self, spec, home=None, port_base=None):
+        self.spec = spec
+        self.layout = SimpleNamespace(home=Path(home), machines=[], nimbus_host="127.0.0.1", nimbus_port=1)
+        self.calls: list[str] = []
+        self.scheduler: str | None = None
+        StandInCluster.instances.append(self)
+
+    def is_running(self) -> bool:
+        return self.scheduler is not None
+
+    def up(self, scheduler="default", conf=None, timeout_s=0, report=None):
+        self.calls.append(f"up {scheduler}")
+        if self.fail_up:
+            raise ClusterError(self.fail_up)
+        self.scheduler = scheduler
+        return SimpleNamespace(heterogeneous=True, supervisors=[])
+
+    def status(self):
+        return SimpleNamespace(scheduler=self.scheduler)
+
+    def down(self, purge=False):
+        self.calls.append("down")
+        self.scheduler = None
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    StandInCluster.instances = []
+    StandInCluster.fail_up = None
+    monkeypatch.setattr(experiment, "LocalCluster", StandInCluster)
+    return StandInCluster
+
+
+@pytest.fixture
+def profiles_file(tmp_path) -> str:
+    entries = [ProfileEntry(profile=k, machine_type=t, e=ms / 1000 / c, met=2.0 / c)
+               for k, ms in {"spout": 2, "lowCompute": 7, "midCompute": 11, "highCompute": 18.5}.items()
+               for t, c in CORES.items()]
+    path = tmp_path / "profiles.json"
+    path.write_text(ProfileSet(name="fault-test", entries=entries).model_dump_json())
+    return str(path)
+
+
+def planner_stopped(result) -> bool:
+    try:
+        httpx.get(f"{result.planner_url}/healthz", timeout=2)
+    except httpx.HTTPError:
+        return True
+    return False
+
+
+def bench(tmp_path, profiles_file, schedulers=("default", "planned", "resource_aware")) -> BenchSettings:
+    return BenchSettings(out_dir=tmp_path / "out", topologies=("linear", "star"), schedulers=schedulers,
+                         profiles=profiles_file, window_s=20, warmup_s=0, port_base=17000)
+
+
+def test_a_failed_run_is_reported_and_the_others_go_on(tmp_path, profiles_file, stand_in, monkeypatch):
+    seen = []
+
+    def fake_run(spec: RunSpec, ctx, plan=None):
+        seen.append((spec.topology, spec.scheduler))
+        result = RunResult(spec.topology, spec.scheduler, spec.name, spec.note, dict(spec.parallelism), spec.plan_id)
+        if spec.scheduler == "default":
+            result.reason = "Storm placed no executor within 300 s"
+        else:
+            result.status = "ok"
+        return result
+
+    monkeypatch.setattr(experiment, "run", fake_run)
+    result = experiment.run_bench(bench(tmp_path, profiles_file))
+    assert result.error is None and not result.interrupted
+    assert seen == [("linear", "default"), ("linear", "planned"), ("star", "default"), ("star", "planned"),
+                    ("linear", "resource_aware"), ("star", "resource_aware")], "plugin runs first, then RAS"
+    failed = [r for r in result.runs if not r.ok]
+    assert [(r.topology, r.reason) for r in failed] == [("linear", "Storm placed no executor within 300 s"),
+                                                        ("star", "Storm placed no executor within 300 s")]
+    [cluster] = stand_in.instances
+    assert cluster.calls == ["up plugin", "down", "up resource_aware", "down"]
+    assert planner_stopped(result)
+    assert set(result.plans) == {"linear", "star"} and all(p.id for p in result.plans.values())
+
+
+def test_a_cluster_that_does_not_start_stops_the_bench_with_its_reason(tmp_path, profiles_file, stand_in):
+    stand_in.fail_up = "Supervisor small-1 did not register within 420 s."
+    result = experiment.run_bench(bench(tmp_path, profiles_file))
+    assert result.error == "Supervisor small-1 did not register within 420 s."
+    assert stand_in.instances[0].calls == ["up plugin", "down"]
+    assert planner_stopped(result) and result.runs == []
+
+
+@pytest.mark.parametrize("interrupt", ["ctrl-c", "sigterm"])
+def test_an_interrupt_brings_the_cluster_and_planner_down(tmp_path, profiles_file, stand_in, monkeypatch, interrupt):
+    def fake_run(spec, ctx, plan=None):
+        if interrupt == "ctrl-c":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM should have interrupted the run")
+
+    monkeypatch.setattr(experiment, "run", fake_run)
+    handler_before = signal.getsignal(signal.SIGTERM)
+    result = experiment.run_bench(bench(tmp_path, profiles_file))
+    assert signal.getsignal(signal.SIGTERM) == handler_before, "the bench puts the SIGTERM handler back"
+    assert result.interrupted and result.error.startswith("interrupted")
+    assert stand_in.instances[0].calls == ["up plugin", "down"]
+    assert planner_stopped(result)
+    assert len(result.runs) == 6 and all(r.reason.startswith("not run: interrupted") for r in result.runs)
+
+
+def test_a_run_whose_submit_fails_says_why_and_is_still_killed(monkeypatch):
+    killed = []
+
+    def failing(spec, ctx, plan, result):
+        raise TopologyError("Nimbus rejected topology 'bench-linear-default': no such component")
+
+    monkeypatch.setattr(run_module, "_run", failing)
+    monkeypatch.setattr(run_module, "_kill_quietly", lambda name, ctx, result: killed.append(name))
+    spec = RunSpec("linear", "default", "bench-linear-default", {"spout": 1}, {})
+    ctx = RunContext(cluster=None, planner_url="http://127.0.0.1:1", profile_set="x", window_s=20, warmup_s=0,
+                     start_timeout_s=10)
+    result = run_module.run(spec, ctx)
+    assert not result.ok and result.reason == "Nimbus rejected topology 'bench-linear-default': no such component"
+    assert killed == ["bench-linear-default"]
+
+
+def test_a_profile_set_without_this_clusters_machine_types_is_refused_before_anything_starts(tmp_path, stand_in):
+    path = tmp_path / "other.json"
+    path.write_text(ProfileSet(name="other", entries=[ProfileEntry(profile="spout", machine_type="tiny", e=0.01)])
+                    .model_dump_json())
+    result = experiment.run_bench(bench(tmp_path, str(path)))
+    assert "lacks" in result.error and "spout on large" in result.error
+    assert stand_in.instances[0].calls == [] and result.planner_url is None
