@@ -61,11 +61,13 @@ def aggregate(
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=Console(stderr=True), show_path=False)])
     try:
-        set_name_ = set_name(out, name, put)
-        with console.status(f"aggregating {len(inputs)} input(s) with Spark ..."):
+        profile_set_name = set_name(out, name, put)
+        title = f"aggregating {len(inputs)} input(s) with Spark"
+        with console.status(f"{title} ...") as status:
             profile_set = run(
-                inputs, out, set_name_, min_samples,
+                inputs, out, profile_set_name, min_samples,
                 input_format.value if input_format else None, master, parse_conf(conf or []),
+                progress=lambda line: status.update(f"{title}: {line}"),
             )
         console.print(_entries_table(profile_set))
         console.print(headline(profile_set), highlight=False)

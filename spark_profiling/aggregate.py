@@ -4,7 +4,7 @@ Per (profile key, machine type): counters become per-interval input rates and CP
 (:mod:`spark_profiling.rates`), Spark sums them (n, Σx, Σy, Σxy, Σx², Σy², ...) and the driver fits
 the line from the sums alone (:mod:`spark_profiling.fit`). The input is read once: validation,
 intervals and every count of the run's report come out of one grouped aggregation whose result
-has one row per (file, verdict, pair), never raw records.
+has one row per (input, verdict, pair), never raw records.
 
 Run it as ``spark-submit spark_profiling/aggregate.py IN... --out F`` or ``hetsched aggregate``.
 """
@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from functools import reduce
 from pathlib import Path
 
@@ -27,10 +28,11 @@ from planner.model import ProfileEntry, ProfileSet
 from spark_profiling.errors import ProfilingError
 from spark_profiling.fit import Clamped, PairSums, Skipped, profile_entry
 from spark_profiling.inputs import Format, InputSpec, read_raw, resolve_inputs, spark_error_sentence
+from spark_profiling.progress import reporting
 from spark_profiling.rates import (
     COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, INPUT_RATE, INTERVAL, NON_INCREASING_TS, OK, intervals,
 )
-from spark_profiling.records import REASON, SOURCE_FILE, validate
+from spark_profiling.records import INPUT, REASON, validate
 from spark_profiling.session import spark_session
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,7 @@ DEFAULT_MIN_SAMPLES = 5
 
 
 def _pair_sums_frame(records: DataFrame) -> DataFrame:
-    """One row per (source file, reason, profile, machine type) with the counts and regression sums."""
+    """One row per (input, reason, profile, machine type) with the counts and regression sums."""
     points = intervals(records)
     valid = F.col(REASON).isNull()
     ok = F.col(INTERVAL) == OK
@@ -50,7 +52,7 @@ def _pair_sums_frame(records: DataFrame) -> DataFrame:
         return F.sum(F.when(ok, value))
 
     return points.groupBy(
-        SOURCE_FILE,
+        INPUT,
         REASON,
         F.when(valid, F.col("profile")).alias("profile"),
         F.when(valid, F.col("machine_type")).alias("machine_type"),
@@ -96,30 +98,33 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
     if min_samples < 2:
         raise ProfilingError(f"min_samples must be at least 2 (a line needs two points), not {min_samples}.")
     started = time.monotonic()
-    records = reduce(DataFrame.unionByName, [validate(read_raw(spark, spec)) for spec in inputs])
+    records = reduce(
+        DataFrame.unionByName,
+        [validate(read_raw(spark, spec)).withColumn(INPUT, F.lit(i)) for i, spec in enumerate(inputs)],
+    )
     try:
         groups = _pair_sums_frame(records).collect()
     except Exception as exc:  # a file that fails mid-read (corrupt gzip, truncated Parquet)
         raise ProfilingError(f"reading the inputs failed: {spark_error_sentence(exc)}") from None
 
-    rows_per_file: Counter[str] = Counter()
-    bad_per_file: Counter[str] = Counter()
+    rows_per_input: Counter[int] = Counter()
+    bad_per_input: Counter[int] = Counter()
     bad_rows: Counter[str] = Counter()
     pairs: dict[tuple[str, str], PairSums] = defaultdict(PairSums)
     resets = non_increasing = 0
     runs: set[str] = set()
     for g in groups:
-        rows_per_file[g[SOURCE_FILE]] += g["rows"]
+        rows_per_input[g[INPUT]] += g["rows"]
         if g[REASON] is not None:
             bad_rows[g[REASON]] += g["rows"]
-            bad_per_file[g[SOURCE_FILE]] += g["rows"]
+            bad_per_input[g[INPUT]] += g["rows"]
             continue
         pairs[(g["profile"], g["machine_type"])] += _sums(g)
         resets += g["resets"]
         non_increasing += g["non_increasing"]
         runs.update(g["runs"])
 
-    total_rows = sum(rows_per_file.values())
+    total_rows = sum(rows_per_input.values())
     valid_rows = total_rows - sum(bad_rows.values())
     if total_rows == 0:
         raise ProfilingError("the inputs hold no records.")
@@ -143,7 +148,7 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
             log.warning("pair (%s, %s): fitted %s %.4g clamped to %g", profile, machine_type, clamp.field, clamp.fitted, clamp.used)
     if not entries:
         raise ProfilingError(
-            f"no (profile, machine type) pair has enough data for a profile: "
+            "no (profile, machine type) pair has enough data for a profile: "
             + "; ".join(f"({s.profile}, {s.machine_type}) {s.reason}" for s in skipped)
             + "."
         )
@@ -151,9 +156,9 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
     source = {
         "kind": "spark_profiling.aggregate",
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "inputs": [{"path": spec.path, "format": spec.format} for spec in inputs],
-        "files": [
-            {"file": f, "rows": rows_per_file[f], "bad_rows": bad_per_file[f]} for f in sorted(rows_per_file)
+        "inputs": [
+            {"path": spec.path, "format": spec.format, "rows": rows_per_input[i], "bad_rows": bad_per_input[i]}
+            for i, spec in enumerate(inputs)
         ],
         "rows": total_rows,
         "valid_rows": valid_rows,
@@ -200,7 +205,10 @@ def set_name(out: Path, name: str | None, put: str | None) -> str:
     """The set's name: ``name``, else the name it is stored under, else the output file's stem."""
     if name and put and name != put:
         raise ProfilingError(f"--name {name} and --put {put} differ; the stored set is named by --put, so give one name.")
-    return name or put or out.stem
+    chosen = (name or put or out.stem).strip()
+    if not 1 <= len(chosen) <= 200:
+        raise ProfilingError(f"a profile set name must have 1 to 200 characters, not {len(chosen)}.")
+    return chosen
 
 
 def run(
@@ -211,12 +219,17 @@ def run(
     fmt: Format | None = None,
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ProfileSet:
-    """Check the inputs and output, aggregate in a Spark session, write the set to ``out``."""
+    """Check the inputs and output, aggregate in a Spark session, write the set to ``out``.
+
+    ``progress`` is called now and then with a line on the running Spark stages.
+    """
+    name = set_name(out, name, None)
     specs = resolve_inputs(inputs, fmt)
     check_writable(out)
-    with spark_session(master, conf) as spark:
-        profile_set = aggregate(spark, specs, name or out.stem, min_samples)
+    with spark_session(master, conf) as spark, reporting(spark, progress):
+        profile_set = aggregate(spark, specs, name, min_samples)
     write_profile_set(out, profile_set)
     return profile_set
 

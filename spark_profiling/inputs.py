@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from spark_profiling.errors import ProfilingError
-from spark_profiling.records import SOURCE_FILE, parse_json_lines
+from spark_profiling.records import parse_json_lines
 
 Format = Literal["jsonl", "parquet"]
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
@@ -92,13 +91,11 @@ def spark_error_sentence(exc: BaseException) -> str:
 
 
 def read_raw(spark: SparkSession, spec: InputSpec) -> DataFrame:
-    """The records of one input as raw columns plus ``source_file`` (not yet validated)."""
+    """The records of one input as raw columns (not yet validated)."""
     try:
         if spec.format == "parquet":
-            frame = spark.read.parquet(spec.path)
-            return frame.withColumn(SOURCE_FILE, F.col("_metadata.file_path"))
-        lines = spark.read.text(spec.path).withColumn(SOURCE_FILE, F.col("_metadata.file_path"))
-        return parse_json_lines(lines)
+            return spark.read.parquet(spec.path)
+        return parse_json_lines(spark.read.text(spec.path))
     except Exception as exc:  # Spark raises many types (AnalysisException, Py4JJavaError, ...)
         kind = "Parquet" if spec.format == "parquet" else "JSON lines"
         raise ProfilingError(f"cannot read {spec.path} as {kind}: {spark_error_sentence(exc)}") from None

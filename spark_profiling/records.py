@@ -55,7 +55,8 @@ SEGMENT_KEY: tuple[str, ...] = ("run_id", "topology", "task_id", "pid", "machine
 
 CORRUPT = "_corrupt_record"
 LINE = "_line"
-SOURCE_FILE = "source_file"
+INPUT = "input"
+"""Index of the input (file, folder or pattern as given) a row came from."""
 REASON = "reason"
 
 MALFORMED_JSON = "malformed_json"
@@ -72,9 +73,7 @@ _SPARK_TYPE = {"text": T.StringType(), "number": T.DoubleType(), "integer": T.Lo
 def parse_json_lines(lines: DataFrame) -> DataFrame:
     """Parse a DataFrame of text lines (column ``value``) into raw string fields plus the line itself."""
     parsed = F.from_json(F.col("value"), JSON_READ_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
-    return lines.select(F.col("value").alias(LINE), parsed.alias("r"), F.col(SOURCE_FILE)).select(
-        LINE, "r.*", SOURCE_FILE
-    )
+    return lines.select(F.col("value").alias(LINE), parsed.alias("r")).select(LINE, "r.*")
 
 
 def _number_text(raw: Column) -> Column:
@@ -86,8 +85,8 @@ def validate(raw: DataFrame) -> DataFrame:
     """Typed fields plus a ``reason`` column: null for a valid row, else the row's first fault.
 
     ``raw`` may hold the fields as text (JSON lines) or typed (Parquet); absent columns count as
-    missing. The result has every field of :data:`FIELDS` with its Spark type, ``reason`` and
-    ``source_file``. Values of a bad row are whatever could be parsed and must not be used.
+    missing. The result has every field of :data:`FIELDS` with its Spark type and ``reason``.
+    Values of a bad row are whatever could be parsed and must not be used.
     """
     types = {f.name: f.dataType for f in raw.schema.fields}
     typed: dict[str, Column] = {}
@@ -136,9 +135,4 @@ def validate(raw: DataFrame) -> DataFrame:
             checks.append(F.when(failed, F.lit(f"{reason}:{field.name}")))
         typed[field.name] = F.when(present & ~non_numeric, number).try_cast(_SPARK_TYPE[field.kind])
 
-    source = F.col(SOURCE_FILE) if SOURCE_FILE in types else F.lit(None).cast(T.StringType())
-    return raw.select(
-        *[typed[name].alias(name) for name in FIELD_NAMES],
-        F.coalesce(*checks).alias(REASON),
-        source.alias(SOURCE_FILE),
-    )
+    return raw.select(*[typed[name].alias(name) for name in FIELD_NAMES], F.coalesce(*checks).alias(REASON))

@@ -124,8 +124,9 @@ def test_every_kind_of_bad_row_is_counted_and_skipped(spark, tmp_path):
     assert result.source["bad_rows"] == dict(dirty.bad_rows)
     assert result.source["valid_rows"] == clean.valid_rows
     assert result.source["rows"] == clean.valid_rows + sum(dirty.bad_rows.values())
-    (file_report,) = result.source["files"]
-    assert file_report["bad_rows"] == sum(dirty.bad_rows.values())
+    (input_report,) = result.source["inputs"]
+    assert input_report["rows"] == result.source["rows"]
+    assert input_report["bad_rows"] == sum(dirty.bad_rows.values())
     # The bad rows change nothing: the valid records alone give the same profiles.
     assert_same_profiles(result, reference_fit(clean.lines))
 
@@ -215,7 +216,7 @@ def test_parquet_and_json_lines_give_the_same_profiles_and_mix(spark, tmp_path):
 
     mixed = run_job(spark, [parquet_path, rest])
     assert {i["format"] for i in mixed.source["inputs"]} == {"parquet", "jsonl"}
-    assert sum(f["rows"] for f in mixed.source["files"]) == len(run.lines)
+    assert [i["rows"] for i in mixed.source["inputs"]] == [half, len(run.lines) - half]
     assert_same_profiles(mixed, reference_fit(run.lines))
 
 

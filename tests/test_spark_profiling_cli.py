@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import socket
 import subprocess
@@ -48,7 +47,9 @@ def test_aggregate_writes_a_profile_set_and_reports_the_run(spark, records, tmp_
     assert profile_set.name == "micro"
     assert len(profile_set.entries) == 9
     assert profile_set.source["bad_rows"] == {kind: 1 for kind in BAD_KINDS}
-    assert profile_set.source["inputs"] == [{"path": str(records), "format": "jsonl"}]
+    assert profile_set.source["inputs"] == [
+        {"path": str(records), "format": "jsonl", "rows": profile_set.source["rows"], "bad_rows": len(BAD_KINDS)}
+    ]
     assert "bad rows skipped: 1 malformed_json" in result.output
     assert f"wrote {out}" in result.output.replace("\n", "")
 
