@@ -217,3 +217,25 @@ def test_two_close_steps_do_not_throw_the_next_far_past_saturation():
     capacity = refined_capacity(plan, r, close, 13.0)
     assert capacity < 6.0, "the line through two nearly equal rates is not trusted"
     assert next_rate(2, fractions(5), 1000.0, 3.6) <= 3.6 * 2.5
+
+
+def test_a_lag_with_every_machine_idle_is_a_queue_draining_not_saturation():
+    r = Round(index=1, placement={"spout": "medium-1", "low": "small-1", "mid": "medium-1", "high": "large-1"},
+              measured={})
+    draining = StepObservation(offered=6, delivered=5.9, handled={"spout": 5.9, "low": 9.2, "mid": 6.6, "high": 9.8},
+                               emitted={"spout": 5.9, "low": 9.2, "mid": 6.6},
+                               machine_cpu={"small-1": 50.0, "medium-1": 37.0, "large-1": 28.0})
+    assert saturation(draining, {"low": ["spout"], "mid": ["low"], "high": ["mid"]}, ["spout"], r) == []
+
+
+def test_a_signal_stops_a_run_with_one_sentence():
+    import os
+    import signal
+
+    from spark_profiling.collector.workflow import stop_on_signals
+
+    with pytest.raises(ProfilingError, match="stopped by signal SIGTERM"):
+        with stop_on_signals():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))

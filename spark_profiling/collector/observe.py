@@ -119,7 +119,7 @@ class NimbusReader:
                 self._stack = ExitStack()
                 self._client = self._stack.enter_context(nimbus_client(self.host, self.port))
             return parse_counts(self._client.getTopologyInfo(topology_id))
-        except Exception:
+        except BaseException:
             self.close()
             raise
 

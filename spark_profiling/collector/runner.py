@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+from thriftpy2.thrift import TException
+
 from cluster.local import LocalCluster
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import Topology
@@ -42,9 +44,7 @@ log = logging.getLogger(__name__)
 PROFILING_CONF: dict[str, Any] = {"topology.acker.executors": 1}
 """One acker, pinned beside the spout, so a bolt's ``acked`` count says when Python processed a tuple
 and ``topology.max.spout.pending`` bounds the tuples queued in front of a saturated machine."""
-WARMUP_FRACTION = 0.5
-"""Warm up at this share of the estimated saturating rate: the worker JVM's JIT compiles what the
-tuples run through sooner than at a light first step, and no machine saturates."""
+
 
 STARTUP_GUESS_S = 60.0
 KILL_GUESS_S = 15.0
@@ -270,9 +270,8 @@ class Experiment:
         steps = self.options.rates or fractions(self.options.steps)
         capacity = predicted_capacity(self.design, round_, self.cpu_ms)
         rate = self.options.rates[0] if self.options.rates else next_rate(0, steps, capacity, None)
-        warmup_rate = max(rate, round(WARMUP_FRACTION * capacity, 2)) if not self.options.rates else rate
         rate_file = self.out_dir / f"rate-{self.run_id}-r{round_.index}.json"
-        write_rate(rate_file, warmup_rate)
+        write_rate(rate_file, rate)
         report = RoundReport(round_.index, name, plan_id, dict(round_.placement), dict(round_.measured),
                              dict(round_.system), round(capacity, 2))
         started = time.monotonic()
@@ -288,7 +287,7 @@ class Experiment:
                 tick=starting,
             )
             sampler = _Sampler(self, round_, topology_id, name, machines, processes, writer)
-            self.reporter.status(f"round {round_.index}: warming up at {warmup_rate:g} tuples/s")
+            self.reporter.status(f"round {round_.index}: warming up at {rate:g} tuples/s")
             sampler.warm_up(self.options.warmup_seconds, self.options.start_timeout_s, tick=starting)
             report.startup_s = round(time.monotonic() - started, 1)
             self._startups.append(report.startup_s)
@@ -518,7 +517,7 @@ class _Sampler:
     def _poll(self) -> observe.TopologyCounts | None:
         try:
             counts = self.nimbus.counts(self.topology_id)
-        except Exception as exc:  # Thrift or socket trouble: one missed poll is no harm
+        except (OSError, TException) as exc:  # Thrift or socket trouble: one missed poll is no harm
             log.debug("poll failed: %s", exc)
             return None
         now = self._read()

@@ -17,7 +17,10 @@ from spark_profiling.collector.design import HELPER_OVERHEAD_MS, Design, Round
 SATURATED_CPU_PERCENT = 95.0
 """A machine using this much of its quota is saturated."""
 LAG_RATIO = 0.9
-"""A component handling less than this share of the tuples offered to it is saturated."""
+"""A component handling less than this share of the tuples offered to it is saturated ..."""
+BUSY_CPU_PERCENT = 70.0
+"""... if some machine is this busy: with every machine idler, a lag is a queue draining, not saturation
+(a host busy with other work can keep a machine under its quota, so a lag counts below 95 %)."""
 IDLE_CORES_GUESS = 0.05
 """A machine's CPU with a worker and a supervisor but no tuples, in cores (measured about 0.05)."""
 TOP_FRACTION = 1.2
@@ -110,6 +113,8 @@ def saturation(
     for machine_id, cpu in sorted(observation.machine_cpu.items()):
         if cpu >= SATURATED_CPU_PERCENT:
             reasons.append(f"{machine_id} used {cpu:.0f}% of its CPU quota")
+    if max(observation.machine_cpu.values(), default=0.0) < BUSY_CPU_PERCENT:
+        return reasons
     if spouts and observation.offered > 0 and observation.delivered < LAG_RATIO * observation.offered:
         reasons.append(
             f"the spouts emitted {observation.delivered:.1f} of the {observation.offered:.1f} tuples/s offered"

@@ -6,7 +6,11 @@ was measured when and how (cluster, rounds, rates, saturation, load average of t
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,24 @@ class ProfilingResult:
     profile_path: Path | None
     aggregation_s: float | None
     stored_as: str | None
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM (and SIGINT, which a background job may ignore) stop the run cleanly: the round's topology is killed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        raise ProfilingError(f"profiling stopped by signal {signal.Signals(signum).name}; records so far are kept.")
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def nimbus_planner_url(cluster: LocalCluster) -> str | None:
@@ -87,7 +109,8 @@ def profile(
     """Run the experiment, then (unless told not to) aggregate its records and store the set."""
     check_cluster(cluster, planner_url)
     experiment = Experiment(cluster, planner_url, out_dir, options, reporter, planner_token=token)
-    report = experiment.run()
+    with stop_on_signals():
+        report = experiment.run()
     experiment_path = Path(out_dir) / f"experiment-{report.run_id}.json"
     experiment_path.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
     if not aggregate:
