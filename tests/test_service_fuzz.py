@@ -54,6 +54,7 @@ def fuzzed_schema(fuzzed_service):
 schema = schemathesis.from_pytest_fixture("fuzzed_schema")
 STATUSES: dict[str, set[int]] = {}
 SLOWEST: dict[str, float] = {}
+CALLS: dict[str, int] = {}
 
 
 @schema.parametrize()
@@ -63,14 +64,16 @@ def test_every_endpoint_answers_as_documented(case):
     response = case.call_and_validate(timeout=60)
     SLOWEST[case.operation.verbose_name] = max(SLOWEST.get(case.operation.verbose_name, 0.0), time.perf_counter() - started)
     STATUSES.setdefault(case.operation.verbose_name, set()).add(response.status_code)
+    CALLS[case.operation.verbose_name] = CALLS.get(case.operation.verbose_name, 0) + 1
 
 
 def test_the_fuzz_reached_success_and_error_answers():
     """The run above did exercise both sides of every endpoint (it is not all 422s)."""
     if not STATUSES:
         pytest.skip("the fuzz test did not run in this session")
-    print({name: sorted(codes) for name, codes in STATUSES.items()})
-    print({name: round(seconds, 2) for name, seconds in SLOWEST.items()})
+    print("calls:", CALLS)
+    print("statuses:", {name: sorted(codes) for name, codes in STATUSES.items()})
+    print("slowest answer (s):", {name: round(seconds, 2) for name, seconds in SLOWEST.items()})
     assert all(code < 500 for codes in STATUSES.values() for code in codes)
     assert 200 in STATUSES["GET /healthz"]
     assert 422 in STATUSES["POST /v1/plans"] and 422 in STATUSES["PUT /v1/profiles/{name}"]
