@@ -123,8 +123,8 @@ def main() -> int:
         worst = max(worst, e_err, met_err)
         ok = e_err <= args.tolerance and met_err <= args.tolerance
         table.add_row(
-            t.profile, t.machine_type, f"{t.e:.6g}", f"{entry.e:.6g}", f"{e_err:.3%}", f"{t.met:.3f}", f"{entry.met:.3f}",
-            f"{met_err:.3%}", f"{entry.alpha:.4f}", f"{entry.r2:.4f}" if entry.r2 is not None else "-",
+            t.profile, t.machine_type, f"{t.e:.6g}", f"{entry.e:.6g}", f"{e_err:.4%}", f"{t.met:.3f}", f"{entry.met:.3f}",
+            f"{met_err:.4%}", f"{entry.alpha:.4f}", f"{entry.r2:.4f}" if entry.r2 is not None else "-",
             "[green]yes[/green]" if ok else "[red]no[/red]",
         )
     console.print(table)

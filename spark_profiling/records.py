@@ -44,7 +44,7 @@ FIELDS: tuple[Field, ...] = (
     Field("rate_step", "number", False, "non_negative", "Offered spout rate of the experiment step, tuples/s."),
     Field("executed", "number", True, "non_negative", "Cumulative tuples executed by the task (spouts: tuples emitted)."),
     Field("emitted", "number", True, "non_negative", "Cumulative tuples emitted by the task on its user streams."),
-    Field("cpu_seconds", "number", True, "non_negative", "Cumulative CPU seconds (user+system) of the task's Python process."),
+    Field("cpu_seconds", "number", True, "non_negative", "Cumulative CPU seconds charged to the task (its Python process, or its share of the machine)."),
     Field("machine_cpu_seconds", "number", False, "non_negative", "Cumulative cgroup cpuacct usage of the machine, seconds."),
     Field("machine_quota_cores", "number", False, "positive", "The machine's cgroup CPU quota in cores as read from the cgroup."),
 )
