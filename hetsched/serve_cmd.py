@@ -25,6 +25,9 @@ from planner.storage import DB_ENV, StorageError, default_db_path
 
 log = logging.getLogger("hetsched.service")
 
+SHUTDOWN_GRACE_S = 5
+"""On SIGINT/SIGTERM, requests in flight get this long to finish before the service exits anyway."""
+
 
 class LogLevel(str, Enum):
     debug = "debug"
@@ -80,4 +83,4 @@ def serve(
     if not _is_loopback(host) and not settings.token:
         log.warning("listening on %s without a token: anyone who can reach this address can plan and overwrite profiles", host)
     uvicorn.run(service, host=host, port=port, log_config=_log_config(log_level.value), log_level=log_level.value,
-                access_log=False)
+                access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)

@@ -31,6 +31,10 @@ def _error(http, method: str, path: str, status: int, **kwargs) -> dict:
     return body
 
 
+def test_the_service_listens_on_loopback_by_default(planner_service):
+    assert planner_service.url.startswith("http://127.0.0.1:")
+
+
 def test_health_is_open_and_says_ok(http):
     body = http.get("/healthz").json()
     assert body["status"] == "ok" and body["version"]
