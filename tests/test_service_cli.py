@@ -9,7 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 from hetsched.cli import _register, app
-from tests.fixtures.service import small_profiles
+from tests.fixtures.service import GUARDED_TOKEN, small_profiles
 
 _register()
 runner = CliRunner()
@@ -79,13 +79,13 @@ def test_no_planner_at_the_url_is_one_line():
     assert result.output.strip() == f"error: no planner at {url} (connection refused): start one with `hetsched serve`"
 
 
-def test_refused_token_is_one_line(start_planner_service):
-    service = start_planner_service(token="t0ken")
-    result = _run("profiles", "list", "--url", service.url)
+def test_refused_token_is_one_line(guarded_planner_service):
+    url = guarded_planner_service.url
+    result = _run("profiles", "list", "--url", url)
     assert result.exit_code == 1
     assert "refused the call (401)" in result.output and len(result.output.strip().splitlines()) == 1
-    assert _run("profiles", "list", "--url", service.url, "--token", "t0ken").exit_code == 0
-    assert _run("profiles", "list", "--url", service.url, env={"HETSCHED_PLANNER_TOKEN": "t0ken"}).exit_code == 0
+    assert _run("profiles", "list", "--url", url, "--token", GUARDED_TOKEN).exit_code == 0
+    assert _run("profiles", "list", "--url", url, env={"HETSCHED_PLANNER_TOKEN": GUARDED_TOKEN}).exit_code == 0
 
 
 def _paper_files() -> list[str]:

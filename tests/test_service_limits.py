@@ -16,21 +16,15 @@ from planner.service.app import create_app
 from planner.service.routers import plans as plans_router
 from planner.service.settings import ServiceSettings
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
-from tests.fixtures.service import small_plan_request, small_profiles
+from tests.fixtures.service import GUARDED_TOKEN, small_plan_request, small_profiles
 
-TOKEN = "s3cret-token"
+TOKEN = GUARDED_TOKEN
 
 
-@pytest.fixture(scope="module")
-def guarded_service(tmp_path_factory):
-    """A server with a token and a 1 MB body limit (module scope: started once for these tests)."""
-    from tests.fixtures.service import LiveService
-
-    tmp = tmp_path_factory.mktemp("guarded")
-    service = LiveService(db_path=tmp / "db.sqlite", log_path=tmp / "serve.log", token=TOKEN,
-                          extra_args=["--max-body-mb", "1"]).start()
-    yield service
-    service.stop()
+@pytest.fixture
+def guarded_service(guarded_planner_service):
+    """The session server with a token and a 1 MB body limit."""
+    return guarded_planner_service
 
 
 @pytest.mark.parametrize("headers, sentence", [
