@@ -42,6 +42,14 @@ SAMPLE_S = 0.5
 WORKERS_GONE_TIMEOUT_S = 90.0
 
 
+UNPLACED_GRACE_S = 45.0
+"""A topology still without executors this long after the submit, with a scheduler status, will not be placed."""
+
+
+class Unschedulable(BenchError):
+    """The scheduler says it cannot place the topology (e.g. RAS: not enough CPU for the declared points)."""
+
+
 class Reporter(Protocol):
     def status(self, text: str) -> None: ...
 
@@ -82,6 +90,7 @@ class RunResult:
     """From submit until every component handled tuples."""
     load_average: dict[str, list[float]] = field(default_factory=dict)
     conf: dict[str, Any] = field(default_factory=dict)
+    unschedulable: bool = False
 
     @property
     def ok(self) -> bool:
@@ -116,10 +125,24 @@ def run(spec: RunSpec, ctx: RunContext, plan: Plan | None = None) -> RunResult:
 
     Ctrl-C passes through without the kill: the bench brings the whole cluster down then.
     """
+    result = _attempt(spec, ctx, plan)
+    for scale in spec.fallback_scales:
+        if not result.unschedulable:
+            break
+        ctx.reporter.log(f"{spec.topology}/{spec.scheduler}: Storm could not place it ({result.reason}); "
+                         f"trying again with {scale:.0%} of the declared CPU")
+        result = _attempt(spec.scaled(scale), ctx, plan)
+    return result
+
+
+def _attempt(spec: RunSpec, ctx: RunContext, plan: Plan | None) -> RunResult:
     result = RunResult(spec.topology, spec.scheduler, spec.name, spec.note, dict(spec.parallelism), spec.plan_id)
     try:
         _run(spec, ctx, plan, result)
         result.status = "ok"
+    except Unschedulable as exc:
+        result.reason = str(exc)
+        result.unschedulable = True
     except (BenchError, TopologyError, ClusterError, PlannerClientError) as exc:
         result.reason = str(exc)
     except (OSError, TimeoutError) as exc:
@@ -235,6 +258,10 @@ def _wait_until_running(spec: RunSpec, ctx: RunContext, topology_id: str, entry,
             elapsed = time.monotonic() - submitted_at
             ctx.reporter.status(f"{spec.topology}/{spec.scheduler}: starting ({elapsed:.0f} s; "
                                 + ("not yet placed" if placement is None else f"waiting for {', '.join(waiting)}") + ")")
+            if placement is None and time.monotonic() - submitted_at > UNPLACED_GRACE_S:
+                status = _sched_status(ctx, topology_id)
+                if status:
+                    raise Unschedulable(f"Storm did not place it: {status}")
             if time.monotonic() > deadline:
                 if placement is None:
                     status = _sched_status(ctx, topology_id)

@@ -12,7 +12,7 @@ stats, grouping); only what the scheduler needs differs:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.model import SYSTEM_PREFIX, Plan, ProfileEntry
@@ -28,6 +28,9 @@ ACKER_CPU_POINTS = "topology.acker.cpu.pcore.percent"
 DEFAULT_ACKER_POINTS = 1.0
 """An acker only XORs a few ids per tuple: declared at 1% of a core, not Storm's default 10%, which
 would take half of a 0.2-core machine for nothing."""
+RAS_FALLBACK_SCALES = (0.9, 0.8, 0.7, 0.6)
+"""A user whose declared CPU does not fit the cluster declares less: every component's points times
+0.9, then 0.8, ..., until RAS places the topology."""
 DISABLE_LOAD_AWARE = "topology.disable.loadaware.messaging"
 MESSAGE_TIMEOUT = "topology.message.timeout.secs"
 
@@ -51,10 +54,24 @@ class RunSpec:
     plan_id: str | None = None
     profiles: str | None = None
     note: str = ""
+    fallback_scales: tuple[float, ...] = ()
+    """Where the scheduler cannot place the run as declared: try again with the CPU points times each of these."""
 
     @property
     def cluster_scheduler(self) -> str:
         return CLUSTER_SCHEDULER[self.scheduler]
+
+    def scaled(self, scale: float) -> "RunSpec":
+        """The same run with every component's declared CPU points times ``scale`` (no further fallbacks)."""
+        component_conf = {
+            c: {**extra, CPU_POINTS: round(extra[CPU_POINTS] * scale, 2),
+                RESOURCES_MAP: {CPU_POINTS: round(extra[CPU_POINTS] * scale, 2)}}
+            for c, extra in self.component_conf.items()
+        }
+        points = ", ".join(f"{c} {e[CPU_POINTS]:g}" for c, e in component_conf.items())
+        return replace(self, component_conf=component_conf, fallback_scales=(),
+                       note=f"{self.note.split(' CPU points')[0]} CPU points x{scale:g} "
+                            f"(the full points did not fit): {points}")
 
 
 def common_conf(settings: BenchSettings) -> dict[str, Any]:
@@ -132,7 +149,8 @@ def run_specs(
             conf[ACKER_CPU_POINTS] = DEFAULT_ACKER_POINTS
             specs.append(RunSpec(entry.name, scheduler, name, counts, conf, component_conf,
                                  note="Storm RAS, plan's instance counts, CPU points on "
-                                      f"{reference_type}: " + ", ".join(f"{c} {p:g}" for c, p in points.items())))
+                                      f"{reference_type}: " + ", ".join(f"{c} {p:g}" for c, p in points.items()),
+                                 fallback_scales=RAS_FALLBACK_SCALES))
         elif scheduler == "planned":
             conf = {k: v for k, v in base.items() if k != keys.WORKERS}
             conf[keys.PLANNER_URL] = planner_url

@@ -367,3 +367,14 @@ def test_the_command_prints_a_recorded_result(tmp_path, linear_plan):
     result = runner.invoke(app, ["bench", "--report", str(path)])
     assert result.exit_code == 0, result.output
     assert "targets" in result.output and (tmp_path / "throughput.png").is_file()
+
+
+def test_ras_fallback_scales_every_components_points_once(tmp_path, linear_plan):
+    specs = run_specs(settings(tmp_path), lookup("linear"), linear_plan, profile_set().entries, 3, "small", 0.2,
+                      "http://127.0.0.1:1", "test-profiles")
+    ras = next(s for s in specs if s.scheduler == "resource_aware")
+    assert ras.fallback_scales and all(0 < f < 1 for f in ras.fallback_scales)
+    smaller = ras.scaled(0.8)
+    for component, extra in ras.component_conf.items():
+        assert smaller.component_conf[component][CPU_POINTS] == pytest.approx(extra[CPU_POINTS] * 0.8, abs=0.01)
+    assert smaller.fallback_scales == () and "x0.8" in smaller.note and smaller.parallelism == ras.parallelism

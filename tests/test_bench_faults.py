@@ -160,3 +160,39 @@ def test_a_profile_set_without_this_clusters_machine_types_is_refused_before_any
     result = experiment.run_bench(bench(tmp_path, str(path)))
     assert "lacks" in result.error and "spout on large" in result.error
     assert stand_in.instances[0].calls == [] and result.planner_url is None
+
+
+def test_ras_that_cannot_place_the_declared_cpu_is_tried_again_with_less(monkeypatch):
+    from bench.schedulers import CPU_POINTS
+
+    declared = []
+
+    def unplaceable_twice(spec, ctx, plan, result):
+        declared.append(spec.component_conf["high"][CPU_POINTS])
+        if len(declared) < 3:
+            raise run_module.Unschedulable("Storm did not place it: Not enough resources to schedule")
+
+    monkeypatch.setattr(run_module, "_run", unplaceable_twice)
+    monkeypatch.setattr(run_module, "_kill_quietly", lambda name, ctx, result: None)
+    spec = RunSpec("linear", "resource_aware", "bench-linear-resource-aware", {"high": 2}, {},
+                   component_conf={"high": {CPU_POINTS: 50.0}}, note="Storm RAS, CPU points on small: high 50",
+                   fallback_scales=(0.9, 0.8, 0.7))
+    ctx = RunContext(cluster=None, planner_url="http://127.0.0.1:1", profile_set="x", window_s=20, warmup_s=0,
+                     start_timeout_s=10)
+    result = run_module.run(spec, ctx)
+    assert declared == [50.0, 45.0, 40.0]
+    assert result.ok and "x0.8" in result.note
+
+
+def test_ras_that_never_fits_fails_with_the_schedulers_reason(monkeypatch):
+    def unplaceable(spec, ctx, plan, result):
+        raise run_module.Unschedulable("Storm did not place it: Not enough resources to schedule")
+
+    monkeypatch.setattr(run_module, "_run", unplaceable)
+    monkeypatch.setattr(run_module, "_kill_quietly", lambda name, ctx, result: None)
+    spec = RunSpec("linear", "resource_aware", "bench-linear-resource-aware", {"high": 2}, {},
+                   component_conf={"high": {"topology.component.cpu.pcore.percent": 50.0}}, fallback_scales=(0.9,))
+    ctx = RunContext(cluster=None, planner_url="http://127.0.0.1:1", profile_set="x", window_s=20, warmup_s=0,
+                     start_timeout_s=10)
+    result = run_module.run(spec, ctx)
+    assert not result.ok and result.reason == "Storm did not place it: Not enough resources to schedule"
