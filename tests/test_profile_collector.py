@@ -31,14 +31,18 @@ def linear():
     return planner_topology(lookup("linear"))
 
 
-def test_three_rounds_measure_every_kind_on_every_type_once():
+def test_bolts_take_three_rounds_and_spouts_three_of_their_own_measuring_every_pair_once():
     plan = design(linear(), MACHINES, cpu_ms=DEFAULT_CPU_MS)
-    assert len(plan.rounds) == 3
+    assert [r.idle_helpers for r in plan.rounds] == [False] * 3 + [True] * 3
     pairs = Counter(plan.pairs())
     kinds = {"spout", "lowCompute", "midCompute", "highCompute"}
     assert set(pairs) == {(k, t) for k in kinds for t in ("small", "medium", "large")}
     measured = Counter((plan.profiles[c], plan.machines[m].type) for r in plan.rounds for c, m in r.measured.items())
     assert all(n == 1 for n in measured.values()), measured
+    for r in plan.rounds[:3]:
+        assert r.components_on(r.measured["high"]) == ["high"], "highCompute runs alone in the bolts' rounds"
+    for r in plan.rounds[3:]:
+        assert list(r.measured) == ["spout"] and r.components_on(r.measured["spout"]) == ["spout"]
 
 
 def test_each_round_keeps_a_component_apart_from_its_upstream():

@@ -9,6 +9,11 @@ a component's upstream then stays on another machine, and its tuples cross the n
 they would in a real placement. Components of kinds not under test (helpers) go to the machines
 no slot uses in that round, where there are any. The round's one acker (Storm's ``__acker``
 executor) runs beside the spout: acking is work done per spout tuple.
+
+Spouts are measured in rounds of their own, after the bolts' rounds (where they are helpers):
+a spout's own cost per tuple is small next to the idle cost of the worker around it, and in the
+bolts' rounds the busiest bolt caps the rate far below where that cost shows. In a spout round
+the bolts do no work of their own (``hetsched.cpu.ms.* = 0``), so the rate can go much higher.
 """
 from __future__ import annotations
 
@@ -44,6 +49,8 @@ class Round:
     """Components whose records are kept (kind and type under test) -> machine id."""
     system: dict[str, str] = field(default_factory=dict)
     """Storm's system components of one executor each (``__acker``) -> machine id."""
+    idle_helpers: bool = False
+    """The helpers (components not measured) do no work of their own, only pass tuples on."""
 
     def components_on(self, machine_id: str) -> list[str]:
         return [c for c, m in self.placement.items() if m == machine_id]
@@ -94,10 +101,12 @@ def design(
     kinds: list[str] | None = None,
     types: list[str] | None = None,
     cpu_ms: dict[str, float] | None = None,
+    separate_spouts: bool = True,
 ) -> Design:
     """The rounds that measure every kind in ``kinds`` on every type in ``types`` (default: all of both).
 
-    ``cpu_ms`` (profile key -> CPU ms per tuple) only guides where helpers go.
+    ``cpu_ms`` (profile key -> CPU ms per tuple) only guides where helpers go. With
+    ``separate_spouts`` the spout kinds get rounds of their own after the bolts'.
     """
     all_kinds = kinds_in_order(graph)
     profiles = {cid: kind for kind, cids in all_kinds.items() for cid in cids}
@@ -111,23 +120,33 @@ def design(
     chosen_types = _chosen(types, type_order, "machine type", "the cluster has")
     chosen_types = [t for t in type_order if t in chosen_types]
     test_machines = [by_type[t][0] for t in chosen_types]
-    slots = _slots(graph, {k: all_kinds[k] for k in chosen_kinds}, len(test_machines))
     rates = unit_rates(graph, ProfileTable({}))
-    cost = {cid: (cpu_ms or {}).get(profiles[cid], 0.0) + HELPER_OVERHEAD_MS for cid in profiles}
-    rounds = []
-    for r in range(len(test_machines)):
-        placement: dict[str, str] = {}
-        for i, slot in enumerate(slots):
-            machine = test_machines[(i + r) % len(test_machines)]
-            for kind in slot:
-                for cid in all_kinds[kind]:
-                    placement[cid] = machine.id
-        measured = dict(placement)
-        helpers = [cid for cid in topological_order(graph) if cid not in placement]
-        _place_helpers(helpers, placement, machines, rates, cost)
-        first_spout = next(c.id for c in graph.components if c.kind == "spout")
-        rounds.append(Round(index=r + 1, placement=placement, measured=measured,
-                            system={ACKER: placement[first_spout]}))
+    spout_kinds = {profiles[c.id] for c in graph.components if c.kind == "spout"}
+    groups = [[k for k in chosen_kinds if k not in spout_kinds], [k for k in chosen_kinds if k in spout_kinds]]
+    if not separate_spouts:
+        groups = [chosen_kinds, []]
+    rounds: list[Round] = []
+    for group, idle_helpers in zip(groups, (False, True)):
+        if not group:
+            continue
+        # In the bolts' rounds the spouts keep a slot (beside a kind they exchange no stream with), unmeasured.
+        slotted = group + (groups[1] if not idle_helpers else [])
+        slots = _slots(graph, {k: all_kinds[k] for k in slotted}, len(test_machines))
+        cost = {cid: (0.0 if idle_helpers and profiles[cid] not in group else (cpu_ms or {}).get(profiles[cid], 0.0))
+                + HELPER_OVERHEAD_MS for cid in profiles}
+        for r in range(len(test_machines)):
+            placement: dict[str, str] = {}
+            for i, slot in enumerate(slots):
+                machine = test_machines[(i + r) % len(test_machines)]
+                for kind in slot:
+                    for cid in all_kinds[kind]:
+                        placement[cid] = machine.id
+            measured = {c: m for c, m in placement.items() if profiles[c] in group}
+            helpers = [cid for cid in topological_order(graph) if cid not in placement]
+            _place_helpers(graph, helpers, placement, machines, rates, cost)
+            first_spout = next(c.id for c in graph.components if c.kind == "spout")
+            rounds.append(Round(index=len(rounds) + 1, placement=placement, measured=measured,
+                                system={ACKER: placement[first_spout]}, idle_helpers=idle_helpers))
     return Design(
         topology=graph.name,
         kinds={k: all_kinds[k] for k in chosen_kinds},
@@ -170,13 +189,19 @@ def _slots(graph: Topology, kinds: dict[str, list[str]], n: int) -> list[list[st
 
 
 def _place_helpers(
+    graph: Topology,
     helpers: list[str],
     placement: dict[str, str],
     machines: list[ClusterMachine],
     rates: dict[str, float],
     cost_ms: dict[str, float],
 ) -> None:
-    """Each helper on the machine left least loaded, relative to its cores; spare machines first."""
+    """Each helper on the machine left least loaded, relative to its cores; spare machines first, then
+    machines that run none of its neighbours (so a measured component's upstream stays remote)."""
+    neighbours: dict[str, set[str]] = {c.id: set() for c in graph.components}
+    for st in graph.streams:
+        neighbours[st.source].add(st.target)
+        neighbours[st.target].add(st.source)
     load = {m.id: 0.0 for m in machines}
     for cid, mid in placement.items():
         load[mid] += rates[cid] * cost_ms[cid]
@@ -184,6 +209,8 @@ def _place_helpers(
     cores = {m.id: m.cores for m in machines}
     for cid in helpers:
         spare = [m.id for m in machines if m.id not in used] or [m.id for m in machines]
-        target = min(spare, key=lambda mid: ((load[mid] + rates[cid] * cost_ms[cid]) / cores[mid], mid))
+        target = min(spare, key=lambda mid: (
+            any(placement.get(n) == mid for n in neighbours[cid]),
+            (load[mid] + rates[cid] * cost_ms[cid]) / cores[mid], mid))
         placement[cid] = target
         load[target] += rates[cid] * cost_ms[cid]

@@ -61,6 +61,8 @@ class ExperimentOptions:
     """Machine types to measure on (default: all of the cluster's)."""
     steps: int = 5
     """Rate steps per round, the last past the estimated saturating rate."""
+    spout_steps: int = 3
+    """Rate steps of a spout round (its helpers do no work; the line is flat, range matters more)."""
     step_seconds: float = 30.0
     warmup_seconds: float = 15.0
     """After tuples reach every component, before the first recorded sample."""
@@ -239,7 +241,10 @@ class Experiment:
         return report
 
     def _step_count(self) -> int:
-        return len(self.options.rates) if self.options.rates else self.options.steps
+        """Steps of a round, on average over the design's rounds."""
+        if self.options.rates:
+            return len(self.options.rates)
+        return round(sum(self._steps_of(r) for r in self.design.rounds) / len(self.design.rounds))
 
     def _check_alone(self) -> None:
         """Refuse to measure next to other topologies: their CPU would count as ours."""
@@ -267,8 +272,9 @@ class Experiment:
         placed = ", ".join(f"{c}@{m}" for c, m in round_.placement.items())
         self.reporter.log(f"round {round_.index}/{len(self.design.rounds)}: {placed}")
         plan_id = self._store_plan(round_)
-        steps = self.options.rates or fractions(self.options.steps)
-        capacity = predicted_capacity(self.design, round_, self.cpu_ms)
+        steps = self.options.rates or fractions(self._steps_of(round_))
+        cpu_ms = self._round_cpu_ms(round_)
+        capacity = predicted_capacity(self.design, round_, cpu_ms)
         rate = self.options.rates[0] if self.options.rates else next_rate(0, steps, capacity, None)
         rate_file = self.out_dir / f"rate-{self.run_id}-r{round_.index}.json"
         write_rate(rate_file, rate)
@@ -277,7 +283,7 @@ class Experiment:
         started = time.monotonic()
         starting = self._starting(rounds_done, started)
         self.reporter.status(f"round {round_.index}: submitting {name}")
-        topology_id = self._submit(name, plan_id, rate_file)
+        topology_id = self._submit(name, plan_id, rate_file, cpu_ms)
         processes: dict[int, observe.TaskProcess] = {}
         try:
             machines = self._wait_placed(topology_id, round_, starting)
@@ -365,8 +371,19 @@ class Experiment:
         check_pinned(plan, round_)
         return plan.id
 
-    def _submit(self, name: str, plan_id: str, rate_file: Path) -> str:
-        conf = {**PROFILING_CONF, **self.options.conf, RATE_FILE: str(rate_file.resolve())}
+    def _round_cpu_ms(self, round_: Round) -> dict[str, float]:
+        """CPU ms per tuple of each compute profile in this round: 0 for the helpers of a spout round."""
+        if not round_.idle_helpers:
+            return self.cpu_ms
+        measured = {self.design.profiles[c] for c in round_.measured}
+        return {p: (ms if p in measured else 0.0) for p, ms in self.cpu_ms.items()}
+
+    def _steps_of(self, round_: Round) -> int:
+        return self.options.spout_steps if round_.idle_helpers else self.options.steps
+
+    def _submit(self, name: str, plan_id: str, rate_file: Path, cpu_ms: dict[str, float]) -> str:
+        conf = {**PROFILING_CONF, **self.options.conf, **{keys.cpu_ms_key(p): ms for p, ms in cpu_ms.items()},
+                RATE_FILE: str(rate_file.resolve())}
         request = SubmitRequest(topology=self.entry.name, name=name, plan_id=plan_id, planner_url=self.planner_url,
                                 conf=conf, sample_rate=1.0)
         try:
@@ -566,7 +583,7 @@ class _Sampler:
 
     def _write(self, machine_id: str, state: _Machine, tasks: dict[int, observe.TaskCounts], ts: float,
                machine_cpu: float, process_cpu: dict[int, float]) -> None:
-        alone = len(state.tasks) == 1 and not any(m == machine_id for m in self.round.system.values())
+        alone = len(state.tasks) == 1
         for task, counts in tasks.items():
             if self.round.measured.get(counts.component) != machine_id or task not in process_cpu:
                 continue
