@@ -35,7 +35,7 @@ from planner.model import ProfileEntry, ProfileSet  # noqa: E402
 from spark_profiling.collector.observe import load_average  # noqa: E402
 from spark_profiling.collector.prediction import PredictionPoint, by_machine_type, point  # noqa: E402
 from spark_profiling.collector.runner import Experiment, ExperimentOptions  # noqa: E402
-from spark_profiling.collector.workflow import check_cluster, nimbus_planner_url  # noqa: E402
+from spark_profiling.collector.workflow import check_cluster, nimbus_planner_url, stop_on_signals  # noqa: E402
 from spark_profiling.errors import ProfilingError  # noqa: E402
 from topologies import conf as keys  # noqa: E402
 from topologies.catalog import lookup  # noqa: E402
@@ -74,7 +74,7 @@ def run_type(cluster, planner_url: str, kind: str, entry: ProfileEntry, fraction
                                 step_seconds=step_seconds, warmup_seconds=20.0, stop_at_saturation=False,
                                 conf=helpers, name_prefix="hetsched-check")
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), TextColumn("left"),
-                  TimeRemainingColumn(), console=console, transient=True) as bar:
+                  TimeRemainingColumn(), console=console, transient=True) as bar, stop_on_signals():
         report = Experiment(cluster, planner_url, out_dir, options, _Bar(bar)).run()
     (round_,) = report.rounds
     machine = round_.measured[COMPONENT[kind]]
@@ -143,12 +143,16 @@ def main() -> int:
 
     load_before = load_average()
     points: list[PredictionPoint] = []
-    with tempfile.TemporaryDirectory(prefix="hetsched-check-") as tmp:
-        for machine_type in dict.fromkeys(types):
-            entry = entries[machine_type]
-            console.print(f"{args.kind} on {machine_type}: e={entry.e:.5g} s/tuple, MET={entry.met:.1f}%, "
-                          f"saturating at {saturating_rate(entry):.1f} tuples/s by the profile", highlight=False)
-            points += run_type(cluster, planner_url, args.kind, entry, fractions, args.step_seconds, Path(tmp))
+    try:
+        with tempfile.TemporaryDirectory(prefix="hetsched-check-") as tmp:
+            for machine_type in dict.fromkeys(types):
+                entry = entries[machine_type]
+                console.print(f"{args.kind} on {machine_type}: e={entry.e:.5g} s/tuple, MET={entry.met:.1f}%, "
+                              f"saturating at {saturating_rate(entry):.1f} tuples/s by the profile", highlight=False)
+                points += run_type(cluster, planner_url, args.kind, entry, fractions, args.step_seconds, Path(tmp))
+    except ProfilingError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 1
     load_after = load_average()
 
     table = Table(title=f"{args.kind}: machine CPU measured vs predicted by {args.profiles.name}", title_justify="left")
