@@ -229,9 +229,10 @@ class Experiment:
             load_average_start=observe.load_average(),
         )
         self._started = time.monotonic()
+        steps = sorted({len(self.options.rates) if self.options.rates else self._steps_of(r) for r in self.design.rounds})
         self.reporter.log(
             f"profiling {self.entry.name}: {len(report.pairs)} pairs in {len(self.design.rounds)} rounds of up to "
-            f"{self._step_count()} steps of {self.options.step_seconds:g} s; records to {self.records_path}"
+            f"{' or '.join(map(str, steps))} steps of {self.options.step_seconds:g} s; records to {self.records_path}"
         )
         with RecordWriter(self.records_path, self.run_id) as writer:
             for done, round_ in enumerate(self.design.rounds):
