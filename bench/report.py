@@ -10,6 +10,7 @@ from rich.table import Table
 
 from bench import measure
 from bench.errors import BenchError
+from bench.settings import SCHEDULERS
 from bench.experiment import BenchResult
 from bench.run import RunResult
 
@@ -172,9 +173,9 @@ def runs_table(data: dict[str, Any]) -> Table:
                 "total (planner's def.)", "x default", *[f"CPU {m} %" for m in machine_ids], "failed"):
         table.add_column(col, justify="left" if col in ("topology", "scheduler") else "right")
     by_key = {(r["topology"], r["scheduler"]): r for r in data["runs"]}
-    for run in data["runs"]:
+    for run in ordered_runs(data):
         if not _ok(run):
-            table.add_row(run["topology"], run["scheduler"], f"[red]failed: {run.get('reason')}[/red]")
+            table.add_row(run["topology"], run["scheduler"], "[red]failed (below)[/red]")
             continue
         m, p = run["measured"], run.get("predicted") or {}
         default = by_key.get((run["topology"], "default"))
@@ -191,6 +192,17 @@ def runs_table(data: dict[str, Any]) -> Table:
             f"{run.get('failed_share', 0) * 100:.1f}%",
         )
     return table
+
+
+def ordered_runs(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Runs by topology (in the order run), then scheduler in SCHEDULERS order."""
+    topologies = list(dict.fromkeys(r["topology"] for r in data["runs"]))
+    rank = {s: i for i, s in enumerate(SCHEDULERS)}
+    return sorted(data["runs"], key=lambda r: (topologies.index(r["topology"]), rank.get(r["scheduler"], 99)))
+
+
+def failure_lines(data: dict[str, Any]) -> list[str]:
+    return [f"{r['topology']}/{r['scheduler']} failed: {r.get('reason')}" for r in ordered_runs(data) if not _ok(r)]
 
 
 def targets_table(data: dict[str, Any]) -> Table:

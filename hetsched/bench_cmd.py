@@ -71,6 +71,8 @@ def _print(data: dict) -> None:
     from bench import report
 
     console.print(report.runs_table(data))
+    for line in report.failure_lines(data):
+        console.print(f"[red]{line}[/red]", highlight=False)
     console.print(report.targets_table(data))
     for line in report.settings_lines(data):
         console.print(line, highlight=False)

@@ -283,7 +283,8 @@ def test_tables_show_every_run_and_failures_with_their_reason(linear_plan):
     console.print(report.runs_table(data))
     console.print(report.targets_table(data))
     text = console.export_text()
-    assert "Storm placed no executor within 300 s" in text
+    assert "failed (below)" in text
+    assert report.failure_lines(data) == ["linear/resource_aware failed: Storm placed no executor within 300 s"]
     assert "2.00" in text and "planned" in text and "default" in text
     assert any("load average" in line for line in report.settings_lines(data))
 
