@@ -202,7 +202,14 @@ def ordered_runs(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def failure_lines(data: dict[str, Any]) -> list[str]:
-    return [f"{r['topology']}/{r['scheduler']} failed: {r.get('reason')}" for r in ordered_runs(data) if not _ok(r)]
+    """Failed runs with their reason, and planned runs Storm did not place as planned."""
+    lines = []
+    for r in ordered_runs(data):
+        if not _ok(r):
+            lines.append(f"{r['topology']}/{r['scheduler']} failed: {r.get('reason')}")
+        elif r.get("plan_mismatches"):
+            lines.append(f"{r['topology']}/{r['scheduler']} does not run as planned: {'; '.join(r['plan_mismatches'])}")
+    return lines
 
 
 def targets_table(data: dict[str, Any]) -> Table:
@@ -232,6 +239,28 @@ def targets_table(data: dict[str, Any]) -> Table:
             ", ".join(f"{s} {_pct(e)}" for s, e in errors.items() if s != "planned") or "-",
         )
     return table
+
+
+def headline_lines(data: dict[str, Any]) -> list[str]:
+    """One sentence per topology: planned against each baseline that ran, measured and predicted sink throughput."""
+    lines = []
+    for topology in dict.fromkeys(r["topology"] for r in data["runs"]):
+        runs = {r["scheduler"]: r for r in data["runs"] if r["topology"] == topology and _ok(r)}
+        planned = runs.get("planned")
+        if planned is None:
+            continue
+        parts = []
+        for baseline in ("default", "default-naive", "resource_aware"):
+            other = runs.get(baseline)
+            if other is None:
+                continue
+            ratio = measure.speedup(planned["measured"]["sink_throughput"], other["measured"]["sink_throughput"])
+            parts.append(f"{ratio:.2f}x {baseline} ({other['measured']['sink_throughput']:.1f}, predicted "
+                         f"{(other.get('predicted') or {}).get('sink_throughput', 0):.1f})")
+        lines.append(f"{topology.capitalize()}: planned {planned['measured']['sink_throughput']:.1f} tuples/s at the sinks "
+                     f"(predicted {(planned.get('predicted') or {}).get('sink_throughput', 0):.1f})"
+                     + (": " + ", ".join(parts) if parts else ""))
+    return lines
 
 
 def settings_lines(data: dict[str, Any]) -> list[str]:

@@ -74,6 +74,8 @@ def _print(data: dict) -> None:
     for line in report.failure_lines(data):
         console.print(f"[red]{line}[/red]", highlight=False)
     console.print(report.targets_table(data))
+    for line in report.headline_lines(data):
+        console.print(f"[bold]{line}[/bold]", highlight=False)
     for line in report.settings_lines(data):
         console.print(line, highlight=False)
 

@@ -379,3 +379,11 @@ def test_ras_fallback_scales_every_components_points_once(tmp_path, linear_plan)
     for component, extra in ras.component_conf.items():
         assert smaller.component_conf[component][CPU_POINTS] == pytest.approx(extra[CPU_POINTS] * 0.8, abs=0.01)
     assert smaller.fallback_scales == () and "x0.8" in smaller.note and smaller.parallelism == ras.parallelism
+
+
+def test_headline_puts_planned_against_each_baseline(linear_plan):
+    data = recorded_result(linear_plan)
+    [line] = report.headline_lines(data)
+    planned = data["runs"][1]["measured"]["sink_throughput"]
+    assert line.startswith(f"Linear: planned {planned:.1f} tuples/s") and "2.00x default" in line
+    assert "resource_aware" not in line, "a failed baseline is left out"
