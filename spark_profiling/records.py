@@ -76,9 +76,35 @@ def parse_json_lines(lines: DataFrame) -> DataFrame:
     return lines.select(F.col("value").alias(LINE), parsed.alias("r")).select(LINE, "r.*")
 
 
-def _number_text(raw: Column) -> Column:
-    # Spark's JSON reader hands a bare NaN/Infinity to a string field as "\"NaN\"": drop the quotes.
-    return F.regexp_replace(F.trim(raw), r'^"(.*)"$', "$1")
+def _present(name: str) -> str:
+    return f"_present_{name}"
+
+
+def _parse_fields(raw: DataFrame) -> DataFrame:
+    """Every field parsed once: text trimmed (empty is null); numbers as double, plus whether any value was there.
+
+    A number field that is there but parses to null is a non-number. One parse per field keeps the
+    checks in :func:`validate` from parsing each value again and again.
+    """
+    types = {f.name: f.dataType for f in raw.schema.fields}
+    columns: list[Column] = []
+    for field in FIELDS:
+        source_type = types.get(field.name)
+        col = F.col(field.name) if source_type is not None else F.lit(None).cast(T.StringType())
+        if field.kind == "text":
+            value = F.trim(col.cast(T.StringType()))
+            columns.append(F.when(value != "", value).alias(field.name))
+        elif isinstance(source_type, T.NumericType):
+            columns += [col.cast(T.DoubleType()).alias(field.name), col.isNotNull().alias(_present(field.name))]
+        else:
+            # Spark's JSON reader hands a bare NaN/Infinity to a text field as "\"NaN\"": drop quotes too.
+            text = F.btrim(col.cast(T.StringType()), F.lit('" '))
+            columns += [text.try_cast(T.DoubleType()).alias(field.name), (text != "").alias(_present(field.name))]
+    if LINE in types:
+        columns.append((F.trim(F.col(LINE)) == "").alias(BLANK_LINE))
+    if CORRUPT in types:
+        columns.append(F.col(CORRUPT).isNotNull().alias(MALFORMED_JSON))
+    return raw.select(*columns)
 
 
 def validate(raw: DataFrame) -> DataFrame:
@@ -88,51 +114,34 @@ def validate(raw: DataFrame) -> DataFrame:
     missing. The result has every field of :data:`FIELDS` with its Spark type and ``reason``.
     Values of a bad row are whatever could be parsed and must not be used.
     """
-    types = {f.name: f.dataType for f in raw.schema.fields}
+    parsed = _parse_fields(raw)
+    checks: list[Column] = [
+        F.when(F.col(flag), F.lit(flag)) for flag in (BLANK_LINE, MALFORMED_JSON) if flag in parsed.columns
+    ]
     typed: dict[str, Column] = {}
-    checks: list[Column] = []
-    if LINE in types:
-        checks.append(F.when(F.trim(F.col(LINE)) == "", F.lit(BLANK_LINE)))
-    if CORRUPT in types:
-        checks.append(F.when(F.col(CORRUPT).isNotNull(), F.lit(MALFORMED_JSON)))
-
     for field in FIELDS:
-        source_type = types.get(field.name)
-        col = F.col(field.name) if source_type is not None else F.lit(None).cast(T.StringType())
-        is_numeric_source = isinstance(source_type, T.NumericType)
-
+        value = F.col(field.name)
         if field.kind == "text":
-            value = F.trim(col.cast(T.StringType()))
-            typed[field.name] = F.when(value != "", value)
             if field.required:
-                checks.append(F.when(typed[field.name].isNull(), F.lit(f"missing:{field.name}")))
+                checks.append(F.when(value.isNull(), F.lit(f"missing:{field.name}")))
+            typed[field.name] = value
             continue
-
-        if is_numeric_source:
-            number = col.cast(T.DoubleType())
-            present = number.isNotNull()
-            non_numeric = F.lit(False)
-        else:
-            text = _number_text(col.cast(T.StringType()))
-            present = text.isNotNull() & (text != "")
-            number = text.try_cast(T.DoubleType())
-            non_numeric = present & number.isNull()
-
+        present = F.coalesce(F.col(_present(field.name)), F.lit(False))
         field_checks = [
-            (non_numeric, "non_numeric"),
-            (present & (F.isnan(number) | (F.abs(number) == float("inf"))), "non_finite"),
+            (present & value.isNull(), "non_numeric"),
+            (F.isnan(value) | (F.abs(value) == float("inf")), "non_finite"),
         ]
         if field.kind == "integer":
-            field_checks.append((present & (F.abs(number) >= 2.0**62), "out_of_range"))
-            field_checks.append((present & (number % 1 != 0), "non_integer"))
+            field_checks.append((F.abs(value) >= 2.0**62, "out_of_range"))
+            field_checks.append((value % 1 != 0, "non_integer"))
         if field.bound == "non_negative":
-            field_checks.append((present & (number < 0), "negative"))
+            field_checks.append((value < 0, "negative"))
         elif field.bound == "positive":
-            field_checks.append((present & (number <= 0), "non_positive"))
+            field_checks.append((value <= 0, "non_positive"))
         if field.required:
             checks.append(F.when(~present, F.lit(f"missing:{field.name}")))
         for failed, reason in field_checks:
             checks.append(F.when(failed, F.lit(f"{reason}:{field.name}")))
-        typed[field.name] = F.when(present & ~non_numeric, number).try_cast(_SPARK_TYPE[field.kind])
+        typed[field.name] = value.try_cast(_SPARK_TYPE[field.kind])
 
-    return raw.select(*[typed[name].alias(name) for name in FIELD_NAMES], F.coalesce(*checks).alias(REASON))
+    return parsed.select(*[typed[name].alias(name) for name in FIELD_NAMES], F.coalesce(*checks).alias(REASON))
