@@ -102,6 +102,7 @@ def bench(
     """Run topologies under Storm's schedulers and hetsched's plan on the local heterogeneous cluster; compare."""
     from bench import plots, report
     from bench.errors import BenchError
+    from bench.profiles import load_profile_set
     from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
 
     try:
@@ -120,6 +121,8 @@ def bench(
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
             start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base,
         )
+        if not profile_now:
+            load_profile_set(settings.profiles)
     except BenchError as exc:
         raise _fail(str(exc)) from None
     code = _run_and_report(settings)
@@ -137,7 +140,7 @@ def demo(
 ) -> None:
     """The main job: bring the local cluster up, run Linear under Storm's default scheduler and hetsched's plan, compare, bring it down."""
     from bench.errors import BenchError
-    from bench.profiles import shipped_names
+    from bench.profiles import load_profile_set, shipped_names
     from bench.settings import DEFAULT_PROFILES, BenchSettings
 
     if simulate:
@@ -150,6 +153,8 @@ def demo(
             out_dir=out or _default_out("demo"), topologies=("linear",), schedulers=("default", "planned"),
             profiles=DEFAULT_PROFILES, profile_now=profile_now, window_s=window, warmup_s=warmup,
         )
+        if not profile_now:
+            load_profile_set(settings.profiles)
     except BenchError as exc:
         raise _fail(str(exc)) from None
     if profile_now:

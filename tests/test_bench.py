@@ -387,3 +387,21 @@ def test_headline_puts_planned_against_each_baseline(linear_plan):
     planned = data["runs"][1]["measured"]["sink_throughput"]
     assert line.startswith(f"Linear: planned {planned:.1f} tuples/s") and "2.00x default" in line
     assert "resource_aware" not in line, "a failed baseline is left out"
+
+
+def test_demo_simulate_is_the_planner_comparison():
+    result = runner.invoke(app, ["demo", "--simulate"])
+    assert result.exit_code == 0, result.output
+    assert "linear-s1" in result.output and "LP bound" in result.output
+
+
+def test_demo_without_a_shipped_profile_or_with_a_bad_window_says_so(monkeypatch, tmp_path):
+    import bench.profiles as profiles_module
+
+    monkeypatch.setattr(profiles_module, "SHIPPED_DIR", tmp_path / "none")
+    result = runner.invoke(app, ["demo", "--out", str(tmp_path / "demo")])
+    assert result.exit_code == 1 and "error: no profile set 'default-cluster'" in result.output, result.output
+    assert not (tmp_path / "demo").exists(), "nothing started"
+    assert "--profile-now" in result.output and "Traceback" not in result.output
+    result = runner.invoke(app, ["demo", "--window", "3"])
+    assert result.exit_code == 1 and "too short" in result.output
