@@ -135,7 +135,7 @@ def profile(
     types: Optional[List[str]] = typer.Option(None, "--types", help="Machine types to measure on (default: all of the cluster's)."),
     steps: Optional[str] = typer.Option(None, "--steps", help="Rate steps per round (default 5, the last past saturation), or fixed spout rates such as 2,5,10."),
     step_seconds: float = typer.Option(30.0, "--step-seconds", min=5.0, help="Seconds per rate step (Nimbus gets counts every executor.metrics.frequency.secs)."),
-    warmup_seconds: float = typer.Option(15.0, "--warmup-seconds", min=0.0, help="Seconds after tuples flow before the first record of a round."),
+    warmup_seconds: float = typer.Option(30.0, "--warmup-seconds", min=0.0, help="Seconds after tuples flow before the first record of a round."),
     no_stop: bool = typer.Option(False, "--no-stop", help="Run every step even after a machine saturated."),
     conf: Optional[List[str]] = typer.Option(None, "--conf", "-c", help="Topology config key=value for every round (JSON values); repeatable."),
     put: Optional[str] = typer.Option(None, "--put", metavar="NAME", help="Store the aggregated set in the planner under NAME."),

@@ -50,11 +50,17 @@ class StepObservation:
     """Machine id -> CPU used, percent of its quota."""
 
 
+FIRST_FRACTION = 0.1
+"""The first step offers this share of the estimated saturating rate: a line needs a light end."""
+
+
 def fractions(steps: int) -> list[float]:
-    """``steps`` evenly spaced fractions of the saturating rate, the last one past it."""
+    """``steps`` evenly spaced fractions of the saturating rate, from light to past it."""
     if steps < 1:
         raise ValueError("a round needs at least one step")
-    return [TOP_FRACTION * (i + 1) / steps for i in range(steps)]
+    if steps == 1:
+        return [TOP_FRACTION]
+    return [FIRST_FRACTION + (TOP_FRACTION - FIRST_FRACTION) * i / (steps - 1) for i in range(steps)]
 
 
 def predicted_capacity(design: Design, round_: Round, cpu_ms: Mapping[str, float]) -> float:
