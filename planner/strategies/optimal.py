@@ -20,18 +20,23 @@ constant, so "which plans sustain rate R?" is a MILP (``_rate_model``):
   instance would exceed it (and for instance 0 forbids host-on-type with
   those n);
 - symmetry: machines of one type are interchangeable (the type fixes
-  capacity, cores and profiles), so their loads are ordered; this removes
-  equivalent permutations and no plan is lost. Merging them into one
-  variable per type would not be exact: each machine is its own bin.
+  capacity, cores and profiles). HiGHS detects this permutation symmetry
+  itself; explicit rows ordering their loads (``SYMMETRY_ROWS``) are valid
+  but made HiGHS do more work on the random suite (12 requests: 251 against
+  207 CPU seconds; one hard proof: 64k against 35k LP iterations), so they
+  are off. Merging the machines of a type into one variable would not be
+  exact: each machine is its own bin.
 
 **The search over R** (a Dinkelbach-style iteration from below). With the
 best rate found so far ``R_lo``, ask the MILP for the plan with the least peak
-utilisation ``theta`` at ``lambda = R_lo * (1 + gap)``. If there is none, no
-plan sustains lambda and ``R_lo`` is optimal within the gap. Otherwise that
-plan sustains at least ``lambda / theta`` (loads are ``a R + b`` with
-``b >= 0``), usually far more than lambda; its closed-form R_max (the
-simulator's) becomes the new ``R_lo``. The LP bound (planner.bounds) is the
-upper end; the first rate tried is half of it.
+utilisation ``theta`` at ``lambda = R_lo * (1 + gap)``. If HiGHS proves there
+is none, no plan sustains lambda, and ``R_lo`` is optimal within the gap.
+Otherwise that plan sustains at least ``lambda / theta`` (loads are
+``a R + b`` with ``b >= 0``), often far more; its closed-form R_max (the
+simulator's) becomes the new ``R_lo``. The first rate tried is half the LP
+bound (planner.bounds). Only proofs lower the upper bound, so the
+``upper_bound`` reported is always proven; the gap (``OPTIMALITY_GAP``,
+0.01 %) stays well above the solver's tolerances.
 
 **Instance counts** are searched up to the most that any plan sustaining the
 rate could host (every instance costs its MET; planner.bounds computes the
@@ -79,11 +84,19 @@ MAX_INSTANCES_PER_COMPONENT = 64
 MAX_COUNT_COMBINATIONS = 16
 """Largest number of instance-count combinations of ``all``-grouped components enumerated outside the MILP."""
 DEFAULT_TIME_LIMIT_S = 60.0
-OPTIMALITY_GAP = 1e-6
-"""Relative gap between the plan returned and the proven upper bound at which the search stops."""
+OPTIMALITY_GAP = 1e-4
+"""Relative gap between the plan returned and the proven upper bound at which the search stops.
+
+Well above HiGHS's feasibility tolerances (1e-6 and below), so that a rate a
+plan misses by a rounding error is never mistaken for one it reaches."""
 FEW_INSTANCES = 4
 """Instance counts up to this are searched first (see ``_Search.plan_at``)."""
 THETA_GAP = 0.01
+SMALL_JUMP = 0.01
+"""A capped plan that sustains less than this much (relative) above the rate asked raises the cap next time."""
+SYMMETRY_ROWS = False
+"""Order the loads of machines of one type. Off: HiGHS finds this symmetry itself (its symmetry detection is
+on by default), and with the rows on it did more work on the random suite (see the module docstring)."""
 """HiGHS stops minimising the peak utilisation within this relative gap: theta only steers the search."""
 
 
@@ -234,7 +247,7 @@ def _rate_model(
                     model.row({**{v.host[c, w]: 1.0 for w in on_type[t]}, **{v.count[c, n]: 1.0 for n in too_few}}, hi=1.0)
     for w in machines:
         model.row({**load[w], theta: -float(problem.limit[w])}, hi=0.0)
-    for t in types:
+    for t in types if SYMMETRY_ROWS else []:
         for w, w_next in zip(on_type[t], on_type[t][1:]):
             diff = dict(load[w])
             for col, coef in load[w_next].items():
@@ -310,17 +323,34 @@ def _count_combinations(problem: Problem, roles: _Roles, caps: dict[int, int]) -
 
 @dataclass
 class _Search:
-    """The state of the search over R: the proven interval, the best plan, the clock."""
+    """The state of the search over R: what is proven, the best plan, the clock."""
 
     problem: Problem
     roles: _Roles
     max_instances: int
+    gap: float
     time_limit_s: float
     deadline: float
     low: float = 0.0
+    """R_max of the best plan found, tuples/s."""
     high: float = math.inf
+    """Proven: no plan (within the caps) sustains this rate."""
+    floor: float = 0.0
+    """The next rate tried is at least this (see ``step``)."""
+    few: int = FEW_INSTANCES
+    """Instance caps below this are known to admit no plan at the rates still to try."""
     best: Placement | None = None
     solves: int = 0
+
+    @property
+    def target(self) -> float:
+        """The next rate to try: half the bound until a first plan is found, then just above the best plan."""
+        if self.best is None:
+            return self.high / 2.0
+        return max(self.low * (1.0 + self.gap), self.floor)
+
+    def done(self) -> bool:
+        return self.best is not None and self.target >= self.high
 
     def remaining_s(self) -> float:
         remaining = self.deadline - time.perf_counter()
@@ -336,65 +366,76 @@ class _Search:
             f"raise options.time_limit_s or use strategy {_fallback_strategy()}"
         )
 
-    def plan_at(self, rate: float) -> Placement | None:
-        """The least-utilised plan that sustains ``rate`` tuples/s, or None when the MILPs prove there is none.
+    def step(self) -> None:
+        """Try one rate. Only a proof (no plan at that rate) lowers ``high``; a plan raises ``low``.
 
-        Plans with few instances per component are looked for first: their
-        model is small and they are usually the best. Only when there is none
-        does the full model (every count up to the caps) have to prove it.
+        HiGHS meets its rows within tolerances, so a plan it returns may sustain
+        a hair less than the rate asked; then the next rate tried is above it,
+        so the search never repeats itself and never claims what it has not proven.
         """
-        caps = _instance_caps(self.problem, self.roles, rate, self.max_instances)
-        if caps is None:
-            return None
-        few = {c: min(n, FEW_INSTANCES) for c, n in caps[0].items()}
-        if few != caps[0]:
-            found = self._solve_at(rate, few)
-            if found is not None:
-                return found
-        return self._solve_at(rate, caps[0])
-
-    def _solve_at(self, rate: float, caps: dict[int, int]) -> Placement | None:
-        for counts in _count_combinations(self.problem, self.roles, caps):
-            built = _rate_model(self.problem, self.roles, rate, counts, caps)
-            if built is None:
-                continue
-            model, vars_ = built
-            result = model.solve(time_limit_s=self.remaining_s(), mip_rel_gap=THETA_GAP)
-            self.solves += 1
-            if result.status == 4:
-                # HiGHS can fail to map a solution of its presolved model back
-                # (ERGO-Code/HiGHS#2808); the same model without presolve solves cleanly.
-                result = model.solve(time_limit_s=self.remaining_s(), mip_rel_gap=THETA_GAP, presolve=False)
-                self.solves += 1
-            if result.status == 1 and result.x is not None:
-                return _placement_from(self.problem, self.roles, vars_, result.x, counts)
-            if result.status == 1:
-                self.timeout()
-            if result.status == 0:
-                return _placement_from(self.problem, self.roles, vars_, result.x, counts)
-            if result.status != 2:
-                raise PlanningError(f"the optimal strategy's solver failed: {result.message.strip()}")
-        return None
-
-    def step(self, gap: float) -> None:
-        """Try one rate: half the bound until a first plan is found, then just above the best plan."""
-        rate = self.high / 2.0 if self.best is None else min(self.low * (1.0 + gap), self.high)
+        rate = self.target
         found = self.plan_at(rate)
         if found is None:
             self.high = rate
             return
-        found_rate, _ = max_rate(self.problem, linear_loads(self.problem, found))
-        if found_rate < rate * (1.0 - 1e-5):
+        placement, found_rate = found
+        if found_rate < rate * (1.0 - 1e-4):
             raise PlanningError(
                 f"the optimal strategy's MILP found a plan at {rate:.6g} tuples/s that the simulator scores at "
                 f"{found_rate:.6g}: the model and the simulator disagree (a bug, please report it)"
             )
         if self.best is None or found_rate > self.low:
-            self.low, self.best = found_rate, found
-        else:
-            # The plan met the rows only within HiGHS's tolerances and is no better than the best:
-            # count the rate as out of reach, or the search would repeat itself.
-            self.high = rate
+            self.low, self.best = found_rate, placement
+        if found_rate < rate:
+            self.floor = rate * (1.0 + self.gap)
+
+    def plan_at(self, rate: float) -> tuple[Placement, float] | None:
+        """A plan that sustains ``rate`` tuples/s and its R_max, or None when the MILPs prove there is none.
+
+        Plans with few instances per component are looked for first, with
+        the caps doubling from ``FEW_INSTANCES``: their models are small,
+        such plans are usually the best, and HiGHS picks the least-utilised
+        one, which sustains the most beyond ``rate``. A cap with no plan at
+        this rate has none at any higher rate either, so later steps skip
+        it; a cap whose best plan barely beats the rate is skipped too, as a
+        heuristic. Only when no capped model has a plan does the model with
+        every count up to the caps run, and then its first plan is enough:
+        its main job is the proof.
+        """
+        caps = _instance_caps(self.problem, self.roles, rate, self.max_instances)
+        if caps is None:
+            return None
+        full = caps[0]
+        while any(n > self.few for n in full.values()):
+            found = self._solve_at(rate, {c: min(n, self.few) for c, n in full.items()}, THETA_GAP)
+            if found is not None:
+                if found[1] < rate * (1.0 + SMALL_JUMP):
+                    self.few *= 2
+                return found
+            self.few *= 2
+        return self._solve_at(rate, full, 1.0)
+
+    def _solve_at(self, rate: float, caps: dict[int, int], theta_gap: float) -> tuple[Placement, float] | None:
+        for counts in _count_combinations(self.problem, self.roles, caps):
+            built = _rate_model(self.problem, self.roles, rate, counts, caps)
+            if built is None:
+                continue
+            model, vars_ = built
+            result = model.solve(time_limit_s=self.remaining_s(), mip_rel_gap=theta_gap)
+            self.solves += 1
+            if result.status == 4:
+                # HiGHS can fail to map a solution of its presolved model back
+                # (ERGO-Code/HiGHS#2808); the same model without presolve solves cleanly.
+                result = model.solve(time_limit_s=self.remaining_s(), mip_rel_gap=theta_gap, presolve=False)
+                self.solves += 1
+            if result.status in (0, 1) and result.x is not None:
+                placement = _placement_from(self.problem, self.roles, vars_, result.x, counts)
+                return placement, max_rate(self.problem, linear_loads(self.problem, placement))[0]
+            if result.status == 1:
+                self.timeout()
+            if result.status != 2:
+                raise PlanningError(f"the optimal strategy's solver failed: {result.message.strip()}")
+        return None
 
 
 def solve(
@@ -409,17 +450,17 @@ def solve(
     roles = _roles(problem)
     _check_size(problem, roles)
     lp_bound = lp_upper_bound_problem(problem)
-    search = _Search(problem, roles, max_instances, limit_s, start + limit_s, high=lp_bound * (1.0 + 1e-7))
-    while search.best is None or search.high > search.low * (1.0 + gap):
+    search = _Search(problem, roles, max_instances, gap, limit_s, start + limit_s, high=lp_bound * (1.0 + 1e-7))
+    while not search.done():
         if search.best is None and search.high < lp_bound * 1e-9:
             raise PlanningError("the cluster cannot host one instance of every component at any input rate")
-        search.step(gap)
+        search.step()
     caps = _instance_caps(problem, roles, search.low, max_instances)
     caps_used, capped = caps if caps is not None else ({}, [])
     return OptimalSolution(
         placement=search.best,
         input_rate=search.low,
-        upper_bound=max(search.high, search.low),
+        upper_bound=search.high,
         lp_bound=lp_bound,
         milp_solves=search.solves,
         instance_caps={problem.component_ids[c]: n for c, n in caps_used.items()},
