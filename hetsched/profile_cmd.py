@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
@@ -14,7 +15,8 @@ from rich.table import Table
 from hetsched.cli import app
 from planner.client import TOKEN_ENV, URL_ENV
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
+"""Wide when piped, so a log keeps every digit of the table."""
 
 
 class InputFormat(str, Enum):
@@ -60,6 +62,7 @@ def aggregate(
     from spark_profiling.report import headline, notes
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=Console(stderr=True), show_path=False)])
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
         profile_set_name = set_name(out, name, put)
         title = f"aggregating {len(inputs)} input(s) with Spark"
