@@ -159,6 +159,10 @@ def main() -> None:
             progress.update(task, description=f"seed {seed}")
             rows.append(run_one(seed, args.optimal_time_limit))
             progress.advance(task)
+            done = len(rows)
+            if not console.is_terminal and (done % 10 == 0 or done == args.instances):
+                proven = sum(1 for r in rows if "optimal" in r)
+                console.log(f"{done}/{args.instances} requests, {proven} proven optimal")
     invalid = sum(1 for r in rows if "invalid" in r)
     console.print(f"{len(rows)} seeds drawn, {invalid} unplannable draws skipped (the cluster cannot host one instance of each component)")
     console.print(quality_table(rows))

@@ -66,6 +66,39 @@ def test_all_and_global_groupings_match_brute_force(seed):
     assert_optimal(solve(problem, max_instances=2).input_rate, exact.input_rate)
 
 
+def _all_grouping_request(split_input: bool) -> Problem:
+    """spout -all-> b1 (and spout2 -shuffle-> b1 where ``split_input``), b1 -> b2: b1's count sets b2's rate."""
+    components = [
+        Component(id="spout", kind="spout", profile="s"),
+        Component(id="b1", kind="bolt", profile="b"),
+        Component(id="b2", kind="bolt", profile="b"),
+    ]
+    streams = [Stream(source="spout", target="b1", grouping="all"), Stream(source="b1", target="b2")]
+    if split_input:
+        components.append(Component(id="spout2", kind="spout", profile="s"))
+        streams.append(Stream(source="spout2", target="b1"))
+    topology = Topology(name="all", components=components, streams=streams)
+    cluster = Cluster(
+        machine_types=[MachineType(name="a", capacity=100, cores=4), MachineType(name="b", capacity=100)],
+        machines=[Machine(id="m0", type="a"), Machine(id="m1", type="b")],
+    )
+    entries = [
+        ProfileEntry(profile=p, machine_type=t, e=e * f, met=1.0)
+        for p, e in (("s", 0.001), ("b", 0.004)) for t, f in (("a", 1.0), ("b", 1.6))
+    ]
+    return Problem.build(topology, cluster, ProfileTable.from_entries(entries), PlanOptions())
+
+
+@pytest.mark.parametrize("split_input", [False, True])
+def test_all_grouped_component_feeding_others_matches_brute_force(split_input):
+    problem = _all_grouping_request(split_input)
+    exact = brute_force(problem, max_instances=3)
+    milp = solve(problem, max_instances=3)
+    assert_optimal(milp.input_rate, exact.input_rate)
+    if not split_input:
+        assert len(milp.placement["b1"]) == 1
+
+
 SMALL = dict(components=(2, 4), machine_types=(2, 3), machines=(2, 4))
 
 

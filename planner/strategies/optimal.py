@@ -46,8 +46,9 @@ always refine the split, so some cap is needed). ``stats["capped_components"]``
 names components where that cap, not the cluster, limited the search.
 
 Components with an ``all`` input grouping and free parallelism that feed
-others change their descendants' rates with their count; their counts are
-enumerated outside the MILP. Components that cost nothing (no profile, e.g.
+others change their descendants' rates with their count: with only ``all``
+and ``global`` inputs one instance dominates; with a split input as well
+their counts are enumerated outside the MILP (see ``_Roles``). Components that cost nothing (no profile, e.g.
 ``__acker``) get their fixed parallelism or one instance, spread over the
 machines the plan uses.
 
@@ -92,12 +93,12 @@ plan misses by a rounding error is never mistaken for one it reaches."""
 FEW_INSTANCES = 4
 """Instance counts up to this are searched first (see ``_Search.plan_at``)."""
 THETA_GAP = 0.01
+"""HiGHS stops minimising the peak utilisation within this relative gap: theta only steers the search."""
 SMALL_JUMP = 0.01
 """A capped plan that sustains less than this much (relative) above the rate asked raises the cap next time."""
 SYMMETRY_ROWS = False
 """Order the loads of machines of one type. Off: HiGHS finds this symmetry itself (its symmetry detection is
 on by default), and with the rows on it did more work on the random suite (see the module docstring)."""
-"""HiGHS stops minimising the peak utilisation within this relative gap: theta only steers the search."""
 
 
 @dataclass
@@ -130,25 +131,41 @@ class OptimalSolution:
 
 @dataclass(frozen=True)
 class _Roles:
-    """Which components the MILP places, which of those have counts enumerated outside it, which cost nothing."""
+    """How the search treats each component (indices into the problem's components).
+
+    ``placed``: the MILP places it. ``enumerated``: placed, but its count
+    changes its descendants' rates (an ``all`` input and a split input, free
+    parallelism, and output streams), so the count is fixed per MILP and
+    enumerated outside. ``single``: placed with one instance, because its
+    input is all ``all``/``global`` (no split part): every further instance
+    would receive the whole stream again and only add load, here and
+    downstream, so one instance dominates. ``free``: costs nothing anywhere.
+    """
 
     placed: list[int]
     enumerated: list[int]
+    single: list[int]
     free: list[int]
+
+    def pinned_count(self, problem: Problem, c: int, counts: np.ndarray) -> int:
+        """The instance count a MILP must use for component c (0: the MILP chooses)."""
+        if problem.fixed[c]:
+            return int(problem.fixed[c])
+        return int(counts[c]) if c in self.enumerated or c in self.single else 0
 
 
 def _roles(problem: Problem) -> _Roles:
     used = np.unique(problem.machine_type)
-    _, each, _ = problem.shares(least_counts(problem))
-    placed, enumerated, free = [], [], []
+    split, each, _ = problem.shares(least_counts(problem))
+    placed, enumerated, single, free = [], [], [], []
     for c in range(problem.n_components):
         if not problem.cost[c, used].any() and not problem.met[c, used].any():
             free.append(c)
             continue
         placed.append(c)
         if each[c] > 0 and problem.fixed[c] == 0 and not problem.is_sink[c]:
-            enumerated.append(c)
-    return _Roles(placed, enumerated, free)
+            (enumerated if split[c] > 0 else single).append(c)
+    return _Roles(placed, enumerated, single, free)
 
 
 def _fallback_strategy() -> str:
@@ -209,7 +226,7 @@ def _rate_model(
     on_type = {t: [w for w in machines if problem.machine_type[w] == t] for t in types}
     load: list[dict[int, float]] = [dict() for _ in machines]
     for c in roles.placed:
-        fixed = int(problem.fixed[c]) or (int(counts[c]) if c in roles.enumerated else 0)
+        fixed = roles.pinned_count(problem, c, counts)
         s, a, g = split[c], each[c], first[c]
         cost_rate = problem.cost[c] * rate
         least = {t: _least_count(cost_rate[t] * s, cost_rate[t] * a + problem.met[c, t], k_limit[t]) for t in types}
@@ -293,7 +310,7 @@ def _instance_caps(
 
     None: the fluid relaxation already shows that no plan sustains ``rate``.
     """
-    searched = [c for c in roles.placed if problem.fixed[c] == 0]
+    searched = [c for c in roles.placed if problem.fixed[c] == 0 and c not in roles.single]
     most = most_instances_at_rate(problem, rate, searched)
     if most is None:
         return None
