@@ -24,4 +24,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run as ``python -m hetsched.cli`` this file is ``__main__``, a second copy; the subcommands
+    # register on the imported ``hetsched.cli.app``, so start that one.
+    from hetsched.cli import main as _main
+
+    _main()
