@@ -49,6 +49,7 @@ and ``topology.max.spout.pending`` bounds the tuples queued in front of a satura
 STARTUP_GUESS_S = 60.0
 KILL_GUESS_S = 15.0
 KILL_TIMEOUT_S = 180.0
+DAEMON_CHECK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,15 @@ class Experiment:
             return len(self.options.rates)
         return round(sum(self._steps_of(r) for r in self.design.rounds) / len(self.design.rounds))
 
+    def _require_daemons(self) -> None:
+        """Fail at once, not at a timeout, when a supervisor (or Nimbus) of the cluster has stopped."""
+        stopped = self.cluster.status().stopped_daemons
+        if stopped:
+            raise ProfilingError(
+                f"{', '.join(stopped)} of the cluster at {self.cluster.layout.home} stopped while a round started "
+                "(see 'hetsched cluster logs'); restart the cluster and profile again."
+            )
+
     def _check_alone(self) -> None:
         """Refuse to measure next to other topologies: their CPU would count as ours."""
         try:
@@ -339,7 +349,12 @@ class Experiment:
         self.reporter.progress(done, done + left_in_round_s + rounds_after * per_round)
 
     def _starting(self, rounds_done: int, started: float) -> Callable[[], None]:
+        checked = [time.monotonic()]
+
         def tick() -> None:
+            if time.monotonic() - checked[0] >= DAEMON_CHECK_S:
+                checked[0] = time.monotonic()
+                self._require_daemons()
             startup = sum(self._startups) / len(self._startups) if self._startups else STARTUP_GUESS_S
             waited = time.monotonic() - started
             self._progress(rounds_done, max(5.0, startup - waited) + self._step_count() * self.options.step_seconds

@@ -76,6 +76,11 @@ def check_cluster(cluster: LocalCluster, planner_url: str) -> None:
     if not status.running:
         raise ProfilingError(f"the cluster at {cluster.layout.home} is not running; start it with "
                              "'hetsched cluster up --scheduler plugin --conf hetsched.planner.url=URL'.")
+    if status.stopped_daemons:
+        raise ProfilingError(
+            f"{', '.join(status.stopped_daemons)} of the cluster at {cluster.layout.home} stopped (see "
+            f"'hetsched cluster logs'); restart the cluster before profiling."
+        )
     if status.scheduler != "plugin":
         raise ProfilingError(
             f"the cluster at {cluster.layout.home} runs the {status.scheduler!r} scheduler; profiling pins components "
