@@ -148,6 +148,10 @@ def demo(
 
         compare(optimal_time_limit=None, thread_caps=True)
         return
+    if not profile_now and DEFAULT_PROFILES not in shipped_names():
+        console.print(f"no profile set is shipped as profiles/{DEFAULT_PROFILES}.json: measuring one on the cluster first "
+                      "(as with --profile-now; this takes longer)")
+        profile_now = True
     try:
         settings = BenchSettings(
             out_dir=out or _default_out("demo"), topologies=("linear",), schedulers=("default", "planned"),

@@ -395,13 +395,11 @@ def test_demo_simulate_is_the_planner_comparison():
     assert "linear-s1" in result.output and "LP bound" in result.output
 
 
-def test_demo_without_a_shipped_profile_or_with_a_bad_window_says_so(monkeypatch, tmp_path):
-    import bench.profiles as profiles_module
-
-    monkeypatch.setattr(profiles_module, "SHIPPED_DIR", tmp_path / "none")
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path / "demo")])
-    assert result.exit_code == 1 and "error: no profile set 'default-cluster'" in result.output, result.output
-    assert not (tmp_path / "demo").exists(), "nothing started"
+def test_bench_with_an_unknown_profile_set_or_demo_with_a_bad_window_starts_nothing(tmp_path):
+    result = runner.invoke(app, ["bench", "--profiles", "no-such-set", "--out", str(tmp_path / "bench")])
+    assert result.exit_code == 1 and "error: no profile set 'no-such-set'" in result.output, result.output
     assert "--profile-now" in result.output and "Traceback" not in result.output
-    result = runner.invoke(app, ["demo", "--window", "3"])
+    assert not (tmp_path / "bench").exists(), "nothing started"
+    result = runner.invoke(app, ["demo", "--window", "3", "--out", str(tmp_path / "demo")])
     assert result.exit_code == 1 and "too short" in result.output
+    assert not (tmp_path / "demo").exists(), "nothing started"
