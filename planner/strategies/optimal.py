@@ -61,6 +61,7 @@ upper bound, rather than return an unproven plan under the name "optimal".
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -75,6 +76,8 @@ from planner.problem import Problem
 from planner.profiles import ProfileTable
 from planner.simulator import linear_loads, max_rate
 from planner.strategies import StrategyResult
+
+log = logging.getLogger(__name__)
 
 MAX_PLACED_COMPONENTS = 8
 """Components with a CPU cost the exact search accepts."""
@@ -393,9 +396,12 @@ class _Search:
         rate = self.target
         found = self.plan_at(rate)
         if found is None:
+            log.debug("optimal: no plan sustains %.6g tuples/s (proven, %d MILP solves so far)", rate, self.solves)
             self.high = rate
             return
         placement, found_rate = found
+        log.debug("optimal: at %.6g tuples/s found a plan that sustains %.6g (%d MILP solves so far)",
+                  rate, found_rate, self.solves)
         if found_rate < rate * (1.0 - 1e-4):
             raise PlanningError(
                 f"the optimal strategy's MILP found a plan at {rate:.6g} tuples/s that the simulator scores at "
