@@ -137,6 +137,7 @@ def profile(
     kinds: Optional[List[str]] = typer.Option(None, "--kinds", help="Profile keys to measure, comma-separated or repeated (default: all of the topology's)."),
     types: Optional[List[str]] = typer.Option(None, "--types", help="Machine types to measure on (default: all of the cluster's)."),
     steps: Optional[str] = typer.Option(None, "--steps", help="Rate steps per round (default 5, the last past saturation), or fixed spout rates such as 2,5,10."),
+    spout_steps: int = typer.Option(3, "--spout-steps", min=1, max=50, help="Rate steps of each spout round (the spouts are measured in rounds of their own)."),
     step_seconds: float = typer.Option(30.0, "--step-seconds", min=5.0, help="Seconds per rate step (Nimbus gets counts every executor.metrics.frequency.secs)."),
     warmup_seconds: float = typer.Option(30.0, "--warmup-seconds", min=0.0, help="Seconds after tuples flow before the first record of a round."),
     no_stop: bool = typer.Option(False, "--no-stop", help="Run every step even after a machine saturated."),
@@ -166,6 +167,7 @@ def profile(
         step_count, rates = _steps(steps)
         options = ExperimentOptions(
             topology=topology, kinds=_names(kinds), types=_names(types), steps=step_count, rates=rates,
+            spout_steps=spout_steps,
             step_seconds=step_seconds, warmup_seconds=warmup_seconds, stop_at_saturation=not no_stop,
             conf=parse_topology_conf(conf),
         )
