@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from bench.errors import BenchError
 from bench.planner_service import PlannerService
-from bench.profiles import load_profile_set, require_pairs
+from bench.profiles import fill_pass_through_alphas, load_profile_set, require_pairs
 from bench.run import Reporter, RunContext, RunResult, _Quiet, run
 from bench.schedulers import RunSpec, run_specs
 from bench.settings import BenchSettings
@@ -135,6 +135,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 result.profile_set, result.profile_origin = measure(cluster, result.planner_url, out / "profiling",
                                                                     list(settings.topologies))
                 _require_profiles(result.profile_set, settings, spec, result.profile_origin)
+            _adjust_profiles(result, settings, reporter)
             specs = _plan(settings, spec, result, reporter)
             for phase in ("plugin", "resource_aware"):
                 phase_specs = [s for s in specs if s.cluster_scheduler == phase]
@@ -217,6 +218,13 @@ def _load_profiles(settings: BenchSettings, spec: ClusterSpec) -> tuple[ProfileS
 def _require_profiles(profile_set: ProfileSet, settings: BenchSettings, spec: ClusterSpec, origin: str) -> None:
     kinds = {k for t in settings.topologies for k in lookup(t).profiles().values()}
     require_pairs(profile_set, kinds, {t.name for t in spec.machine_types}, origin)
+
+
+def _adjust_profiles(result: BenchResult, settings: BenchSettings, reporter: Reporter) -> None:
+    """Alpha of pass-through kinds profiled only as sinks (see bench.profiles.fill_pass_through_alphas), said aloud."""
+    result.profile_set, notes = fill_pass_through_alphas(result.profile_set, list(settings.topologies))
+    for note in notes:
+        reporter.log(f"[yellow]profile set {result.profile_set.name}: {note}[/yellow]")
 
 
 def _plan(settings: BenchSettings, spec: ClusterSpec, result: BenchResult, reporter: Reporter) -> list[RunSpec]:

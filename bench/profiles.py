@@ -66,3 +66,39 @@ def require_pairs(profile_set: ProfileSet, profiles: set[str], machine_types: se
             f"the profile set {profile_set.name!r} ({origin}) lacks {', '.join(missing)}: it was not measured on this "
             "cluster's machine types or for these topologies; use a set measured on this cluster, or --profile-now"
         )
+
+
+def fill_pass_through_alphas(profile_set: ProfileSet, topologies: list[str]) -> tuple[ProfileSet, list[str]]:
+    """The set with alpha 1 for pass-through kinds it saw only as sinks; and a note per kind changed.
+
+    A compute bolt forwards every tuple when someone subscribes to it and emits nothing as a sink
+    (topologies.bolts.ComputeBolt), so a kind profiled only as a sink (``highCompute`` in Linear)
+    has a measured alpha of 0 that does not hold where it feeds others (``high`` in Star). Kinds of
+    other classes with alpha 0 where they feed others are refused: their alpha is unknown.
+    """
+    from topologies.bolts import ComputeBolt
+    from topologies.catalog import lookup
+    from topologies.measure import roles
+
+    zero = {e.profile for e in profile_set.entries if e.alpha == 0}
+    zero -= {e.profile for e in profile_set.entries if e.alpha > 0}
+    fixed: set[str] = set()
+    for name in topologies:
+        entry = lookup(name)
+        for component, role in roles(entry).items():
+            kind = entry.profiles()[component]
+            if kind not in zero or role != "bolt":  # a spout's output is R, whatever its alpha
+                continue
+            if not issubclass(entry.component_class(component), ComputeBolt):
+                raise BenchError(
+                    f"the profile set {profile_set.name!r} says {kind} emits nothing (alpha 0), but in {name} "
+                    f"{component} feeds other components: profile {kind} where it has subscribers (--profile-now)"
+                )
+            fixed.add(kind)
+    if not fixed:
+        return profile_set, []
+    entries = [e.model_copy(update={"alpha": 1.0}) if e.profile in fixed else e for e in profile_set.entries]
+    notes = [f"{kind}: alpha 0 (profiled only as a sink, where a compute bolt emits nothing) taken as 1 where it "
+             "has subscribers (a compute bolt forwards every tuple)" for kind in sorted(fixed)]
+    source = {**profile_set.source, "bench_adjustments": notes}
+    return profile_set.model_copy(update={"entries": entries, "source": source}), notes

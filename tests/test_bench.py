@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from bench import measure, plots, report
 from bench.errors import BenchError
 from bench.placement import from_topology_info, plan_mismatches
-from bench.profiles import load_profile_set, missing_pairs, require_pairs
+from bench.profiles import fill_pass_through_alphas, load_profile_set, missing_pairs, require_pairs
 from bench.schedulers import CPU_POINTS, DISABLE_LOAD_AWARE, ras_cpu_points, run_specs
 from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
 from hetsched.cli import _register, app
@@ -403,3 +403,21 @@ def test_bench_with_an_unknown_profile_set_or_demo_with_a_bad_window_starts_noth
     result = runner.invoke(app, ["demo", "--window", "3", "--out", str(tmp_path / "demo")])
     assert result.exit_code == 1 and "too short" in result.output
     assert not (tmp_path / "demo").exists(), "nothing started"
+
+
+def test_a_pass_through_kind_profiled_only_as_a_sink_gets_alpha_one_where_it_feeds_others():
+    measured_in_linear = profile_set().model_copy(update={"entries": [
+        e.model_copy(update={"alpha": 0.0}) if e.profile == "highCompute" else e for e in profile_set().entries]})
+    same, notes = fill_pass_through_alphas(measured_in_linear, ["linear"])
+    assert same is measured_in_linear and notes == [], "in Linear high is a sink: alpha 0 is right"
+    adjusted, notes = fill_pass_through_alphas(measured_in_linear, ["linear", "star"])
+    assert {e.alpha for e in adjusted.entries if e.profile == "highCompute"} == {1.0}
+    assert [e.e for e in adjusted.entries] == [e.e for e in measured_in_linear.entries]
+    assert len(notes) == 1 and notes[0].startswith("highCompute") and adjusted.source["bench_adjustments"] == notes
+
+
+def test_a_kind_of_unknown_alpha_that_feeds_others_is_refused():
+    kinds = lookup("rolling_count").profiles().values()
+    entries = [ProfileEntry(profile=k, machine_type="small", e=0.01, alpha=0.0) for k in kinds]
+    with pytest.raises(BenchError, match="says splitSentence emits nothing"):
+        fill_pass_through_alphas(ProfileSet(name="x", entries=entries), ["rolling_count"])
