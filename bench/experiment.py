@@ -35,6 +35,8 @@ from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_home import STORM_VERSION
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import Plan, PlanRequest, ProfileRef, ProfileSet
+from planner.errors import PlanningError
+from planner.profiles import MACHINE_BASE_LOAD, machine_base_load
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 
@@ -154,7 +156,8 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                     cluster.down()
                     _cluster_up(cluster, phase, result.planner_url, reporter)
                 ctx = RunContext(cluster, result.planner_url, result.profile_set.name, settings.window_s,
-                                 settings.warmup_s, settings.start_timeout_s, reporter)
+                                 settings.warmup_s, settings.start_timeout_s, reporter,
+                                 machine_base_load(result.profile_set))
                 for s in phase_specs:
                     reporter.log(f"run {len(result.runs) + 1}/{len(specs)}: {s.topology} with {s.scheduler} ({s.note})")
                     result.runs.append(run(s, ctx, result.plans.get(s.topology)))
@@ -218,6 +221,10 @@ def _load_profiles(settings: BenchSettings, spec: ClusterSpec) -> tuple[ProfileS
 def _require_profiles(profile_set: ProfileSet, settings: BenchSettings, spec: ClusterSpec, origin: str) -> None:
     kinds = {k for t in settings.topologies for k in lookup(t).profiles().values()}
     require_pairs(profile_set, kinds, {t.name for t in spec.machine_types}, origin)
+    try:
+        machine_base_load(profile_set)
+    except PlanningError as exc:
+        raise BenchError(f"{origin}: {exc}") from None
 
 
 def _adjust_profiles(result: BenchResult, settings: BenchSettings, reporter: Reporter) -> None:
@@ -229,7 +236,11 @@ def _adjust_profiles(result: BenchResult, settings: BenchSettings, reporter: Rep
 
 def _plan(settings: BenchSettings, spec: ClusterSpec, result: BenchResult, reporter: Reporter) -> list[RunSpec]:
     """Store the profile set, plan every topology for this cluster, and lay out every run."""
-    cluster_model = spec.planner_cluster()
+    base_load = machine_base_load(result.profile_set)
+    if base_load:
+        reporter.log("planning on capacity 100 less each machine type's base load from the profile set: "
+                     + ", ".join(f"{t} {b:.1f}%" for t, b in sorted(base_load.items())))
+    cluster_model = spec.planner_cluster(base_load)
     reference = cluster_model.machine_types[0]
     specs: list[RunSpec] = []
     with PlannerClient(result.planner_url) as client:
@@ -257,7 +268,8 @@ def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path,
     covered: set[str] = set()
     entries = []
     name = f"bench-profiled-{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}"
-    source: dict[str, Any] = {"kind": "hetsched bench --profile-now", "runs": []}
+    base_load: dict[str, float] = {}
+    source: dict[str, Any] = {"kind": "hetsched bench --profile-now", "runs": [], MACHINE_BASE_LOAD: base_load}
     for topology in topologies:
         kinds = [k for k in dict.fromkeys(lookup(topology).profiles().values()) if k not in covered]
         if not kinds:
@@ -269,6 +281,8 @@ def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path,
         if done.profile_set is None:
             raise BenchError(f"profiling {topology} gave no profile set")
         entries += [e for e in done.profile_set.entries if e.profile in kinds]
+        for machine_type, percent in machine_base_load(done.profile_set).items():
+            base_load[machine_type] = min(percent, base_load.get(machine_type, percent))
         covered |= set(kinds)
         source["runs"].append({"topology": topology, "profile_path": str(done.profile_path),
                                "source": done.profile_set.source})

@@ -106,6 +106,8 @@ class RunContext:
     warmup_s: float
     start_timeout_s: float
     reporter: Reporter = field(default_factory=_Quiet)
+    base_load: dict[str, float] = field(default_factory=dict)
+    """Machine type -> base load, percent (planner.profiles.machine_base_load): planned on, and added back to predicted CPU."""
 
     @property
     def address(self) -> NimbusAddress:
@@ -297,13 +299,13 @@ def _cpu_seconds(ctx: RunContext) -> dict[str, float]:
 
 def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult) -> None:
     request = EvaluationRequest(
-        topology=planner_topology(entry), cluster=ctx.cluster.spec.planner_cluster(),
+        topology=planner_topology(entry), cluster=ctx.cluster.spec.planner_cluster(ctx.base_load),
         profiles=ProfileRef(name=ctx.profile_set), assignments=placement.assignments(),
     )
     with PlannerClient(ctx.planner_url) as client:
         evaluation = client.evaluate(request)
     result.predicted = measure.predicted_throughputs(evaluation, entry.spout_ids)
-    result.predicted_machines = {m.id: round(m.utilization, 2) for m in evaluation.machines}
+    result.predicted_machines = {m.id: round(m.utilization + ctx.base_load.get(m.type, 0.0), 2) for m in evaluation.machines}
     result.predicted_bottleneck = evaluation.bottleneck
 
 

@@ -31,7 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cluster import running_cluster  # noqa: E402
 from cluster.errors import ClusterError  # noqa: E402
+from planner.errors import PlanningError  # noqa: E402
 from planner.model import ProfileEntry, ProfileSet  # noqa: E402
+from planner.profiles import machine_base_load  # noqa: E402
 from spark_profiling.collector.observe import load_average  # noqa: E402
 from spark_profiling.collector.prediction import PredictionPoint, by_machine_type, point  # noqa: E402
 from spark_profiling.collector.runner import Experiment, ExperimentOptions  # noqa: E402
@@ -59,15 +61,15 @@ class _Bar:
         self.bar.update(self.task, completed=done_s, total=max(total_s, done_s, 1.0))
 
 
-def saturating_rate(entry: ProfileEntry) -> float:
-    """Input rate at which the profile says the machine is full: (100 - MET) / (100 e)."""
-    return max(0.5, (100.0 - entry.met) / (100.0 * entry.e))
+def saturating_rate(entry: ProfileEntry, base_load: float = 0.0) -> float:
+    """Input rate at which the profile says the machine is full: (100 - base load - MET) / (100 e)."""
+    return max(0.5, (100.0 - base_load - entry.met) / (100.0 * entry.e))
 
 
-def run_type(cluster, planner_url: str, kind: str, entry: ProfileEntry, fractions: list[float], step_seconds: float,
-             out_dir: Path) -> list[PredictionPoint]:
+def run_type(cluster, planner_url: str, kind: str, entry: ProfileEntry, base_load: float, fractions: list[float],
+             step_seconds: float, out_dir: Path) -> list[PredictionPoint]:
     """One round: ``kind`` alone on the machine of ``entry.machine_type`` at each fraction of its saturating rate."""
-    rate_sat = saturating_rate(entry)
+    rate_sat = saturating_rate(entry, base_load)
     rates = [round(f * rate_sat, 2) for f in fractions]
     helpers = {keys.cpu_ms_key(p): 0.0 for p in keys.DEFAULT_CPU_MS if p != kind}
     options = ExperimentOptions(topology="linear", kinds=[kind], types=[entry.machine_type], rates=rates,
@@ -81,11 +83,13 @@ def run_type(cluster, planner_url: str, kind: str, entry: ProfileEntry, fraction
     points = []
     for step in round_.steps:
         if machine in step.machine_cpu and COMPONENT[kind] in step.handled:
-            points.append(point(entry, step.offered, step.handled[COMPONENT[kind]], step.machine_cpu[machine]))
+            points.append(point(entry, step.offered, step.handled[COMPONENT[kind]], step.machine_cpu[machine],
+                                base_load))
     return points
 
 
-def plot(points: list[PredictionPoint], entries: dict[str, ProfileEntry], kind: str, path: Path) -> None:
+def plot(points: list[PredictionPoint], entries: dict[str, ProfileEntry], base_load: dict[str, float], kind: str,
+         path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,7 +101,9 @@ def plot(points: list[PredictionPoint], entries: dict[str, ProfileEntry], kind: 
         mine = [p for p in points if p.machine_type == machine_type]
         entry = entries[machine_type]
         top = max(p.input_rate for p in mine) * 1.1
-        ax.plot([0, top], [entry.met, 100 * entry.e * top + entry.met], "-", label="TCU = 100 e IR + MET")
+        base = base_load.get(machine_type, 0.0)
+        ax.plot([0, top], [base + entry.met, base + 100 * entry.e * top + entry.met], "-",
+                label="base load + 100 e IR + MET")
         ax.plot([p.input_rate for p in mine], [p.measured for p in mine], "o", label="measured (machine cgroup)")
         ax.axhline(100, color="grey", lw=0.8, ls=":")
         ax.set_title(f"{kind} on {machine_type}")
@@ -132,12 +138,13 @@ def main() -> int:
         planner_url = args.planner or nimbus_planner_url(cluster)
         check_cluster(cluster, planner_url or "")
         entries = {e.machine_type: e for e in profile_set.entries if e.profile == args.kind}
+        base_load = machine_base_load(profile_set)
         types = args.types.split(",") if args.types else [m.type for m in cluster.layout.machines]
         missing = [t for t in types if t not in entries]
         if missing:
             raise ProfilingError(f"{args.profiles} has no {args.kind} profile for {', '.join(missing)}.")
         lookup("linear")
-    except (OSError, ValueError, ProfilingError, ClusterError) as exc:
+    except (OSError, ValueError, ProfilingError, ClusterError, PlanningError) as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         return 1
 
@@ -147,9 +154,11 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="hetsched-check-") as tmp:
             for machine_type in dict.fromkeys(types):
                 entry = entries[machine_type]
+                base = base_load.get(machine_type, 0.0)
                 console.print(f"{args.kind} on {machine_type}: e={entry.e:.5g} s/tuple, MET={entry.met:.1f}%, "
-                              f"saturating at {saturating_rate(entry):.1f} tuples/s by the profile", highlight=False)
-                points += run_type(cluster, planner_url, args.kind, entry, fractions, args.step_seconds, Path(tmp))
+                              f"machine base load {base:.1f}%, saturating at {saturating_rate(entry, base):.1f} "
+                              "tuples/s by the profile", highlight=False)
+                points += run_type(cluster, planner_url, args.kind, entry, base, fractions, args.step_seconds, Path(tmp))
     except ProfilingError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         return 1
@@ -174,9 +183,9 @@ def main() -> int:
     console.print(f"host load average {load_before} before, {load_after} after (2 cores, shared)", highlight=False)
     png, data = args.out.with_suffix(".png"), args.out.with_suffix(".json")
     if points:
-        plot(points, entries, args.kind, png)
+        plot(points, entries, base_load, args.kind, png)
         data.write_text(json.dumps({
-            "profiles": str(args.profiles), "kind": args.kind, "fractions": fractions, "step_seconds": args.step_seconds,
+            "profiles": str(args.profiles), "kind": args.kind, "machine_base_load": base_load, "fractions": fractions, "step_seconds": args.step_seconds,
             "load_average": {"before": load_before, "after": load_after},
             "points": [{**p.__dict__, "error_points": p.error_points, "error_ratio": p.error_ratio} for p in points],
             "summary": [{**s.__dict__, "accuracy": s.accuracy} for s in summaries],

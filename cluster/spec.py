@@ -15,6 +15,7 @@ A spec is a small YAML file (``cluster/specs/default.yaml`` is the default)::
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -108,11 +109,14 @@ class ClusterSpec(_Spec):
         """Machine ids in a fixed order, ``<type>-<n>`` counting from 1 within each type."""
         return [(f"{t.name}-{n}", t) for t in self.machine_types for n in range(1, t.count + 1)]
 
-    def planner_cluster(self) -> Cluster:
-        """The same cluster in the planner's model: every machine's capacity is 100 (its whole quota)."""
+    def planner_cluster(self, base_load: Mapping[str, float] | None = None) -> Cluster:
+        """The same cluster in the planner's model: a machine's capacity is its whole quota (100)
+        less its type's base load, percent (planner.profiles.machine_base_load), where one is given."""
+        base_load = base_load or {}
         return Cluster(
             machine_types=[
-                MachineType(name=t.name, capacity=100.0, cores=t.cpu_cores, slots=t.slots) for t in self.machine_types
+                MachineType(name=t.name, capacity=100.0 - base_load.get(t.name, 0.0), cores=t.cpu_cores, slots=t.slots)
+                for t in self.machine_types
             ],
             machines=[Machine(id=machine_id, type=t.name) for machine_id, t in self.machine_ids()],
         )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from planner.errors import PlanningError
-from planner.model import ProfileEntry
+from planner.model import ProfileEntry, ProfileSet
 
 
 class ProfileTable:
@@ -67,3 +67,30 @@ class ProfileTable:
 
     def __len__(self) -> int:
         return len(self._by_pair)
+
+
+MACHINE_BASE_LOAD = "machine_base_load"
+"""Key of a ProfileSet's ``source``: machine type -> its base load, percent of the machine.
+
+What a machine spends with nothing to do (its supervisor and worker JVM), measured by the
+profiling job and kept out of every instance's ``MET`` so that it is counted once per machine,
+not once per instance. A caller plans on ``capacity = 100 - base load`` (docs/profiling.md).
+"""
+
+
+def machine_base_load(profile_set: ProfileSet) -> dict[str, float]:
+    """The set's base load per machine type (empty for a set without one, e.g. the paper's tables)."""
+    raw = (profile_set.source or {}).get(MACHINE_BASE_LOAD)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise PlanningError(f"profile set {profile_set.name}: source.{MACHINE_BASE_LOAD} must map machine types to percent")
+    loads: dict[str, float] = {}
+    for machine_type, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 100.0:
+            raise PlanningError(
+                f"profile set {profile_set.name}: the base load of machine type {machine_type} must be a "
+                f"percent from 0 up to (not including) 100, not {value!r}"
+            )
+        loads[str(machine_type)] = float(value)
+    return loads

@@ -25,12 +25,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from planner.model import ProfileEntry, ProfileSet
+from planner.profiles import MACHINE_BASE_LOAD
 from spark_profiling.errors import ProfilingError
-from spark_profiling.fit import Clamped, PairSums, Skipped, profile_entry
+from spark_profiling.fit import Clamped, PairSums, Skipped, machine_base_load, profile_entry
 from spark_profiling.inputs import Format, InputSpec, read_raw, resolve_inputs, spark_error_sentence
 from spark_profiling.progress import reporting
 from spark_profiling.rates import (
-    COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, INPUT_RATE, INTERVAL, NON_INCREASING_TS, OK, intervals,
+    COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, INPUT_RATE, INTERVAL, MACHINE_PERCENT, NON_INCREASING_TS, OK,
+    OWN_PERCENT, intervals,
 )
 from spark_profiling.records import INPUT, REASON, validate
 from spark_profiling.session import spark_session
@@ -51,6 +53,16 @@ def _pair_sums_frame(records: DataFrame) -> DataFrame:
     def ok_sum(value):
         return F.sum(F.when(ok, value))
 
+    alone = F.col("cpu_basis") == "machine"
+    own, machine = F.col(OWN_PERCENT), F.col(MACHINE_PERCENT)
+    overhead = F.when(alone & own.isNotNull() & machine.isNotNull(), machine - own)
+    rest = machine - own
+    share = (
+        F.when(alone, F.lit(1.0))
+        .when((F.col("cpu_basis") == "shared") & own.isNotNull() & (rest > 0),
+              F.least(F.lit(1.0), F.greatest(F.lit(0.0), (y - own) / rest)))
+    )
+
     return points.groupBy(
         INPUT,
         REASON,
@@ -70,6 +82,14 @@ def _pair_sums_frame(records: DataFrame) -> DataFrame:
         F.max(x).alias("x_max"),
         ok_sum(F.col(D_EXECUTED)).alias("executed"),
         ok_sum(F.col(D_EMITTED)).alias("emitted"),
+        F.count(F.when(ok, overhead)).alias("on"),
+        ok_sum(F.when(overhead.isNotNull(), x)).alias("osx"),
+        ok_sum(overhead).alias("osy"),
+        ok_sum(x * overhead).alias("osxy"),
+        ok_sum(F.when(overhead.isNotNull(), x * x)).alias("osxx"),
+        F.count(F.when(ok, share)).alias("ns"),
+        ok_sum(share).alias("ss"),
+        ok_sum(x * share).alias("sxs"),
         F.collect_set(F.when(valid, F.col("run_id"))).alias("runs"),
     )
 
@@ -86,6 +106,14 @@ def _sums(row) -> PairSums:
         x_max=row["x_max"] if row["x_max"] is not None else float("-inf"),
         executed=row["executed"] or 0.0,
         emitted=row["emitted"] or 0.0,
+        on=row["on"],
+        osx=row["osx"] or 0.0,
+        osy=row["osy"] or 0.0,
+        osxy=row["osxy"] or 0.0,
+        osxx=row["osxx"] or 0.0,
+        ns=row["ns"],
+        ss=row["ss"] or 0.0,
+        sxs=row["sxs"] or 0.0,
     )
 
 
@@ -136,10 +164,15 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
     entries: list[ProfileEntry] = []
     skipped: list[Skipped] = []
     clamped: list[Clamped] = []
+    base_loads = machine_base_load(pairs, min_samples)
+    removed: dict[str, float] = {}
     for (profile, machine_type), sums in sorted(pairs.items()):
-        result = profile_entry(profile, machine_type, sums, min_samples)
+        base = base_loads.get(machine_type)
+        result = profile_entry(profile, machine_type, sums, min_samples, base.percent if base else 0.0)
         if result.entry is not None:
             entries.append(result.entry)
+            if result.base_load_removed is not None:
+                removed[f"{profile}@{machine_type}"] = round(result.base_load_removed, 3)
         if result.skipped is not None:
             skipped.append(result.skipped)
             log.warning("pair (%s, %s) left out: %s", profile, machine_type, result.skipped.reason)
@@ -168,6 +201,9 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
         "min_samples": min_samples,
         "skipped_pairs": [vars(s) for s in skipped],
         "clamped": [vars(c) for c in clamped],
+        MACHINE_BASE_LOAD: {t: round(b.percent, 3) for t, b in sorted(base_loads.items())},
+        "machine_base_load_from": {t: {"profile": b.profile, "samples": b.samples} for t, b in sorted(base_loads.items())},
+        "base_load_removed_from_met": removed,
         "spark": {"version": spark.version, "master": spark.sparkContext.master},
         "elapsed_s": round(time.monotonic() - started, 3),
     }

@@ -25,7 +25,15 @@ CPU_PERCENT = "cpu_percent"
 D_EXECUTED = "d_executed"
 D_EMITTED = "d_emitted"
 
+OWN_PERCENT = "own_cpu_percent"
+"""The task's own Python process, percent of the machine (null where not recorded)."""
+MACHINE_PERCENT = "machine_cpu_percent"
+"""The machine's whole cgroup CPU, percent of the machine (null where not recorded)."""
+
 COUNTERS = ("executed", "emitted", "cpu_seconds")
+"""Counters whose going down marks a reset of the series."""
+MACHINE_COUNTERS = ("process_cpu_seconds", "machine_cpu_seconds")
+"""Optional counters that only feed the machine base load (aggregate.py); null where absent."""
 
 
 def intervals(records: DataFrame) -> DataFrame:
@@ -36,7 +44,7 @@ def intervals(records: DataFrame) -> DataFrame:
     """
     series = Window.partitionBy(REASON, *SEGMENT_KEY).orderBy("ts")
     with_previous = records.select(
-        "*", *[F.lag(name).over(series).alias(f"_prev_{name}") for name in ("ts", *COUNTERS)]
+        "*", *[F.lag(name).over(series).alias(f"_prev_{name}") for name in ("ts", *COUNTERS, *MACHINE_COUNTERS)]
     )
     dt = F.col("ts") - F.col("_prev_ts")
     deltas = {name: F.col(name) - F.col(f"_prev_{name}") for name in COUNTERS}
@@ -52,6 +60,11 @@ def intervals(records: DataFrame) -> DataFrame:
     )
     ok = kind == OK
     seconds = F.when(ok, dt)
+
+    def machine_percent(name: str) -> Column:
+        delta = F.col(name) - F.col(f"_prev_{name}")
+        return F.try_divide(F.when(ok & (delta >= 0), 100.0 * delta), seconds * F.col("machine_cores"))
+
     return with_previous.select(
         *records.columns,
         kind.alias(INTERVAL),
@@ -59,4 +72,6 @@ def intervals(records: DataFrame) -> DataFrame:
         F.when(ok, deltas["emitted"]).alias(D_EMITTED),
         F.try_divide(F.when(ok, deltas["executed"]), seconds).alias(INPUT_RATE),
         F.try_divide(F.when(ok, 100.0 * deltas["cpu_seconds"]), seconds * F.col("machine_cores")).alias(CPU_PERCENT),
+        machine_percent("process_cpu_seconds").alias(OWN_PERCENT),
+        machine_percent("machine_cpu_seconds").alias(MACHINE_PERCENT),
     )

@@ -47,6 +47,8 @@ FIELDS: tuple[Field, ...] = (
     Field("cpu_seconds", "number", True, "non_negative", "Cumulative CPU seconds charged to the task (its Python process, or its share of the machine)."),
     Field("machine_cpu_seconds", "number", False, "non_negative", "Cumulative cgroup cpuacct usage of the machine, seconds."),
     Field("machine_quota_cores", "number", False, "positive", "The machine's cgroup CPU quota in cores as read from the cgroup."),
+    Field("process_cpu_seconds", "number", False, "non_negative", "Cumulative CPU seconds of the task's own Python process (psutil)."),
+    Field("cpu_basis", "text", False, doc="How cpu_seconds was charged: machine (the task alone on its machine) or shared."),
 )
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)

@@ -37,6 +37,22 @@ def test_machines_are_numbered_within_their_type_and_map_to_the_planner_model():
     assert isinstance(planner_cluster, Cluster)
     assert [(m.id, m.type) for m in planner_cluster.machines] == [("slow-1", "slow"), ("slow-2", "slow"), ("fast-1", "fast")]
     assert {t.name: t.cores for t in planner_cluster.machine_types} == {"slow": 0.25, "fast": 1.0}
+    assert {t.name: t.capacity for t in planner_cluster.machine_types} == {"slow": 100.0, "fast": 100.0}
+    with_base = spec.planner_cluster({"slow": 24.5})
+    assert {t.name: t.capacity for t in with_base.machine_types} == {"slow": 75.5, "fast": 100.0}
+
+
+@pytest.mark.parametrize("value", [-1.0, 100.0, float("nan"), "ten", True, None])
+def test_a_profile_set_with_a_bad_base_load_is_refused_naming_the_machine_type(value):
+    from planner.errors import PlanningError
+    from planner.model import ProfileEntry, ProfileSet
+    from planner.profiles import machine_base_load
+
+    entry = ProfileEntry(profile="k", machine_type="slow", e=0.01, met=1.0)
+    assert machine_base_load(ProfileSet(name="p", entries=[entry], source={"machine_base_load": {"slow": 12.5}})) == {"slow": 12.5}
+    assert machine_base_load(ProfileSet(name="p", entries=[entry])) == {}
+    with pytest.raises(PlanningError, match="machine type slow"):
+        machine_base_load(ProfileSet(name="p", entries=[entry], source={"machine_base_load": {"slow": value}}))
 
 
 @pytest.mark.parametrize(

@@ -272,3 +272,61 @@ def test_the_scale_generator_has_the_known_answers(spark, tmp_path):
         assert entry.alpha == pytest.approx(t.alpha, rel=0.001)
     assert result.source["intervals"]["counter_reset"] > 0
     assert set(result.source["bad_rows"]) == {"missing:cpu_seconds"}
+
+
+def base_load_records(base: float, cores: float = 0.2) -> list[str]:
+    """Two kinds profiled alone on machine type ``small`` (base load ``base`` percent) and one sharing ``small-2``.
+
+    ``quiet``'s JVM idles at nothing beyond the machine's base load; ``busy``'s polls for 10 percent more
+    (its own, like a spout's), so the least overhead intercept is the base load.
+    """
+    def percent_to_seconds(pct: float, dt: float) -> float:
+        return pct / 100.0 * cores * dt
+
+    lines: list[str] = []
+    kinds = {"quiet": (0.8, 1.0, 0.0), "busy": (0.3, 2.0, 10.0)}  # own % per tuple/s, own idle %, extra JVM idle %
+    for task_id, (profile, (own_slope, own_idle, extra)) in enumerate(kinds.items(), start=1):
+        counters = {"executed": 0.0, "cpu_seconds": 0.0, "process_cpu_seconds": 0.0, "machine_cpu_seconds": 0.0}
+        ts = 1000.0
+        for rate in (2, 4, 6, 8, 10, 12, 14, 16, 18, 20):
+            dt = 10.0
+            own = own_slope * rate + own_idle
+            machine = base + extra + own + 0.4 * rate  # the JVM's cost per tuple, 0.4 % per tuple/s
+            counters["executed"] += rate * dt
+            counters["process_cpu_seconds"] += percent_to_seconds(own, dt)
+            counters["machine_cpu_seconds"] += percent_to_seconds(machine, dt)
+            counters["cpu_seconds"] += percent_to_seconds(machine, dt)
+            ts += dt
+            lines.append(json.dumps({
+                "run_id": "base", "ts": ts, "topology": "t", "component": profile, "profile": profile,
+                "task_id": task_id, "pid": 100 + task_id, "machine": f"small-{task_id}", "machine_type": "small",
+                "machine_cores": cores, "executed": counters["executed"], "emitted": counters["executed"],
+                "cpu_seconds": counters["cpu_seconds"], "process_cpu_seconds": counters["process_cpu_seconds"],
+                "machine_cpu_seconds": counters["machine_cpu_seconds"], "cpu_basis": "machine",
+            }))
+    return lines
+
+
+def test_the_machine_base_load_is_measured_once_and_kept_out_of_met(spark, tmp_path):
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(base_load_records(base=25.0)) + "\n")
+    result = run_job(spark, [path])
+
+    assert result.source["machine_base_load"] == {"small": pytest.approx(25.0, abs=1e-6)}
+    assert result.source["machine_base_load_from"] == {"small": {"profile": "quiet", "samples": 9}}
+    found = by_pair(result)
+    assert found[("quiet", "small")].met == pytest.approx(1.0, abs=1e-6)
+    assert found[("busy", "small")].met == pytest.approx(12.0, abs=1e-6)  # its own idle and its JVM's polling
+    assert found[("quiet", "small")].e == pytest.approx((0.8 + 0.4) / 100, rel=1e-6)
+    assert result.source["base_load_removed_from_met"] == {"busy@small": 25.0, "quiet@small": 25.0}
+
+
+def test_records_without_process_cpu_give_no_base_load_and_the_whole_met(spark, tmp_path):
+    lines = [json.dumps({k: v for k, v in json.loads(line).items() if k not in ("process_cpu_seconds", "cpu_basis")})
+             for line in base_load_records(base=25.0)]
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = run_job(spark, [path])
+
+    assert result.source["machine_base_load"] == {}
+    assert by_pair(result)[("quiet", "small")].met == pytest.approx(26.0, abs=1e-6)

@@ -89,3 +89,29 @@ def test_non_finite_sums_are_skipped_not_crashed():
     points = [(x, 0.5 * x + 1) for x in (1.0, 2.0, 3.0, 4.0, 5.0)]
     result = profile_entry("p", "t", sums_of(points, executed=math.inf, emitted=1.0), min_samples=5)
     assert result.entry is None and "not finite" in result.skipped.reason
+
+
+def test_the_base_load_comes_out_in_proportion_to_the_share_of_the_machine():
+    """y - base * s fitted against x, from sums: alone (s = 1) the whole base load, shared a part that follows s."""
+    from spark_profiling.fit import machine_base_load
+
+    base = 20.0
+    alone = PairSums()
+    for x in (1.0, 3.0, 5.0, 7.0, 9.0):
+        y, o = 2.0 * x + 5.0 + base, 0.5 * x + base + 3.0
+        alone += PairSums(n=1, sx=x, sy=y, sxy=x * y, sxx=x * x, syy=y * y, x_min=x, x_max=x,
+                          on=1, osx=x, osy=o, osxy=x * o, osxx=x * x, ns=1, ss=1.0, sxs=x)
+    shared = PairSums()
+    for x in (1.0, 3.0, 5.0, 7.0, 9.0):
+        s = 0.4 + 0.01 * x
+        y = 1.5 * x + 4.0 + base * s
+        shared += PairSums(n=1, sx=x, sy=y, sxy=x * y, sxx=x * x, syy=y * y, x_min=x, x_max=x, ns=1, ss=s, sxs=x * s)
+
+    loads = machine_base_load({("k", "small"): alone, ("m", "small"): shared}, min_samples=5)
+    assert loads["small"].percent == pytest.approx(base + 3.0) and loads["small"].profile == "k"
+    entry = profile_entry("m", "small", shared, 5, base_load=base).entry
+    assert entry.met == pytest.approx(4.0) and entry.e == pytest.approx(0.015)
+    result = profile_entry("k", "small", alone, 5, base_load=base)
+    assert result.entry.met == pytest.approx(5.0) and result.base_load_removed == pytest.approx(base)
+    unknown_share = profile_entry("m", "small", PairSums(**{**vars(shared), "ns": 4}), 5, base_load=base)
+    assert unknown_share.base_load_removed is None and unknown_share.entry.met == pytest.approx(4.0 + base * 0.4)

@@ -1,4 +1,8 @@
-"""How well a profile predicts a machine's CPU: measured against ``TCU = 100 e IR + MET`` (the paper's Fig. 6). Pure."""
+"""How well a profile predicts a machine's CPU: measured against ``base load + TCU``, ``TCU = 100 e IR + MET`` (the paper's Fig. 6). Pure.
+
+The base load is the machine type's idle cost (supervisor and worker JVM) the profiling job keeps
+out of ``MET`` (planner.profiles.MACHINE_BASE_LOAD); a profile set without one predicts with 0.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +22,7 @@ class PredictionPoint:
     measured: float
     """Machine CPU, percent of its quota."""
     predicted: float
-    """100 e IR + MET at the measured input rate, percent."""
+    """Base load + 100 e IR + MET at the measured input rate, percent."""
 
     @property
     def error_points(self) -> float:
@@ -46,13 +50,13 @@ class ErrorSummary:
         return 1.0 - self.mean_ratio
 
 
-def predicted_cpu(entry: ProfileEntry, input_rate: float) -> float:
-    """TCU of one instance fed ``input_rate`` tuples/s, percent of the machine."""
-    return 100.0 * entry.e * input_rate + entry.met
+def predicted_cpu(entry: ProfileEntry, input_rate: float, base_load: float = 0.0) -> float:
+    """A machine's CPU with one instance fed ``input_rate`` tuples/s on it, percent of the machine."""
+    return base_load + 100.0 * entry.e * input_rate + entry.met
 
 
-def point(entry: ProfileEntry, offered: float, input_rate: float, measured: float) -> PredictionPoint:
-    return PredictionPoint(entry.machine_type, offered, input_rate, measured, predicted_cpu(entry, input_rate))
+def point(entry: ProfileEntry, offered: float, input_rate: float, measured: float, base_load: float = 0.0) -> PredictionPoint:
+    return PredictionPoint(entry.machine_type, offered, input_rate, measured, predicted_cpu(entry, input_rate, base_load))
 
 
 def summarise(points: list[PredictionPoint], machine_type: str = "all") -> ErrorSummary:
