@@ -73,6 +73,14 @@ def test_time_limit_stops_with_a_clear_sentence(strategy, paper_scenario):
         make_plan(scenario.topology, scenario.cluster, scenario.profiles.entries, strategy, PlanOptions(time_limit_s=1e-9))
 
 
+@pytest.mark.parametrize("strategy", ["even", "resource_aware"])
+def test_a_baseline_time_out_names_the_strategy_asked_for(strategy, paper_scenario):
+    scenario = paper_scenario("linear", 2)
+    with pytest.raises(PlanningTimeout, match=f"the {strategy} strategy takes its instance counts from the paper's plan, "
+                                              "which timed out: the paper strategy ran past"):
+        make_plan(scenario.topology, scenario.cluster, scenario.profiles.entries, strategy, PlanOptions(time_limit_s=1e-9))
+
+
 @pytest.mark.parametrize("strategy", BUILT_IN)
 def test_fixed_parallelism_is_kept(strategy, paper_scenario):
     scenario = paper_scenario("linear", 1)

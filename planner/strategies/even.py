@@ -52,7 +52,7 @@ def even_placement(topology: Topology, cluster: Cluster, counts: dict[str, int],
 
 
 def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> StrategyResult:
-    counts, paper_rate = paper_counts(topology, cluster, profiles, options)
+    counts, paper_rate = paper_counts(topology, cluster, profiles, options, "even")
     return StrategyResult(
         placement=even_placement(topology, cluster, counts),
         stats={"iterations": 0, "counts_from": "paper", "paper_rate": paper_rate},

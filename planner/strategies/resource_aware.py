@@ -82,7 +82,7 @@ def cpu_points(problem: Problem, counts: dict[str, int], rate: float, reference_
 
 def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> StrategyResult:
     problem = Problem.build(topology, cluster, profiles, options)
-    counts, paper_rate = paper_counts(topology, cluster, profiles, options)
+    counts, paper_rate = paper_counts(topology, cluster, profiles, options, "resource_aware")
     reference = options.reference_machine_type or cluster.machine_types[0].name
     points = cpu_points(problem, counts, paper_rate, reference)
     capacity = {t.name: t.capacity for t in cluster.machine_types}
