@@ -157,7 +157,7 @@ def _attempt(spec: RunSpec, ctx: RunContext, plan: Plan | None) -> RunResult:
 
 def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -> None:
     entry = lookup(spec.topology)
-    _require_healthy(ctx.cluster)
+    _require_healthy(ctx.cluster, ctx.reporter)
     ctx.reporter.status(f"{spec.topology}/{spec.scheduler}: submitting")
     submitted_at = time.monotonic()
     result.topology_id, result.parallelism, result.conf = submit(spec, ctx)
@@ -177,7 +177,7 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     window = time.monotonic() - started
     cpu_after = _cpu_seconds(ctx)
     result.load_average = {"start": load_start, "end": list(os.getloadavg())}
-    _require_healthy(ctx.cluster)
+    _require_healthy(ctx.cluster, ctx.reporter, restart=False)
     after = _placement(ctx, result.topology_id)
     if after is None or after.executors != placement.executors:
         raise BenchError("Storm moved executors during the measurement window (a worker or supervisor was lost)")
@@ -271,7 +271,7 @@ def _wait_until_running(spec: RunSpec, ctx: RunContext, topology_id: str, entry,
                                      + (f" (scheduler: {status})" if status else ""))
                 raise BenchError(f"{', '.join(waiting)} handled no tuple within {ctx.start_timeout_s:g} s of the submit")
             if time.monotonic() - last_health > 10:
-                _require_healthy(ctx.cluster)
+                _require_healthy(ctx.cluster, ctx.reporter)
                 last_health = time.monotonic()
             time.sleep(POLL_S)
 
@@ -284,7 +284,11 @@ def _sched_status(ctx: RunContext, topology_id: str) -> str:
         return ""
 
 
-def _require_healthy(cluster: LocalCluster) -> None:
+def _require_healthy(cluster: LocalCluster, reporter: Reporter, restart: bool = True) -> None:
+    """Every daemon up. Before the window, a supervisor that halted is restarted (Storm's daemons are
+    fail-fast, made to run under supervision), said aloud; after it, or anything else lost, fails the run."""
+    if restart and cluster.restart_stopped_supervisors(report=reporter.log):
+        reporter.log("[yellow]the next run starts on restarted supervisors[/yellow]")
     status = cluster.status()
     if status.stopped_daemons:
         raise BenchError(f"the cluster lost {', '.join(status.stopped_daemons)}")

@@ -208,6 +208,30 @@ class LocalCluster:
         self._saved = _read_state(self.layout.home)
         return DownReport(stopped_pids=sorted(set(stopped)), removed_cgroups=removed, purged=purge)
 
+    def restart_stopped_supervisors(self, timeout_s: float = 180.0, report: Report = log.info) -> list[str]:
+        """Start again every supervisor that exited while the cluster runs, and wait until Nimbus lists it.
+
+        Storm's daemons are fail-fast and meant to run under supervision: a supervisor halts on some
+        errors and expects to be restarted (its workers and local state survive). Storm 2.8's does so,
+        for one, when a topology is killed while its worker's files are still being localized. Returns
+        the machines restarted; ZooKeeper and Nimbus are not restarted here.
+        """
+        live, _dead = self._daemon_states()
+        if NIMBUS not in live or ZOOKEEPER not in live:
+            raise ClusterError(f"cluster {self.layout.name!r} is not running (ZooKeeper and Nimbus must be); cannot restart supervisors.")
+        stopped = [m.id for m in self.layout.machines if m.id not in live]
+        if not stopped:
+            return []
+        state = self._saved or {}
+        storm_home = Path(state.get("storm_home") or ensure_storm_home())
+        env = _daemon_environment()
+        for machine_id in stopped:
+            report(f"Supervisor {machine_id} had stopped ({self._last_error(machine_id)}); restarting it.")
+            process = self._start_daemon(machine_id, storm_home, env, bool(state.get("heterogeneous", False)))
+            report(f"Started {machine_id} again (pid {process.pid}).")
+        self._wait_until_registered(timeout_s, report)
+        return stopped
+
     # ---- helpers other parts use ----------------------------------------------------------
 
     def is_running(self) -> bool:
@@ -330,20 +354,23 @@ class LocalCluster:
         if not has_ui(storm_home):
             report("Storm UI not started: storm-webapp is not on Maven Central (set HETSCHED_STORM_HOME to a full distribution for it).")
         for daemon in daemons:
-            cgroup = None
-            if heterogeneous:
-                cgroup = self.layout.daemons_cgroup if daemon in (ZOOKEEPER, NIMBUS, UI) else self.layout.machine(daemon).cgroup
-            process = processes.start(
-                java_command(storm_home, self.layout, daemon, self.spec.daemon_heap_mb),
-                env=env,
-                cwd=self.layout.local_dir(daemon),
-                console_file=self.layout.console_file(daemon),
-                pid_file=self.layout.pid_file(daemon),
-                before_exec=_joiner(self.hierarchies, cgroup) if cgroup else None,
-            )
+            process = self._start_daemon(daemon, storm_home, env, heterogeneous)
             report(f"Started {daemon} (pid {process.pid}).")
             if daemon == ZOOKEEPER:
                 self._wait_for_port(ZOOKEEPER, self.layout.zookeeper_port, min(timeout_s, 120.0))
+
+    def _start_daemon(self, daemon: str, storm_home: Path, env: dict[str, str], heterogeneous: bool) -> psutil.Process:
+        cgroup = None
+        if heterogeneous:
+            cgroup = self.layout.daemons_cgroup if daemon in (ZOOKEEPER, NIMBUS, UI) else self.layout.machine(daemon).cgroup
+        return processes.start(
+            java_command(storm_home, self.layout, daemon, self.spec.daemon_heap_mb),
+            env=env,
+            cwd=self.layout.local_dir(daemon),
+            console_file=self.layout.console_file(daemon),
+            pid_file=self.layout.pid_file(daemon),
+            before_exec=_joiner(self.hierarchies, cgroup) if cgroup else None,
+        )
 
     def _wait_for_port(self, daemon: str, port: int, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -396,6 +423,19 @@ class LocalCluster:
             raise ClusterError(
                 f"{daemon} exited during start. Last lines of its output:\n{self._log_tail(daemon)}"
             )
+
+    def _last_error(self, daemon: str) -> str:
+        """The last ERROR line of a daemon's log other than Storm's "Halting process" (what made it stop), or where to look."""
+        log_file = self.layout.log_file(daemon)
+        found = None
+        try:
+            with log_file.open(errors="replace") as lines:
+                for line in lines:
+                    if "[ERROR]" in line and "Halting process" not in line:
+                        found = line.strip()
+        except OSError:
+            pass
+        return f"{log_file}: {found[:300]}" if found else f"no ERROR line in {log_file}"
 
     def _log_tail(self, daemon: str, lines: int = 20) -> str:
         log_file = self.layout.log_file(daemon)

@@ -71,3 +71,22 @@ def test_up_on_a_running_cluster_changes_nothing(live_cluster):
              if running(live_cluster.layout.pid_file(d))}
     assert again.already_running
     assert before == after
+
+
+def test_a_supervisor_that_halted_is_restarted_and_registers_again(live_cluster):
+    """Storm's supervisors halt on some errors and expect supervision; the cluster restarts them."""
+    machine = live_cluster.layout.machines[0]
+    before = running(live_cluster.layout.pid_file(machine.id))
+    assert before is not None
+    before.kill()
+    before.wait(30)
+    assert machine.id in live_cluster.status().stopped_daemons
+
+    said: list[str] = []
+    assert live_cluster.restart_stopped_supervisors(report=said.append) == [machine.id]
+    after = live_cluster.status()
+    assert after.stopped_daemons == []
+    assert next(s for s in after.supervisors if s.machine_id == machine.id).supervisor_id is not None
+    assert running(live_cluster.layout.pid_file(machine.id)).pid != before.pid
+    assert any(f"Supervisor {machine.id} had stopped" in line for line in said)
+    assert live_cluster.restart_stopped_supervisors(report=said.append) == []
