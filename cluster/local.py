@@ -109,11 +109,15 @@ class LocalCluster:
     ) -> ClusterStatus:
         """Start the cluster and wait until Nimbus leads and every supervisor has registered.
 
-        On a cluster that already runs, changes nothing and returns its status
-        with ``already_running`` set.
+        On a cluster that already runs, changes nothing but restarting supervisors that
+        stopped, and returns its status with ``already_running`` set.
         """
         live, dead = self._daemon_states()
         if live and not dead:
+            return replace(self.status(), already_running=True)
+        machine_ids = {m.id for m in self.layout.machines}
+        if live and {ZOOKEEPER, NIMBUS} <= set(live) and set(dead) <= machine_ids:
+            self.restart_stopped_supervisors(timeout_s, report)
             return replace(self.status(), already_running=True)
         if live:
             raise ClusterError(
