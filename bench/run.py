@@ -193,19 +193,30 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
 
 
 def _window_rates(ctx: RunContext, topology_id: str, component_roles: dict[str, str], label: str) -> list[ComponentRate]:
-    """Poll every executor's counts through the window; rates between each executor's own stats steps."""
+    """Poll every executor's counts through the window; rates between each executor's own stats steps.
+
+    A worker on a machine at its full quota can report its counts late; where some component's counts
+    have not moved by the end of the window, the window goes on, up to twice its length, said aloud.
+    """
     samples = []
     start = time.monotonic()
+    limit = ctx.window_s
     with ctx.cluster.nimbus_client() as client:
-        while (elapsed := time.monotonic() - start) < ctx.window_s:
+        while (elapsed := time.monotonic() - start) < limit:
             try:
                 info = client.getTopologyInfo(topology_id)
             except Exception as exc:  # thrift NotAliveException and transport faults
                 raise BenchError(f"Nimbus stopped answering for {topology_id} during the window: "
                                  f"{getattr(exc, 'msg', None) or exc}") from None
             samples.append((time.monotonic(), executor_counts(info, component_roles)))
-            ctx.reporter.status(f"{label}: measuring {elapsed:.0f}/{ctx.window_s:g} s")
+            ctx.reporter.status(f"{label}: measuring {elapsed:.0f}/{limit:g} s")
             time.sleep(SAMPLE_S)
+            if time.monotonic() - start >= limit and limit == ctx.window_s:
+                still = [r.component for r in window_rates(samples, component_roles) if r.measured_executors == 0]
+                if still:
+                    limit = 2 * ctx.window_s
+                    ctx.reporter.log(f"{label}: the counts of {', '.join(still)} have not moved in "
+                                     f"{ctx.window_s:g} s; extending the window to {limit:g} s")
     return window_rates(samples, component_roles)
 
 

@@ -26,6 +26,9 @@ def plugin_cluster(live_cluster, planner_service):
     if status.scheduler != "plugin":
         pytest.skip(f"the live cluster runs the {status.scheduler!r} scheduler; profiling pins through the hetsched plugin")
     if status.stopped_daemons:
+        live_cluster.restart_stopped_supervisors(report=print)
+        status = live_cluster.status()
+    if status.stopped_daemons:
         pytest.skip(f"{', '.join(status.stopped_daemons)} of the live cluster stopped before this test (a Storm "
                     "supervisor halts when a topology is killed while its worker starts); profiling needs every machine")
     if nimbus_planner_url(live_cluster) != planner_service.url.rstrip("/"):
