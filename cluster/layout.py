@@ -124,7 +124,11 @@ def default_home(name: str) -> Path:
 def resolve_home(spec: ClusterSpec, home: str | Path | None = None) -> Path:
     """The cluster's state directory: ``home`` argument, else ``HETSCHED_CLUSTER_HOME``, else the spec's, else the default."""
     chosen = home or os.environ.get("HETSCHED_CLUSTER_HOME") or spec.home or default_home(spec.name)
-    return Path(chosen).expanduser().resolve()
+    path = Path(chosen).expanduser().resolve()
+    for folder in (path, *path.parents):
+        if folder.exists() and not folder.is_dir():
+            raise ClusterError(f"the cluster home {path} cannot be used: {folder} is a file, not a folder.")
+    return path
 
 
 def resolve_port_base(spec: ClusterSpec, port_base: int | None = None) -> int:

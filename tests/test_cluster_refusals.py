@@ -285,3 +285,10 @@ def test_status_down_and_logs_of_a_cluster_that_is_not_running(tmp_path):
     assert logs.exit_code == 1 and "No daemon 'nosuch'" in logs.output
     listing = CliRunner().invoke(cluster_app, ["logs", *home])
     assert listing.exit_code == 0 and "No logs yet" in listing.output
+
+
+def test_a_home_under_a_file_is_refused_naming_the_file(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where a folder should be")
+    with pytest.raises(ClusterError, match=f"{blocker} is a file, not a folder"):
+        LocalCluster(home=blocker / "cluster")
