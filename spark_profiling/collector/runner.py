@@ -64,8 +64,8 @@ class ExperimentOptions:
     """Rate steps per round, the last past the estimated saturating rate."""
     spout_steps: int = 3
     """Rate steps of a spout round (its helpers do no work; the line is flat, range matters more)."""
-    step_seconds: float = 30.0
-    warmup_seconds: float = 30.0
+    step_seconds: float = 20.0
+    warmup_seconds: float = 20.0
     """After tuples reach every component, before the first recorded sample."""
     poll_seconds: float = 0.25
     rates: list[float] | None = None
