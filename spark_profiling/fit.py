@@ -3,12 +3,14 @@
 MODEL.md: one instance fed ``IR`` tuples/s uses ``TCU = 100 * e * IR + MET`` percent of the
 machine. So a line of CPU percent (y) against input rate (x) has slope ``100 * e`` and intercept
 ``MET``. The sums (n, Σx, Σy, Σxy, Σx², Σy²) are all the fit needs, which is why the Spark job
-aggregates only them and never brings raw rows to the driver. Pure Python: no Spark here.
+aggregates only them and never brings raw rows to the driver. The same sums of two more lines (the
+machine's overhead, a task's share of it) give the machine base load (:func:`machine_base_load`).
+Pure Python: no Spark here.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from planner.model import ProfileEntry
 
@@ -43,26 +45,9 @@ class PairSums:
     sxs: float = 0.0
 
     def __add__(self, other: "PairSums") -> "PairSums":
-        return PairSums(
-            n=self.n + other.n,
-            sx=self.sx + other.sx,
-            sy=self.sy + other.sy,
-            sxy=self.sxy + other.sxy,
-            sxx=self.sxx + other.sxx,
-            syy=self.syy + other.syy,
-            x_min=min(self.x_min, other.x_min),
-            x_max=max(self.x_max, other.x_max),
-            executed=self.executed + other.executed,
-            emitted=self.emitted + other.emitted,
-            on=self.on + other.on,
-            osx=self.osx + other.osx,
-            osy=self.osy + other.osy,
-            osxy=self.osxy + other.osxy,
-            osxx=self.osxx + other.osxx,
-            ns=self.ns + other.ns,
-            ss=self.ss + other.ss,
-            sxs=self.sxs + other.sxs,
-        )
+        merged = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        merged.update(x_min=min(self.x_min, other.x_min), x_max=max(self.x_max, other.x_max))
+        return PairSums(**merged)
 
 
 @dataclass(frozen=True)
@@ -73,27 +58,26 @@ class Line:
     """None where the CPU is constant (R² undefined)."""
 
 
-def fit_line(s: PairSums) -> Line | None:
-    """Ordinary least squares of y on x, or None when the x values have no spread."""
-    if s.n < 2:
-        return None
-    var_x = s.sxx - s.sx * s.sx / s.n
-    if var_x <= SPREAD_EPSILON * max(s.sxx, 1e-300):
-        return None
-    cov = s.sxy - s.sx * s.sy / s.n
-    var_y = s.syy - s.sy * s.sy / s.n
-    slope = cov / var_x
-    intercept = (s.sy - slope * s.sx) / s.n
-    r2 = None if var_y <= SPREAD_EPSILON * max(s.syy, 1e-300) else min(1.0, max(0.0, cov * cov / (var_x * var_y)))
-    return Line(slope=slope, intercept=intercept, r2=r2)
-
-
-def _intercept_and_slope(n: int, sx: float, sxx: float, sy: float, sxy: float) -> tuple[float, float] | None:
+def _slope_and_intercept(n: int, sx: float, sxx: float, sy: float, sxy: float) -> tuple[float, float] | None:
+    """Ordinary least squares of y on x from its sums, or None when the x values have no spread."""
     var_x = sxx - sx * sx / n if n else 0.0
     if n < 2 or var_x <= SPREAD_EPSILON * max(sxx, 1e-300):
         return None
     slope = (sxy - sx * sy / n) / var_x
-    return (sy - slope * sx) / n, slope
+    return slope, (sy - slope * sx) / n
+
+
+def fit_line(s: PairSums) -> Line | None:
+    """The pair's line of CPU against input rate with its R², or None when the x values have no spread."""
+    fitted = _slope_and_intercept(s.n, s.sx, s.sxx, s.sy, s.sxy)
+    if fitted is None:
+        return None
+    slope, intercept = fitted
+    var_x = s.sxx - s.sx * s.sx / s.n
+    var_y = s.syy - s.sy * s.sy / s.n
+    cov = slope * var_x
+    r2 = None if var_y <= SPREAD_EPSILON * max(s.syy, 1e-300) else min(1.0, max(0.0, cov * cov / (var_x * var_y)))
+    return Line(slope=slope, intercept=intercept, r2=r2)
 
 
 @dataclass(frozen=True)
@@ -123,10 +107,10 @@ def machine_base_load(pairs: dict[tuple[str, str], PairSums], min_samples: int) 
     for (profile, machine_type), s in sorted(pairs.items()):
         if s.on < min_samples:
             continue
-        line = _intercept_and_slope(s.on, s.osx, s.osxx, s.osy, s.osxy)
+        line = _slope_and_intercept(s.on, s.osx, s.osxx, s.osy, s.osxy)
         if line is None or not all(math.isfinite(v) for v in line):
             continue
-        percent = min(max(line[0], 0.0), 100.0)
+        percent = min(max(line[1], 0.0), 100.0)
         if machine_type not in best or percent < best[machine_type].percent:
             best[machine_type] = BaseLoad(machine_type, percent, profile, s.on)
     return best
@@ -184,9 +168,9 @@ def profile_entry(profile: str, machine_type: str, s: PairSums, min_samples: int
     if not all(math.isfinite(v) for v in (line.slope, line.intercept, s.x_min, s.x_max, s.executed, s.emitted)):
         return skip("the fit is not finite (input rates or CPU readings out of range)")
     slope, intercept, removed = line.slope, line.intercept, None
-    share = _intercept_and_slope(s.ns, s.sx, s.sxx, s.ss, s.sxs) if base_load > 0 and s.ns == s.n else None
+    share = _slope_and_intercept(s.ns, s.sx, s.sxx, s.ss, s.sxs) if base_load > 0 and s.ns == s.n else None
     if share is not None and all(math.isfinite(v) for v in share):
-        intercept, slope = intercept - base_load * share[0], slope - base_load * share[1]
+        slope, intercept = slope - base_load * share[0], intercept - base_load * share[1]
         removed = base_load * s.ss / s.ns
     if not slope > 0:
         return skip(f"CPU does not grow with input rate (slope {slope:.4g} percent per tuple/s)")

@@ -27,6 +27,8 @@ class Field:
     required: bool
     bound: Bound = "any"
     doc: str = ""
+    choices: tuple[str, ...] = ()
+    """For a text field, the only values it may take (empty: any)."""
 
 
 FIELDS: tuple[Field, ...] = (
@@ -48,7 +50,8 @@ FIELDS: tuple[Field, ...] = (
     Field("machine_cpu_seconds", "number", False, "non_negative", "Cumulative cgroup cpuacct usage of the machine, seconds."),
     Field("machine_quota_cores", "number", False, "positive", "The machine's cgroup CPU quota in cores as read from the cgroup."),
     Field("process_cpu_seconds", "number", False, "non_negative", "Cumulative CPU seconds of the task's own Python process (psutil)."),
-    Field("cpu_basis", "text", False, doc="How cpu_seconds was charged: machine (the task alone on its machine) or shared."),
+    Field("cpu_basis", "text", False, doc="How cpu_seconds was charged: machine (the task alone on its machine) or shared.",
+          choices=("machine", "shared")),
 )
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
@@ -126,6 +129,8 @@ def validate(raw: DataFrame) -> DataFrame:
         if field.kind == "text":
             if field.required:
                 checks.append(F.when(value.isNull(), F.lit(f"missing:{field.name}")))
+            if field.choices:
+                checks.append(F.when(value.isNotNull() & ~value.isin(*field.choices), F.lit(f"unknown:{field.name}")))
             typed[field.name] = value
             continue
         present = F.coalesce(F.col(_present(field.name)), F.lit(False))

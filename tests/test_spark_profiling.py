@@ -147,6 +147,8 @@ BAD_LINES = {
     "non_integer:task_id": [{"task_id": 1.5}],
     "out_of_range:pid": [{"pid": 1e30}],
     "non_positive:machine_quota_cores": [{"machine_quota_cores": 0}],
+    "negative:process_cpu_seconds": [{"process_cpu_seconds": -1.0}],
+    "unknown:cpu_basis": [{"cpu_basis": "alone"}, {"cpu_basis": "MACHINE"}],
 }
 """Bad lines by the reason they must get: raw text, or changes to a good record (Python's json
 writes NaN and Infinity bare, as many collectors would)."""
