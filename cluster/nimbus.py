@@ -39,6 +39,8 @@ class TopologySummary:
     executors: int
     tasks: int
     uptime_s: int
+    scheduler_status: str = ""
+    """What the scheduler said of its placement (the Storm UI's "Scheduler Info")."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ def summary(host: str, port: int, timeout_ms: int = NIMBUS_TIMEOUT_MS) -> Cluste
     topologies = [
         TopologySummary(
             id=t.id, name=t.name, status=t.status, workers=t.num_workers, executors=t.num_executors,
-            tasks=t.num_tasks, uptime_s=t.uptime_secs,
+            tasks=t.num_tasks, uptime_s=t.uptime_secs, scheduler_status=t.sched_status or "",
         )
         for t in info.topologies or []
     ]

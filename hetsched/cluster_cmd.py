@@ -173,10 +173,11 @@ def _print_status(current) -> None:
         console.print(f"[red]Stopped daemons:[/red] {', '.join(current.stopped_daemons)}")
     if current.topologies:
         topologies = Table(title="Topologies", title_justify="left")
-        for column in ("name", "id", "status", "workers", "executors", "uptime (s)"):
+        for column in ("name", "id", "status", "workers", "executors", "uptime (s)", "scheduler status"):
             topologies.add_column(column)
         for t in current.topologies:
-            topologies.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.uptime_s))
+            topologies.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.uptime_s),
+                               t.scheduler_status)
         console.print(topologies)
     else:
         console.print("No topologies running.")

@@ -117,10 +117,11 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
         raise _fail(str(exc)) from None
     table = Table(title=f"topologies on Nimbus {address}", title_justify="left")
     for column, justify in (("name", "left"), ("id", "left"), ("status", "left"), ("workers", "right"),
-                            ("executors", "right"), ("tasks", "right"), ("uptime", "right")):
+                            ("executors", "right"), ("tasks", "right"), ("uptime", "right"), ("scheduler status", "left")):
         table.add_column(column, justify=justify)
     for t in sorted(running, key=lambda t: t.name):
-        table.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.tasks), _uptime(t.uptime_s))
+        table.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.tasks), _uptime(t.uptime_s),
+                      t.scheduler_status)
     console.print(table if running else f"no topologies running on Nimbus {address}", highlight=False)
 
 

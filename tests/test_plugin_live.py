@@ -1,4 +1,7 @@
-"""The Nimbus plugin in a real Storm cluster: Linear, submitted with a stored plan, runs where the plan says.
+"""The Nimbus plugin in a real Storm cluster: Linear, submitted with a stored plan, runs where the plan says;
+with the planner stopped a topology is scheduled evenly in the round that first sees it, saying why in
+Nimbus's log and the status line Nimbus lists (the UI's "Scheduler Info"); with the planner back the next
+topology is planned again.
 
 Needs the session's live cluster to run ``org.hetsched.storm.HetschedScheduler`` with a planner
 (``live_cluster_options``: scheduler ``plugin`` and ``hetsched.planner.url``); skipped, saying so,
@@ -21,11 +24,13 @@ from planner.model import PlanRequest, ProfileEntry, ProfileRef, ProfileSet
 from topologies.catalog import lookup, planner_topology
 from topologies.nimbus import NimbusAddress
 from topologies.submission import SubmitRequest
-from topologies.submit import kill, submit
+from topologies.submit import kill, running_topologies, submit
 
 pytestmark = pytest.mark.live
 
 TOPOLOGY_NAME = "plugin-live-linear"
+FALLBACK_NAME = "plugin-live-planner-down"
+PLANNED_AGAIN_NAME = "plugin-live-planner-back"
 SUPERVISOR_HALT_S = 5.0
 """Long enough for a supervisor that is halting (Storm waits 1 s before it exits) to be gone."""
 PROFILE_SET = "plugin-live-specialised"
@@ -94,7 +99,7 @@ def test_linear_submitted_with_a_plan_runs_where_the_plan_says(live_cluster, plu
     planned_machines = {a.machine for a in plan.assignments}
     assert len(planned_machines) >= 2, f"the plan puts Linear on {planned_machines} only: placement would prove little"
 
-    address = NimbusAddress("127.0.0.1", live_cluster.layout.nimbus_port, "the live cluster")
+    address = nimbus_address(live_cluster)
     result = submit(SubmitRequest(topology="linear", name=TOPOLOGY_NAME, plan_id=plan.id, profiles=PROFILE_SET,
                                   planner_url=plugin_planner_url), address, force=True)
     try:
@@ -114,8 +119,76 @@ def test_linear_submitted_with_a_plan_runs_where_the_plan_says(live_cluster, plu
         assert set(workers) == planned_machines, "ackers run only on the machines the plan uses"
         assert all(len(ports) == 1 for ports in workers.values()), f"one worker per machine, got {dict(workers)}"
     finally:
-        kill(TOPOLOGY_NAME, address, wait=True)
-        # Killed while its workers' files may still be localizing: Storm 2.8's supervisor can halt on that
-        # a second later (cluster/README.md). Let it, and restart it here rather than leave it to a later test.
-        time.sleep(SUPERVISOR_HALT_S)
-        live_cluster.restart_stopped_supervisors(report=print)
+        kill_and_settle(live_cluster, TOPOLOGY_NAME)
+
+
+def kill_and_settle(live_cluster, name: str) -> None:
+    """Kill a topology and restart any supervisor its quick kill halted.
+
+    Killed while its workers' files may still be localizing, Storm 2.8's supervisor can halt a second
+    later (cluster/README.md). Let it, and restart it here rather than leave it to a later test.
+    """
+    kill(name, nimbus_address(live_cluster), wait=True)
+    time.sleep(SUPERVISOR_HALT_S)
+    live_cluster.restart_stopped_supervisors(report=print)
+
+
+def nimbus_address(live_cluster) -> NimbusAddress:
+    return NimbusAddress("127.0.0.1", live_cluster.layout.nimbus_port, "the live cluster")
+
+
+def listed_scheduler_status(live_cluster, topology_id: str) -> str:
+    """The status line Nimbus lists for a topology: what the Storm UI shows as "Scheduler Info" and
+    ``hetsched topologies`` as "scheduler status" (the local cluster has no UI: storm-webapp is not on Maven Central)."""
+    listed = {t.id: t for t in running_topologies(nimbus_address(live_cluster))}
+    return listed[topology_id].scheduler_status
+
+
+def plugin_log_lines(live_cluster, topology_id: str) -> list[str]:
+    """The plugin's lines about one topology in Nimbus's log (one per scheduling round that handled it)."""
+    log = live_cluster.log_file("nimbus").read_text(errors="replace")
+    return [line for line in log.splitlines() if f"hetsched: topology {topology_id} " in line]
+
+
+def test_planner_down_falls_back_evenly_in_one_round_then_planner_back_plans_again(
+        live_cluster, plugin_planner_url, planner_service):
+    if planner_service.url != plugin_planner_url:
+        pytest.skip(f"Nimbus asks {plugin_planner_url}, not the session's planner_service: cannot stop it here")
+    spec = live_cluster.spec
+    types = [t.name for t in sorted(spec.machine_types, key=lambda t: t.cpu_cores)]
+    address = nimbus_address(live_cluster)
+    down = SubmitRequest(topology="linear", name=FALLBACK_NAME, parallelism=PARALLELISM, profiles=PROFILE_SET)
+
+    planner_service.stop()
+    try:
+        submitted = time.monotonic()
+        result = submit(down, address, force=True)
+        try:
+            placed, status = executors_by_component(address, result.topology_id)
+            print(f"planner stopped: {FALLBACK_NAME} assigned {time.monotonic() - submitted:.1f} s after submit; "
+                  f"status: {status}")
+            assert sum(len(e) for e in placed.values()) >= sum(PARALLELISM.values()), placed
+            assert status.startswith("hetsched: planner not used (") and "scheduled evenly" in status, status
+            assert "planner" in status.split("not used (", 1)[1], status
+            listed = listed_scheduler_status(live_cluster, result.topology_id)
+            assert listed == status, f"Nimbus lists {listed!r}, its topology info says {status!r}"
+            lines = plugin_log_lines(live_cluster, result.topology_id)
+            print("Nimbus log:", *lines, sep="\n  ")
+            assert len(lines) == 1 and "falls back to even scheduling: " in lines[0], (
+                f"one round, one fallback line expected; the plugin logged: {lines}")
+        finally:
+            kill_and_settle(live_cluster, FALLBACK_NAME)
+    finally:
+        planner_service.restart(keep_port=True)
+
+    with PlannerClient(planner_service.url) as planner:
+        planner.put_profile_set(specialised_profiles(types))
+    back = SubmitRequest(topology="linear", name=PLANNED_AGAIN_NAME, parallelism=PARALLELISM, profiles=PROFILE_SET)
+    result = submit(back, address, force=True)
+    try:
+        placed, status = executors_by_component(address, result.topology_id)
+        print(f"planner back: {PLANNED_AGAIN_NAME} status: {status}")
+        assert status.startswith("hetsched: placed by planner ("), status
+        assert listed_scheduler_status(live_cluster, result.topology_id) == status
+    finally:
+        kill_and_settle(live_cluster, PLANNED_AGAIN_NAME)

@@ -98,6 +98,7 @@ def test_listing_shows_every_submitted_topology(nimbus, submitted):
     assert result.exit_code == 0
     for name in submitted.values():
         assert name[:12] in result.output
+    assert "scheduler" in result.output, "the scheduler's status column (the UI's Scheduler Info) is missing"
 
 
 def test_a_running_name_is_refused_then_replaced_with_force(nimbus, submitted):

@@ -66,6 +66,8 @@ class RunningTopology:
     executors: int
     tasks: int
     uptime_s: int
+    scheduler_status: str = ""
+    """What the scheduler said of its placement (the Storm UI's "Scheduler Info"); the hetsched plugin starts it with "hetsched: "."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,8 @@ class Nimbus:
     def topologies(self) -> list[RunningTopology]:
         summary = self._call("list the topologies", self._client.getClusterInfo)
         return [
-            RunningTopology(t.id, t.name, t.status, t.num_workers, t.num_executors, t.num_tasks, t.uptime_secs)
+            RunningTopology(t.id, t.name, t.status, t.num_workers, t.num_executors, t.num_tasks, t.uptime_secs,
+                            t.sched_status or "")
             for t in summary.topologies
         ]
 
