@@ -34,6 +34,9 @@ PLANNED_AGAIN_NAME = "plugin-live-planner-back"
 SUPERVISOR_HALT_S = 5.0
 """Long enough for a supervisor that is halting (Storm waits 1 s before it exits) to be gone."""
 PROFILE_SET = "plugin-live-specialised"
+BASED_PROFILE_SET = "plugin-live-specialised-with-base-load"
+BASE_LOAD = 40.0
+"""Percent of every machine its idle software takes, in the second set: the plugin plans on the other 60."""
 PARALLELISM = {"spout": 1, "low": 2, "mid": 2, "high": 2}
 ASSIGNMENT_TIMEOUT_S = 180.0
 
@@ -181,14 +184,25 @@ def test_planner_down_falls_back_evenly_in_one_round_then_planner_back_plans_aga
     finally:
         planner_service.restart(keep_port=True)
 
+    # Back, and asked with a profile set that reports a machine base load: the plugin plans on what it leaves.
+    based = specialised_profiles(types).model_copy(update={
+        "name": BASED_PROFILE_SET, "source": {"test": __name__, "machine_base_load": {t: BASE_LOAD for t in types}}})
     with PlannerClient(planner_service.url) as planner:
-        planner.put_profile_set(specialised_profiles(types))
-    back = SubmitRequest(topology="linear", name=PLANNED_AGAIN_NAME, parallelism=PARALLELISM, profiles=PROFILE_SET)
+        planner.put_profile_set(based)
+    back = SubmitRequest(topology="linear", name=PLANNED_AGAIN_NAME, parallelism=PARALLELISM, profiles=BASED_PROFILE_SET)
     result = submit(back, address, force=True)
     try:
         placed, status = executors_by_component(address, result.topology_id)
         print(f"planner back: {PLANNED_AGAIN_NAME} status: {status}")
-        assert status.startswith("hetsched: placed by planner ("), status
+        assert status.startswith("hetsched: placed by planner (plan "), status
         assert listed_scheduler_status(live_cluster, result.topology_id) == status
+        plan_id = status.removeprefix("hetsched: placed by planner (plan ").split(",")[0]
+        with PlannerClient(planner_service.url) as planner:
+            plan = planner.get_plan(plan_id)
+        busiest = max(m.utilization for m in plan.machines)
+        print(f"plan {plan_id}: machine CPU {[(m.id, round(m.utilization, 2)) for m in plan.machines]} "
+              f"with base load {BASE_LOAD}% on every type")
+        assert busiest <= 100.0 - BASE_LOAD + 1e-6, f"a machine is planned at {busiest}% of CPU, over 100 - base load"
+        assert busiest >= 100.0 - BASE_LOAD - 1.0, f"the busiest machine is planned at {busiest}%: the rate is not maximal"
     finally:
         kill_and_settle(live_cluster, PLANNED_AGAIN_NAME)

@@ -77,6 +77,26 @@ def test_profile_set_name_in_body_must_match_the_path(http):
     assert "'other'" in body["detail"] and "'one'" in body["detail"]
 
 
+@pytest.mark.parametrize("base_load, fault", [
+    ({"slow": 100.0}, "the base load of machine type slow must be a percent from 0 up to (not including) 100, not 100.0"),
+    ({"slow": -1}, "the base load of machine type slow must be a percent"),
+    ({"slow": "high"}, "not 'high'"),
+    ([12.0], "source.machine_base_load must map machine types to percent"),
+])
+def test_profile_set_with_a_bad_machine_base_load_is_refused_naming_it(http, base_load, fault):
+    """The Nimbus plugin plans on 100 - base load of a stored set: a bad one is refused when stored."""
+    profile_set = {**small_profiles("based"), "source": {"machine_base_load": base_load}}
+    body = _error(http, "PUT", "/v1/profiles/based", 422, json=profile_set)
+    assert fault in body["detail"]
+    assert "profile set based" in body["detail"]
+
+
+def test_profile_set_with_a_machine_base_load_is_stored_as_given(http):
+    profile_set = {**small_profiles("based-ok"), "source": {"machine_base_load": {"slow": 26.3, "fast": 6.4}}}
+    assert http.put("/v1/profiles/based-ok", json=profile_set).status_code == 200
+    assert http.get("/v1/profiles/based-ok").json()["source"]["machine_base_load"] == {"slow": 26.3, "fast": 6.4}
+
+
 def test_plan_is_created_stored_read_back_and_logged(http, planner_service):
     plan = _plan(http, small_plan_request())
     assert plan["id"] and plan["strategy"] == DEFAULT_STRATEGY and plan["topology"] == "linear"

@@ -6,7 +6,9 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, Path
 from pydantic import BaseModel
 
+from planner.errors import PlanningError
 from planner.model import ProfileSet
+from planner.profiles import machine_base_load
 from planner.service import examples
 from planner.service.deps import get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
@@ -28,6 +30,10 @@ def put_profile_set(name: ProfileName, profile_set: Annotated[ProfileSet, Body(o
     if profile_set.name != name:
         raise ServiceError(422, "invalid_request",
                            f"the body names profile set '{profile_set.name}' but the path names '{name}': they must be the same")
+    try:
+        machine_base_load(profile_set)  # the Nimbus plugin plans on 100 - base load: refuse a bad one here, not there
+    except PlanningError as exc:
+        raise ServiceError(422, "invalid_request", str(exc)) from None
     return storage.put_profile_set(profile_set)
 
 

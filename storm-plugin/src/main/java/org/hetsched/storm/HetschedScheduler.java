@@ -117,7 +117,7 @@ public class HetschedScheduler implements IScheduler {
         PlanPlacement.Result placement = null;
         if (wanted.planId() != null) {
             try {
-                plan = ask(() -> planner.fetchPlan(wanted.planId()));
+                plan = ask(() -> planner.fetchPlan(wanted.planId()), true);
                 placement = PlanPlacement.place(plan, graph, machines, knownSupervisors, wanted.maxExecutorsPerWorker());
             } catch (PlanFault fault) {
                 if (wanted.profiles() == null || fault.countsAgainstPlanner()) {
@@ -127,8 +127,11 @@ public class HetschedScheduler implements IScheduler {
                         topology.getId(), wanted.planId(), fault.reason());
             }
         }
+        Map<String, Double> baseLoad = Map.of();
         if (placement == null) {
-            plan = ask(() -> planner.requestPlan(PlanRequests.build(json, graph, machines, wanted)));
+            baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
+            Map<String, Double> reserved = baseLoad;
+            plan = ask(() -> planner.requestPlan(PlanRequests.build(json, graph, machines, wanted, reserved)), true);
             placement = PlanPlacement.place(plan, graph, machines, knownSupervisors, wanted.maxExecutorsPerWorker());
         }
         long plannerMillis = (System.nanoTime() - started) / 1_000_000;
@@ -144,23 +147,30 @@ public class HetschedScheduler implements IScheduler {
         String status = "placed by planner (" + planName + strategy + ") on " + placement.supervisors()
                 + " supervisors in " + placement.workers().size() + " workers";
         cluster.setStatus(topology.getId(), STATUS + status);
-        LOG.info("hetsched: topology {} {}; {} executors, asking the planner took {} ms",
-                topology.getId(), status, graph.executorCount(), plannerMillis);
+        LOG.info("hetsched: topology {} {}; {} executors, asking the planner took {} ms{}",
+                topology.getId(), status, graph.executorCount(), plannerMillis,
+                baseLoad.isEmpty() ? "" : ", planned on 100% less the machine base load " + baseLoad);
     }
 
-    /** One planner call, unless the circuit breaker is open; its outcome goes to the breaker. */
-    private Plan ask(PlannerCall call) throws PlanFault {
+    /**
+     * One planner call, unless the circuit breaker is open. Its failures go to the breaker; its answers
+     * close the breaker only for the plan calls ({@code answerCloses}), so a planner that serves reads
+     * but fails every plan still trips it.
+     */
+    private <T> T ask(PlannerCall<T> call, boolean answerCloses) throws PlanFault {
         if (!breaker.allowsCall()) {
             throw PlanFault.plannerSkipped(breaker.whyOpen());
         }
         try {
-            Plan plan = call.run();
-            breaker.recordSuccess();
-            return plan;
+            T answer = call.run();
+            if (answerCloses) {
+                breaker.recordSuccess();
+            }
+            return answer;
         } catch (PlanFault fault) {
             if (fault.countsAgainstPlanner()) {
                 breaker.recordFailure();
-            } else {
+            } else if (answerCloses) {
                 breaker.recordSuccess();
             }
             throw fault;
@@ -168,8 +178,8 @@ public class HetschedScheduler implements IScheduler {
     }
 
     @FunctionalInterface
-    private interface PlannerCall {
-        Plan run() throws PlanFault;
+    private interface PlannerCall<T> {
+        T run() throws PlanFault;
     }
 
     private void fallBack(TopologyDetails topology, Cluster cluster, String reason,

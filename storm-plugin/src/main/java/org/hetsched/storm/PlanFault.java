@@ -31,6 +31,11 @@ public final class PlanFault extends Exception {
         return new PlanFault(reason, false);
     }
 
+    /** The stored profile set is unusable for planning on this cluster (a bad machine base load). */
+    public static PlanFault badProfileSet(String reason) {
+        return new PlanFault(reason, false);
+    }
+
     /** The plan cannot be carried out on this cluster as it is now. */
     public static PlanFault planDoesNotFit(String reason) {
         return new PlanFault(reason, false);

@@ -12,7 +12,8 @@ import java.util.TreeMap;
  *
  * <p>Every component is sent with its executor count as a fixed parallelism: the plugin cannot
  * change executor counts, so for Nimbus a plan is a placement. A topology's stored plan id goes
- * along as {@code plan_id}: the planner reuses that plan where it still fits.
+ * along as {@code plan_id}: the planner reuses that plan where it still fits. Each machine type's
+ * capacity is the whole machine less the profile set's machine base load for that type.
  */
 public final class PlanRequests {
     /** Every machine is its whole self: the API's CPU unit is percent of one machine. */
@@ -22,7 +23,7 @@ public final class PlanRequests {
     }
 
     public static ObjectNode build(ObjectMapper json, TopologyGraph graph, List<Machine> machines,
-                                   TopologySettings settings) {
+                                   TopologySettings settings, Map<String, Double> baseLoad) {
         ObjectNode request = json.createObjectNode();
 
         ObjectNode topology = request.putObject("topology");
@@ -47,7 +48,7 @@ public final class PlanRequests {
         for (MachineTypeSummary type : summarize(machines).values()) {
             ObjectNode t = types.addObject();
             t.put("name", type.name);
-            t.put("capacity", MACHINE_CAPACITY);
+            t.put("capacity", MACHINE_CAPACITY - baseLoad.getOrDefault(type.name, 0.0));
             if (type.cores != null) {
                 t.put("cores", type.cores);
             }

@@ -12,13 +12,16 @@ import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Talks to the planning service (API.md): {@code POST /v1/plans} and {@code GET /v1/plans/{id}}.
+ * Talks to the planning service (API.md): {@code POST /v1/plans}, {@code GET /v1/plans/{id}} and
+ * {@code GET /v1/profiles/{name}}.
  *
  * <p>Every call is bounded by one time budget covering connect, request and answer, so a slow
  * planner costs a Nimbus round at most that long. Every failure becomes a {@link PlanFault} whose
@@ -26,6 +29,7 @@ import java.util.concurrent.TimeoutException;
  */
 public final class PlannerClient {
     private static final int MAX_DETAIL_CHARS = 300;
+    private static final String BASE_LOAD = "machine_base_load";
 
     private final URI baseUrl;
     private final Duration timeout;
@@ -64,6 +68,50 @@ public final class PlannerClient {
     public Plan fetchPlan(String planId) throws PlanFault {
         String path = "/v1/plans/" + URLEncoder.encode(planId, StandardCharsets.UTF_8).replace("+", "%20");
         return Plan.parse(call(base(path).GET().build(), "GET /v1/plans/" + planId));
+    }
+
+    /**
+     * The machine base load of a stored profile set ({@code source.machine_base_load}: percent of a
+     * machine per machine type, the CPU its supervisor and worker JVMs use with no work), so plans are
+     * made on what is left of each machine. Empty when the set reports none or is not stored (then the
+     * plan request itself says what is wrong).
+     */
+    public Map<String, Double> fetchBaseLoad(String profileSet) throws PlanFault {
+        String path = "/v1/profiles/" + URLEncoder.encode(profileSet, StandardCharsets.UTF_8).replace("+", "%20");
+        JsonNode set;
+        try {
+            set = call(base(path).GET().build(), "GET /v1/profiles/" + profileSet);
+        } catch (PlanFault fault) {
+            if (fault.countsAgainstPlanner()) {
+                throw fault;
+            }
+            return Map.of();
+        }
+        return baseLoadOf(set, profileSet);
+    }
+
+    /** Reads and checks {@code source.machine_base_load} of a profile set. */
+    static Map<String, Double> baseLoadOf(JsonNode profileSet, String name) throws PlanFault {
+        JsonNode raw = profileSet == null ? null : profileSet.path("source").get(BASE_LOAD);
+        if (raw == null || raw.isNull()) {
+            return Map.of();
+        }
+        if (!raw.isObject()) {
+            throw PlanFault.badProfileSet("profile set " + name + ": source." + BASE_LOAD
+                    + " must map machine types to percent, got " + oneLine(raw.toString()));
+        }
+        Map<String, Double> loads = new TreeMap<>();
+        for (Map.Entry<String, JsonNode> entry : (Iterable<Map.Entry<String, JsonNode>>) raw::fields) {
+            JsonNode value = entry.getValue();
+            double percent = value.isNumber() ? value.asDouble() : Double.NaN;
+            if (!(percent >= 0.0 && percent < 100.0)) {
+                throw PlanFault.badProfileSet("profile set " + name + ": the base load of machine type "
+                        + entry.getKey() + " must be a percent from 0 up to (not including) 100, got "
+                        + oneLine(value.toString()));
+            }
+            loads.put(entry.getKey(), percent);
+        }
+        return loads;
     }
 
     public URI baseUrl() {

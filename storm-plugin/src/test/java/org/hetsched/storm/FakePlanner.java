@@ -22,6 +22,10 @@ import java.util.concurrent.Executors;
 /**
  * A real HTTP server on 127.0.0.1 standing in for the planning service, answering as a test tells it:
  * good plans, or each of the faults the plugin must survive.
+ *
+ * <p>Reads of a profile set ({@code GET /v1/profiles/{name}}, which the plugin makes before asking for a
+ * new plan) are answered by the server itself with {@link #profileSet} and kept apart in
+ * {@link #profileReads()}, so {@link #calls()} holds the plan calls the tests are about.
  */
 final class FakePlanner implements AutoCloseable {
     static final ObjectMapper JSON = new ObjectMapper();
@@ -58,7 +62,11 @@ final class FakePlanner implements AutoCloseable {
         return t;
     });
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
+    private final List<Call> profileReads = Collections.synchronizedList(new ArrayList<>());
     private volatile Behaviour behaviour;
+    private volatile Behaviour profileSet = call -> Answer.json(200, profileSetWithBaseLoad(
+            call.path().substring(PROFILES.length()), null));
+    private static final String PROFILES = "/v1/profiles/";
 
     FakePlanner(Behaviour behaviour) throws IOException {
         this.behaviour = behaviour;
@@ -74,6 +82,29 @@ final class FakePlanner implements AutoCloseable {
 
     void answerWith(Behaviour next) {
         behaviour = next;
+    }
+
+    /** How reads of a profile set are answered (by default: a set with no machine base load). */
+    void answerProfileReadsWith(Behaviour next) {
+        profileSet = next;
+    }
+
+    List<Call> profileReads() {
+        synchronized (profileReads) {
+            return List.copyOf(profileReads);
+        }
+    }
+
+    /** A stored profile set as the service returns it, with {@code source.machine_base_load} when given. */
+    static ObjectNode profileSetWithBaseLoad(String name, JsonNode baseLoad) {
+        ObjectNode set = JSON.createObjectNode();
+        set.put("name", name);
+        set.putArray("entries");
+        ObjectNode source = set.putObject("source");
+        if (baseLoad != null) {
+            source.set("machine_base_load", baseLoad);
+        }
+        return set;
     }
 
     List<Call> calls() {
@@ -137,8 +168,9 @@ final class FakePlanner implements AutoCloseable {
             JsonNode body = in.length == 0 ? null : JSON.readTree(in);
             Call call = new Call(exchange.getRequestMethod(), exchange.getRequestURI().getPath(),
                     exchange.getRequestHeaders().getFirst("Authorization"), body);
-            calls.add(call);
-            Answer answer = behaviour.answer(call);
+            boolean profileRead = call.method().equals("GET") && call.path().startsWith(PROFILES);
+            (profileRead ? profileReads : calls).add(call);
+            Answer answer = (profileRead ? profileSet : behaviour).answer(call);
             if (answer.delayMillis() > 0) {
                 try {
                     Thread.sleep(answer.delayMillis());

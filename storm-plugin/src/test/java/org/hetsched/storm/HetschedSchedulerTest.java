@@ -322,6 +322,55 @@ class HetschedSchedulerTest {
     }
 
     @Test
+    void plansOnWhatTheProfileSetsMachineBaseLoadLeavesOfEachMachine() {
+        planner.answerProfileReadsWith(call -> FakePlanner.Answer.json(200, FakePlanner.profileSetWithBaseLoad(
+                "micro", FakePlanner.JSON.createObjectNode().put("small", 25.0).put("fast", 5.5))));
+        TopologyDetails linear = linearTopology("linear-1", ASKS_PLANNER);
+        Cluster cluster = cluster(supervisors, linear);
+
+        scheduler().schedule(new Topologies(linear), cluster);
+
+        assertEquals("/v1/profiles/micro", planner.profileReads().get(0).path());
+        Map<String, Double> capacity = new HashMap<>();
+        planner.calls().get(0).body().get("cluster").get("machine_types")
+                .forEach(t -> capacity.put(t.get("name").asText(), t.get("capacity").asDouble()));
+        assertEquals(Map.of("small", 75.0, "fast", 94.5), capacity, "100% less each type's base load");
+        assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: placed by planner (plan p-1"),
+                cluster.getStatus("linear-1"));
+    }
+
+    @Test
+    void aProfileSetTheReadDoesNotFindIsStillAskedForSoThePlannerSaysWhatIsWrong() {
+        planner.answerProfileReadsWith(call -> FakePlanner.Answer.raw(404, "{\"detail\": \"profile set 'micro' does not exist\"}"));
+        TopologyDetails linear = linearTopology("linear-1", ASKS_PLANNER);
+        Cluster cluster = cluster(supervisors, linear);
+
+        scheduler().schedule(new Topologies(linear), cluster);
+
+        planner.calls().get(0).body().get("cluster").get("machine_types")
+                .forEach(t -> assertEquals(100.0, t.get("capacity").asDouble(), "no base load: the whole machine"));
+    }
+
+    @Test
+    void aBadMachineBaseLoadFallsBackNamingTheMachineTypeWithoutAPlanCall() {
+        planner.answerProfileReadsWith(call -> FakePlanner.Answer.json(200, FakePlanner.profileSetWithBaseLoad(
+                "micro", FakePlanner.JSON.createObjectNode().put("small", 120.0))));
+        assertFallsBackEvenly(planner.url(), Map.of(),
+                "profile set micro: the base load of machine type small must be a percent from 0 up to (not including) 100, got 120.0");
+        assertTrue(planner.calls().isEmpty(), "no plan asked for with a base load that makes no sense");
+    }
+
+    @Test
+    void aPlannerThatServesReadsButFailsEveryPlanStillOpensTheBreaker() {
+        planner.answerWith(call -> FakePlanner.Answer.raw(503, "{\"detail\": \"busy\"}"));
+        HetschedScheduler scheduler = schedulerFor(planner.url(), Map.of(SchedulerSettings.BREAKER_FAILURES, 2));
+        roundCalls(scheduler, "t-1");
+        roundCalls(scheduler, "t-2");
+        assertTrue(statusOfRound(scheduler, "t-3").contains("circuit open"), "two plan failures in a row open it");
+        assertEquals(2, planner.profileReads().size(), "no read either while open");
+    }
+
+    @Test
     void refusalsOfAnUpPlannerDoNotOpenTheBreaker() {
         planner.answerWith(call -> FakePlanner.Answer.raw(404, "{\"detail\": \"profile set 'micro' does not exist\"}"));
         HetschedScheduler scheduler = schedulerFor(planner.url(), Map.of(SchedulerSettings.BREAKER_FAILURES, 1));
@@ -522,7 +571,8 @@ class HetschedSchedulerTest {
             TopologySettings settings = TopologySettings.fromConf(td.getConf());
             Cluster cluster = cluster(supervisors, td);
             return PlanRequests.build(FakePlanner.JSON, TopologyGraph.of(td),
-                    Machine.usableBy(cluster, td.getId(), SchedulerSettings.fromConf(Map.of()), settings), settings);
+                    Machine.usableBy(cluster, td.getId(), SchedulerSettings.fromConf(Map.of()), settings), settings,
+                    Map.of());
         } catch (PlanFault e) {
             throw new AssertionError(e);
         }
