@@ -110,6 +110,9 @@ def test_linear_submitted_with_a_plan_runs_where_the_plan_says(live_cluster, plu
         machine_of_host = {m.host: m.id for m in live_cluster.layout.machines}
 
         assert status.startswith(f"hetsched: placed by planner (stored plan {plan.id}"), status
+        print(f"plan {plan.id} vs Nimbus: " + ", ".join(
+            f"{a.component}[{a.index}] {a.machine}/{machine_of_host.get(placed[a.component][a.index][0])}"
+            for a in plan.assignments))
         for assignment in plan.assignments:
             host, _port = placed[assignment.component][assignment.index]
             assert machine_of_host[host] == assignment.machine, (
