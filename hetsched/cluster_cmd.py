@@ -11,6 +11,7 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from hetsched.cli import app
+from hetsched.status import print_scheduler_status
 
 cluster_app = typer.Typer(no_args_is_help=True, help="The local heterogeneous Storm 2.8 cluster (cgroup CPU quotas).")
 app.add_typer(cluster_app, name="cluster")
@@ -173,11 +174,11 @@ def _print_status(current) -> None:
         console.print(f"[red]Stopped daemons:[/red] {', '.join(current.stopped_daemons)}")
     if current.topologies:
         topologies = Table(title="Topologies", title_justify="left")
-        for column in ("name", "id", "status", "workers", "executors", "uptime (s)", "scheduler status"):
+        for column in ("name", "id", "status", "workers", "executors", "uptime (s)"):
             topologies.add_column(column)
         for t in current.topologies:
-            topologies.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.uptime_s),
-                               t.scheduler_status)
+            topologies.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.uptime_s))
         console.print(topologies)
+        print_scheduler_status(console, current.topologies)
     else:
         console.print("No topologies running.")

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hetsched.cli import app
+from hetsched.status import print_scheduler_status
 from planner.client import URL_ENV
 from topologies.catalog import CATALOG
 from topologies.errors import TopologyError
@@ -117,12 +118,12 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
         raise _fail(str(exc)) from None
     table = Table(title=f"topologies on Nimbus {address}", title_justify="left")
     for column, justify in (("name", "left"), ("id", "left"), ("status", "left"), ("workers", "right"),
-                            ("executors", "right"), ("tasks", "right"), ("uptime", "right"), ("scheduler status", "left")):
+                            ("executors", "right"), ("tasks", "right"), ("uptime", "right")):
         table.add_column(column, justify=justify)
     for t in sorted(running, key=lambda t: t.name):
-        table.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.tasks), _uptime(t.uptime_s),
-                      t.scheduler_status)
+        table.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.tasks), _uptime(t.uptime_s))
     console.print(table if running else f"no topologies running on Nimbus {address}", highlight=False)
+    print_scheduler_status(console, running)
 
 
 @app.command("counts")

@@ -336,3 +336,18 @@ def test_cli_planner_unreachable():
                                  "--nimbus", "127.0.0.1:1"])
     assert result.exit_code == 1
     assert "no planner at http://127.0.0.1:" in result.output and "Traceback" not in result.output
+
+
+def test_scheduler_status_is_listed_a_line_per_topology_as_the_scheduler_said_it():
+    from io import StringIO
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from hetsched.status import print_scheduler_status
+
+    out = StringIO()
+    said = "hetsched: planner not used (planner refused the request: [bad] list); scheduled evenly"
+    print_scheduler_status(Console(file=out, width=40), [SimpleNamespace(name="b", scheduler_status=said),
+                                                        SimpleNamespace(name="a", scheduler_status="")])
+    assert out.getvalue() == f"scheduler status:\n  b: {said}\n", "markup-like text kept, unwrapped; silent ones left out"
