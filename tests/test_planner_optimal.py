@@ -232,3 +232,14 @@ def test_unbounded_rate_is_an_error_not_a_number():
     ]
     with pytest.raises(PlanningError, match="unbounded"):
         make_plan(topology, cluster, free_entries, "optimal")
+
+
+def test_fast_moves_the_instance_a_global_stream_feeds_off_its_thread_cap():
+    """Seed 39 of the quality suite: c2 takes c1's stream through ``global`` (all of it to instance 0) and c0's
+    through ``fields``. Before fast could move instance 0, it stopped at 99 tuples/s against an optimum of 312:
+    the instance sat on a 4-core type, held to a quarter of its machine, and more instances never relieve it."""
+    rq = random_request(39)
+    optimal = make_plan(rq.topology, rq.cluster, rq.entries, "optimal", PlanOptions(time_limit_s=120))
+    fast = make_plan(rq.topology, rq.cluster, rq.entries, "fast", rq.options)
+    assert optimal.stats["proven_optimal"] is True
+    assert fast.input_rate >= 0.999 * optimal.input_rate, (fast.input_rate, optimal.input_rate)

@@ -25,7 +25,10 @@ closed-form ``R_max`` (planner.simulator) repairs.
 4. Polish: while it helps, add an instance of a component on the bottleneck,
    or move or swap one off the bottleneck machine, whichever raises the
    closed-form R_max most; on a plateau (several machines tied) take the move
-   that relieves the bottleneck without making a new one. Every step is
+   that relieves the bottleneck without making a new one. Where the bottleneck
+   is the thread cap of an instance 0 that a ``global`` stream feeds whole,
+   first move that instance to the type where R rises most (searched with and
+   without this move; the better end is kept). Every step is
    checked with the exact closed form, so R_max never goes down; the best
    placement seen is returned. On small requests every packing is polished.
 
@@ -149,6 +152,7 @@ class _Polisher:
         self.H = hosts
         self.g = first_machine  # machine of instance 0 per component
         self.free = free  # components whose instance count may grow
+        self.move_first = True  # may move a component's instance 0 off a thread cap (see _move_first_instance)
         self.first = problem.shares(np.ones(problem.n_components, dtype=np.int64))[2]
         self.coef = problem.cost[:, problem.machine_type]
         self.met = problem.met[:, problem.machine_type]
@@ -208,15 +212,19 @@ class _Polisher:
         while iterations < max_iterations and stall < stall_limit:
             iterations += 1
             deadline.check(iterations)
-            move = self._best_move(H, R, r, th, a, b, u, counts)
-            if move is None:
-                break
-            trial = H.copy()
-            for c, w, delta in move:
-                trial[c, w] += delta
             g_before = self.g.copy()
-            lost = trial[np.arange(len(self.g)), self.g] == 0
-            self.g[lost] = np.argmax(trial[lost] > 0, axis=1)
+            moved_first = self._move_first_instance(H, R, r, th, counts) if self.move_first else None
+            if moved_first is not None:
+                trial, self.g = moved_first
+            else:
+                move = self._best_move(H, R, r, th, a, b, u, counts)
+                if move is None:
+                    break
+                trial = H.copy()
+                for c, w, delta in move:
+                    trial[c, w] += delta
+                lost = trial[np.arange(len(self.g)), self.g] == 0
+                self.g[lost] = np.argmax(trial[lost] > 0, axis=1)
             R_new, r_new, th_new, a_new, b_new, u_new, counts_new = self.exact(trial)
             if R_new < R * (1 - REL):
                 self.g = g_before
@@ -229,6 +237,34 @@ class _Polisher:
                 stall += 1
             R = R_new
         return best[1], best[2], iterations
+
+    def _move_first_instance(self, H, R, r, th, counts) -> tuple[np.ndarray, np.ndarray] | None:
+        """When R is held by the thread cap of a component's instance 0 (the one a ``global`` stream feeds
+        whole), that instance moved to the least loaded machine of the type where R rises most: (H, g), else None.
+
+        Adding instances never relieves it, and the moves of ``_best_move`` keep instance 0 where it is.
+        """
+        c = int(np.argmin(th))
+        if not th[c] < r.min() or self.rates(counts)[1][c] <= 0:
+            return None
+        here = self.g[c]
+        best: tuple[float, np.ndarray, np.ndarray] | None = None
+        for t in np.unique(self.p.machine_type):
+            machines = np.flatnonzero(self.p.machine_type == t)
+            m = int(machines[np.argmax(r[machines])])
+            if m == here or self.tau[c, m] <= self.tau[c, here]:
+                continue
+            trial = H.copy()
+            trial[c, here] -= 1
+            trial[c, m] += 1
+            g = self.g.copy()
+            g[c] = m
+            kept, self.g = self.g, g
+            R_new = self.exact(trial)[0]
+            self.g = kept
+            if R_new > R * (1 + REL) and (best is None or R_new > best[0]):
+                best = (R_new, trial, g)
+        return None if best is None else (best[1], best[2])
 
     def _best_move(self, H, R, r, th, a, b, u, counts) -> list[tuple[int, int, int]] | None:
         """The change [(component, machine, +1/-1), ...] that raises R the most, else a plateau move, else None.
@@ -550,16 +586,20 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
         candidates = candidates[:1]
     else:
         candidates += _paper_start(problem, polisher, deadline)
+    # Where a ``global`` stream feeds an instance 0, search with and without moving it: either path can end higher.
+    first_moves = (True, False) if (first > 0).any() else (False,)
     iterations = 0
     best_plan = None
-    for start_rate, divisor, lp_rate, H, g in candidates:
-        polisher.H = H
-        polisher.g = g.copy()
-        H, first_machine, steps = polisher.search(deadline, options.max_iterations)
-        iterations += steps
-        rate = _rate_of(polisher, H, first_machine)
-        if best_plan is None or rate > best_plan[0] * (1 + REL):
-            best_plan = (rate, H, first_machine, start_rate, divisor, lp_rate)
+    for start_rate, divisor, lp_rate, start, g in candidates:
+        for move_first in first_moves:
+            polisher.H = start
+            polisher.g = g.copy()
+            polisher.move_first = move_first
+            H, first_machine, steps = polisher.search(deadline, options.max_iterations)
+            iterations += steps
+            rate = _rate_of(polisher, H, first_machine)
+            if best_plan is None or rate > best_plan[0] * (1 + REL):
+                best_plan = (rate, H, first_machine, start_rate, divisor, lp_rate)
     _, H, first_machine, start_rate, divisor, lp_rate = best_plan
 
     ids = problem.machine_ids
