@@ -6,13 +6,17 @@ import json
 import socket
 import zipfile
 from collections import Counter
+from io import StringIO
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from hetsched.cli import app
 import hetsched.topology_cmd  # noqa: F401  registers submit/kill/topologies on app
+from hetsched.status import print_scheduler_status
 from planner.fixtures import TOPOLOGIES, load_topology
 from planner.model import Topology as PlannerTopology
 from topologies import conf as keys
@@ -339,13 +343,6 @@ def test_cli_planner_unreachable():
 
 
 def test_scheduler_status_is_listed_a_line_per_topology_as_the_scheduler_said_it():
-    from io import StringIO
-    from types import SimpleNamespace
-
-    from rich.console import Console
-
-    from hetsched.status import print_scheduler_status
-
     out = StringIO()
     said = "hetsched: planner not used (planner refused the request: [bad] list); scheduled evenly"
     print_scheduler_status(Console(file=out, width=40), [SimpleNamespace(name="b", scheduler_status=said),

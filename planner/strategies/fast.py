@@ -259,9 +259,7 @@ class _Polisher:
             trial[c, m] += 1
             g = self.g.copy()
             g[c] = m
-            kept, self.g = self.g, g
-            R_new = self.exact(trial)[0]
-            self.g = kept
+            R_new = _rate_of(self, trial, g)
             if R_new > R * (1 + REL) and (best is None or R_new > best[0]):
                 best = (R_new, trial, g)
         return None if best is None else (best[1], best[2])

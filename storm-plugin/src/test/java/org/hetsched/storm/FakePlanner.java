@@ -24,7 +24,7 @@ import java.util.concurrent.Executors;
  * good plans, or each of the faults the plugin must survive.
  *
  * <p>Reads of a profile set ({@code GET /v1/profiles/{name}}, which the plugin makes before asking for a
- * new plan) are answered by the server itself with {@link #profileSet} and kept apart in
+ * new plan) are answered by the server itself with {@link #profileReadAnswer} and kept apart in
  * {@link #profileReads()}, so {@link #calls()} holds the plan calls the tests are about.
  */
 final class FakePlanner implements AutoCloseable {
@@ -64,7 +64,7 @@ final class FakePlanner implements AutoCloseable {
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
     private final List<Call> profileReads = Collections.synchronizedList(new ArrayList<>());
     private volatile Behaviour behaviour;
-    private volatile Behaviour profileSet = call -> Answer.json(200, profileSetWithBaseLoad(
+    private volatile Behaviour profileReadAnswer = call -> Answer.json(200, profileSetWithBaseLoad(
             call.path().substring(PROFILES.length()), null));
     private static final String PROFILES = "/v1/profiles/";
 
@@ -86,7 +86,7 @@ final class FakePlanner implements AutoCloseable {
 
     /** How reads of a profile set are answered (by default: a set with no machine base load). */
     void answerProfileReadsWith(Behaviour next) {
-        profileSet = next;
+        profileReadAnswer = next;
     }
 
     List<Call> profileReads() {
@@ -170,7 +170,7 @@ final class FakePlanner implements AutoCloseable {
                     exchange.getRequestHeaders().getFirst("Authorization"), body);
             boolean profileRead = call.method().equals("GET") && call.path().startsWith(PROFILES);
             (profileRead ? profileReads : calls).add(call);
-            Answer answer = (profileRead ? profileSet : behaviour).answer(call);
+            Answer answer = (profileRead ? profileReadAnswer : behaviour).answer(call);
             if (answer.delayMillis() > 0) {
                 try {
                     Thread.sleep(answer.delayMillis());
