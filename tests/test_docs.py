@@ -42,7 +42,8 @@ from topologies.catalog import lookup, planner_topology
 DOC_URL = "http://127.0.0.1:8765"
 ANY = "..."
 EXAMPLES = DOCS / "examples"
-REQUIRED_PAGES = ["README.md", "plugin.md", "planner.md", "profiling.md", "submitting.md", "docker-compose.md"]
+REQUIRED_PAGES = ["README.md", "plugin.md", "planner.md", "api.md", "model.md", "profiling.md", "submitting.md",
+                  "docker-compose.md"]
 BLOCK_TIMEOUT_S = 600
 """Only against a hang: on a loaded machine one `hetsched` start can take half a minute."""
 
