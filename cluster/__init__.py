@@ -2,8 +2,8 @@
 
 One machine of the spec is one Storm supervisor in its own cgroup (cgroup v1
 ``cpu`` + ``cpuacct``) with that machine's CPU quota, so the supervisor, its
-workers and their Python processes share the quota. ZooKeeper (Storm's
-DevZookeeper) and Nimbus run beside them. STORM_HOME is assembled from
+workers and their Python processes share the quota. ZooKeeper (standalone,
+on 127.0.0.1) and Nimbus run beside them. STORM_HOME is assembled from
 Maven Central (:mod:`cluster.storm_home`, ``make storm``).
 
 The Python API others use::

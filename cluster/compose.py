@@ -16,10 +16,17 @@ Files made (relative to the output folder, normally the repository root):
   read-only at ``/etc/hetsched/storm.yaml`` and named with ``--config`` (the
   image's entrypoint changes the owner of ``/conf``, which a read-only
   mount would refuse).
+
+The planner token reaches the planner and Nimbus as compose secrets (files
+under ``docker/secrets/``, made by ``hetsched cluster compose --new-token``),
+never on a command line or in a storm.yaml that Nimbus would show
+(``getNimbusConf``). One file per service, since the two images run as
+different users and each file is readable by its owner only.
 """
 from __future__ import annotations
 
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +54,37 @@ PLANNER_PORT = 8765
 PLANNER_URL = f"http://{PLANNER_SERVICE}:{PLANNER_PORT}"
 """How Nimbus reaches the planner on the compose network."""
 PLANNER_DB = "/var/lib/hetsched/hetsched.db"
-TOKEN_VARIABLE = "HETSCHED_PLANNER_TOKEN"
-"""One variable (shell or ``.env``) gives the token to the planner and to Nimbus; unset: no token."""
+SECRETS_FOLDER = Path("docker") / "secrets"
+"""Token files, git-ignored, made by :func:`write_token_files`."""
+
+
+@dataclass(frozen=True)
+class TokenSecret:
+    """One service's copy of the planner token: a compose secret from a file readable by the service's user only."""
+
+    secret: str
+    file_name: str
+    uid: int
+    """The user the service's image runs as, who must own the file."""
+
+    @property
+    def in_container(self) -> str:
+        return f"/run/secrets/{self.secret}"
+
+    @property
+    def source(self) -> Path:
+        return SECRETS_FOLDER / self.file_name
+
+
+STORM_UID = 1000
+"""The ``storm`` user of the official Storm image, whom Nimbus runs as."""
+PLANNER_UID = 1001
+"""The ``hetsched`` user of docker/planner.Dockerfile."""
+PLANNER_TOKEN = TokenSecret("planner_token", "planner-token", PLANNER_UID)
+NIMBUS_TOKEN = TokenSecret("nimbus_planner_token", "nimbus-planner-token", STORM_UID)
+TOKEN_FILE_VARIABLE = "HETSCHED_PLANNER_TOKEN_FILE"
+"""``hetsched serve --token-file`` from the environment."""
+TOKEN_FILE_SETTING = "hetsched.planner.token.file"
 
 STORM_HOME_IN_IMAGE = "/apache-storm"
 CONF_IN_CONTAINER = "/etc/hetsched/storm.yaml"
@@ -100,7 +136,8 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
         return _sorted({**kept, **_cluster_locations(), "storm.local.hostname": hostname, **here})
 
     confs = {
-        f"{NIMBUS}.yaml": conf(NIMBUS, NIMBUS, {"hetsched.planner.url": PLANNER_URL}),
+        f"{NIMBUS}.yaml": conf(NIMBUS, NIMBUS, {"hetsched.planner.url": PLANNER_URL,
+                                                 TOKEN_FILE_SETTING: NIMBUS_TOKEN.in_container}),
         f"{UI}.yaml": conf(UI, UI, {"ui.host": "0.0.0.0", "ui.port": UI_PORT}),
     }
     services: dict[str, Any] = {
@@ -114,9 +151,8 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
             "hostname": NIMBUS,
             "restart": "unless-stopped",
             "depends_on": [ZOOKEEPER, PLANNER_SERVICE],
-            "command": _storm_command(
-                "nimbus", f"hetsched.planner.token=${{{TOKEN_VARIABLE}:-}}"
-            ),
+            "command": _storm_command("nimbus"),
+            "secrets": [NIMBUS_TOKEN.secret],
             "volumes": [
                 _bind(f"./{CONF_FOLDER.as_posix()}/{NIMBUS}.yaml", CONF_IN_CONTAINER),
                 _bind(f"{repo_path}/storm-plugin/target/{PLUGIN_JAR_NAME}", PLUGIN_JAR_IN_CONTAINER),
@@ -136,7 +172,8 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
             "image": PLANNER_IMAGE,
             "hostname": PLANNER_SERVICE,
             "restart": "unless-stopped",
-            "environment": {"HETSCHED_DB": PLANNER_DB, TOKEN_VARIABLE: f"${{{TOKEN_VARIABLE}:-}}"},
+            "environment": {"HETSCHED_DB": PLANNER_DB, TOKEN_FILE_VARIABLE: PLANNER_TOKEN.in_container},
+            "secrets": [PLANNER_TOKEN.secret],
             "ports": [f"127.0.0.1:{PLANNER_PORT}:{PLANNER_PORT}"],
             "volumes": [f"planner-data:{Path(PLANNER_DB).parent.as_posix()}"],
         },
@@ -160,7 +197,11 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
             "command": _storm_command("supervisor"),
             "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{name}", CONF_IN_CONTAINER)],
         }
-    compose = {"services": services, "volumes": {"planner-data": {}}}
+    compose = {
+        "services": services,
+        "volumes": {"planner-data": {}},
+        "secrets": {t.secret: {"file": f"./{t.source.as_posix()}"} for t in (PLANNER_TOKEN, NIMBUS_TOKEN)},
+    }
     return ComposeDeployment(compose=compose, storm_confs=confs)
 
 
@@ -190,6 +231,33 @@ def write(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path = REP
     except OSError as fault:
         raise ClusterError(f"Cannot write the compose deployment under {out_dir}: {fault.strerror or fault}.") from None
     return [out_dir / relative for relative in files]
+
+
+def write_token_files(out_dir: Path = REPO_ROOT, token: str | None = None) -> list[str]:
+    """Write a new planner token (random unless given) into each service's secret file, mode 0600.
+
+    Returns what is left for the operator: as root the files are given to the users the images run
+    as; otherwise a sentence per file saying whom it must belong to.
+    """
+    token = token or secrets.token_urlsafe(32)
+    folder = out_dir / SECRETS_FOLDER
+    left: list[str] = []
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for secret in (PLANNER_TOKEN, NIMBUS_TOKEN):
+            path = out_dir / secret.source
+            path.unlink(missing_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as file:
+                file.write(token + "\n")
+            if os.geteuid() == 0:
+                os.chown(path, secret.uid, secret.uid)
+            elif path.stat().st_uid != secret.uid:
+                left.append(f"{path} must belong to uid {secret.uid}, whom its container runs as: "
+                            f"sudo chown {secret.uid} {path}")
+    except OSError as fault:
+        raise ClusterError(f"Cannot write the token files under {folder}: {fault.strerror or fault}.") from None
+    return left
 
 
 def stale_files(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path = REPO_ROOT) -> list[Path]:

@@ -1,10 +1,14 @@
 """A heterogeneous Storm 2.8 cluster of local processes: up, status, down.
 
-ZooKeeper (Storm's DevZookeeper), Nimbus and, where STORM_HOME has it, the
+ZooKeeper (ZooKeeper's own standalone server), Nimbus and, where STORM_HOME has it, the
 UI run in the cluster's ``daemons`` cgroup (no quota). Each machine of the
 spec is one supervisor in its own cgroup with the machine's CPU quota, its
 own ``storm.local.dir``, ports and hostname (127.0.0.x). Workers and their
 Python processes inherit the supervisor's cgroup, so the quota covers them.
+ZooKeeper, Nimbus, the UI and the supervisors listen on loopback addresses
+only (Nimbus and the supervisors when the plugin jar is built, see
+:func:`cluster.storm_config.listen_conf`); the workers' Netty servers listen
+on every address, which Storm 2.8 offers no setting to change.
 """
 from __future__ import annotations
 
@@ -28,7 +32,15 @@ from cluster import cgroups, nimbus, preflight, processes
 from cluster.errors import ClusterError
 from cluster.layout import CGROUP_ROOT_NAME, NIMBUS, UI, ZOOKEEPER, ClusterLayout, make_layout, resolve_home, resolve_port_base
 from cluster.spec import ClusterSpec, load_spec
-from cluster.storm_config import PLUGIN_JAR, SCHEDULERS, daemon_conf, java_command
+from cluster.storm_config import (
+    PLUGIN_JAR,
+    SCHEDULERS,
+    daemon_conf,
+    java_command,
+    listen_conf,
+    zookeeper_cfg,
+    zookeeper_cfg_file,
+)
 from cluster.storm_home import ensure_storm_home, has_ui
 
 log = logging.getLogger(__name__)
@@ -228,7 +240,7 @@ class LocalCluster:
             return []
         state = self._saved or {}
         storm_home = Path(state.get("storm_home") or ensure_storm_home())
-        env = _daemon_environment()
+        env = _daemon_environment(self._cluster_jar())
         for machine_id in stopped:
             report(f"Supervisor {machine_id} had stopped ({self._last_error(machine_id)}); restarting it.")
             process = self._start_daemon(machine_id, storm_home, env, bool(state.get("heterogeneous", False)))
@@ -317,13 +329,21 @@ class LocalCluster:
             shutil.rmtree(folder, ignore_errors=True)
         for folder in (layout.home / "conf", layout.home / "run", layout.extlib_daemon):
             folder.mkdir(parents=True, exist_ok=True)
-        if scheduler == "plugin":
+        if scheduler == "plugin" or PLUGIN_JAR.is_file():
             shutil.copy2(PLUGIN_JAR, layout.extlib_daemon / PLUGIN_JAR.name)
+        jar = self._cluster_jar()
         for daemon in layout.daemon_names():
             layout.local_dir(daemon).mkdir(parents=True, exist_ok=True)
             layout.log_dir(daemon).mkdir(parents=True, exist_ok=True)
-            text = yaml.safe_dump(daemon_conf(layout, daemon, scheduler, extra), sort_keys=True)
+            listen = listen_conf(layout, daemon) if jar else {}
+            text = yaml.safe_dump(daemon_conf(layout, daemon, scheduler, {**listen, **extra}), sort_keys=True)
             layout.conf_file(daemon).write_text(f"# Written by hetsched cluster up for {daemon}; do not edit.\n{text}")
+        zookeeper_cfg_file(layout).write_text(zookeeper_cfg(layout))
+
+    def _cluster_jar(self) -> Path | None:
+        """The plugin jar in this cluster's extlib-daemon, which also holds the loopback-only Thrift transport."""
+        jar = self.layout.extlib_daemon / PLUGIN_JAR.name
+        return jar if jar.is_file() else None
 
     def _save_state(self, scheduler: str, heterogeneous: bool, storm_home: Path, extra: dict[str, Any]) -> None:
         state = {
@@ -353,7 +373,9 @@ class LocalCluster:
             cgroups.create(self.hierarchies, m.cgroup, m.cpu_cores)
 
     def _start_daemons(self, storm_home: Path, heterogeneous: bool, report: Report, timeout_s: float) -> None:
-        env = _daemon_environment()
+        env = _daemon_environment(self._cluster_jar())
+        if self._cluster_jar() is None:
+            report(f"WARNING: {PLUGIN_JAR.name} is not built: Nimbus and the supervisors listen on every address of this host.")
         daemons = [ZOOKEEPER, NIMBUS] + ([UI] if has_ui(storm_home) else []) + [m.id for m in self.layout.machines]
         if not has_ui(storm_home):
             report("Storm UI not started: storm-webapp is not on Maven Central (set HETSCHED_STORM_HOME to a full distribution for it).")
@@ -486,9 +508,17 @@ def _joiner(hierarchies: cgroups.Hierarchies | None, cgroup: str) -> Callable[[]
     return join
 
 
-def _daemon_environment() -> dict[str, str]:
-    """The daemons' environment: the project's virtualenv first on PATH, so workers find ``streamparse_run``."""
+def _daemon_environment(cluster_jar: Path | None = None) -> dict[str, str]:
+    """The daemons' environment: the project's virtualenv first on PATH, so workers find ``streamparse_run``.
+
+    ``cluster_jar`` goes on the workers' class path (a supervisor adds ``STORM_EXT_CLASSPATH`` to its
+    workers'): they read the supervisor's Thrift transport setting and need its class.
+    """
     env = dict(os.environ)
+    if cluster_jar is not None:
+        env["STORM_EXT_CLASSPATH"] = str(cluster_jar)
+    else:
+        env.pop("STORM_EXT_CLASSPATH", None)
     venv_bin = Path(sys.prefix) / "bin"
     if not (venv_bin / "streamparse_run").exists():
         found = shutil.which("streamparse_run")

@@ -24,11 +24,16 @@ SCHEDULERS = {
 PLUGIN_JAR = REPO_ROOT / "storm-plugin" / "target" / "hetsched-storm-plugin.jar"
 
 MAIN_CLASSES = {
-    ZOOKEEPER: "org.apache.storm.command.DevZookeeper",
+    # ZooKeeper's own standalone server (as Storm shades it, with its snappy) instead of Storm's DevZookeeper,
+    # which listens on every address with no setting to change it.
+    ZOOKEEPER: "org.apache.storm.shade.org.apache.zookeeper.server.ZooKeeperServerMain",
     NIMBUS: "org.apache.storm.daemon.nimbus.Nimbus",
     UI: "org.apache.storm.daemon.ui.UIServer",
 }
 SUPERVISOR_MAIN = "org.apache.storm.daemon.supervisor.Supervisor"
+
+LOCAL_ADDRESS_TRANSPORT = "org.hetsched.storm.LocalAddressTransportPlugin"
+"""Storm's simple Thrift transport listening on ``storm.local.hostname`` only (in the plugin jar)."""
 
 WORKER_CHILDOPTS = "-Xmx%HEAP-MEM%m -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true"
 """Serial GC: one GC thread per worker, since a machine may have a fifth of a core."""
@@ -96,6 +101,39 @@ def daemon_conf(
     return conf
 
 
+def listen_conf(layout: ClusterLayout, daemon: str) -> dict[str, Any]:
+    """Settings that make a daemon's Thrift server listen on its own loopback address only (needs the plugin jar).
+
+    Storm 2.8 has no bind-address setting: Nimbus and supervisors listen on every address unless their
+    transport is :data:`LOCAL_ADDRESS_TRANSPORT`, which binds to ``storm.local.hostname`` (127.0.0.1 for
+    Nimbus, 127.0.0.x for a machine). Workers read the supervisor's setting as clients, so they must have
+    the jar on their class path too (``STORM_EXT_CLASSPATH``).
+    """
+    if daemon == NIMBUS:
+        return {"nimbus.thrift.transport": LOCAL_ADDRESS_TRANSPORT}
+    if daemon in (ZOOKEEPER, UI):
+        return {}
+    layout.machine(daemon)
+    return {"supervisor.thrift.transport": LOCAL_ADDRESS_TRANSPORT}
+
+
+def zookeeper_cfg_file(layout: ClusterLayout) -> Path:
+    return layout.conf_file(ZOOKEEPER).with_suffix(".cfg")
+
+
+def zookeeper_cfg(layout: ClusterLayout) -> str:
+    """zoo.cfg of the cluster's standalone ZooKeeper: on 127.0.0.1 only, no admin web server (Jetty is on Storm's class path)."""
+    settings = {
+        "dataDir": layout.local_dir(ZOOKEEPER),
+        "clientPort": layout.zookeeper_port,
+        "clientPortAddress": "127.0.0.1",
+        "tickTime": 2000,
+        "maxClientCnxns": 0,  # as DevZookeeper: every daemon and worker of the cluster connects from 127.0.0.1
+        "admin.enableServer": "false",
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
 def class_path(storm_home: Path, layout: ClusterLayout, daemon: str) -> str:
     folders = [storm_home / "lib"]
     if daemon == UI:
@@ -124,4 +162,5 @@ def java_command(storm_home: Path, layout: ClusterLayout, daemon: str, heaps: Da
         "-cp",
         class_path(storm_home, layout, daemon),
         main,
+        *([str(zookeeper_cfg_file(layout))] if daemon == ZOOKEEPER else []),
     ]

@@ -17,6 +17,7 @@ def compose(
     spec: Optional[Path] = SpecOption,
     out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into (default: the repository root)."),
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 if the files differ from what the spec gives."),
+    new_token: bool = typer.Option(False, "--new-token", help="Also write a new random planner token into docker/secrets/ (mode 0600), for the planner and Nimbus."),
 ) -> None:
     """The same machines as the local cluster, as a docker-compose deployment (ZooKeeper, Nimbus with the plugin, UI, planner, supervisors)."""
     from cluster import compose as deployment
@@ -37,8 +38,13 @@ def compose(
             console.print(f"The compose deployment under {out_dir} matches {spec_path}.", highlight=False)
             return
         written = deployment.write(cluster_spec, spec_path, out_dir)
+        left = deployment.write_token_files(out_dir) if new_token else []
     except ClusterError as fault:
         Console(stderr=True).print(f"[red]error:[/red] {fault}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     for path in written:
         console.print(f"wrote {path}", highlight=False)
+    if new_token:
+        console.print(f"wrote a new planner token into {out_dir / deployment.SECRETS_FOLDER} (mode 0600)", highlight=False)
+    for sentence in left:
+        Console(stderr=True).print(f"[yellow]to do:[/yellow] {sentence}", highlight=False, soft_wrap=True)

@@ -5,6 +5,7 @@ import copy
 import ipaddress
 import logging
 import logging.config
+import stat
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -24,6 +25,8 @@ from planner.service.settings import (
 from planner.storage import DB_ENV, StorageError, default_db_path
 
 log = logging.getLogger("hetsched.service")
+
+TOKEN_FILE_ENV = "HETSCHED_PLANNER_TOKEN_FILE"
 
 SHUTDOWN_GRACE_S = 5
 """On SIGINT/SIGTERM, requests in flight get this long to finish before the service exits anyway."""
@@ -45,6 +48,34 @@ def _log_config(level: str) -> dict:
     return config
 
 
+class TokenFileError(ValueError):
+    """A token file that cannot be used; the message names the file and the fault."""
+
+
+def read_token_file(path: Path) -> str:
+    """The token in ``path``, which must exist, hold one word and be readable by its owner only."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise TokenFileError(f"the token file {path} does not exist") from None
+    except OSError as fault:
+        raise TokenFileError(f"the token file {path} cannot be checked: {fault.strerror or fault}") from None
+    if not stat.S_ISREG(mode):
+        raise TokenFileError(f"the token file {path} is not a regular file")
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise TokenFileError(
+            f"the token file {path} is readable by group or others (mode {stat.S_IMODE(mode):04o}); chmod 600 it")
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as fault:
+        raise TokenFileError(f"the token file {path} cannot be read: {getattr(fault, 'strerror', None) or fault}") from None
+    if not token:
+        raise TokenFileError(f"the token file {path} is empty")
+    if any(not 0x21 <= ord(c) <= 0x7E for c in token):
+        raise TokenFileError(f"the token file {path} must hold the token alone (no spaces, printable ASCII)")
+    return token
+
+
 def _is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -57,7 +88,9 @@ def serve(
     host: str = typer.Option(DEFAULT_HOST, help="Address to listen on; loopback unless you mean otherwise."),
     port: int = typer.Option(DEFAULT_PORT, min=0, max=65535, help="TCP port (0: any free port, printed at start)."),
     db: Optional[Path] = typer.Option(None, envvar=DB_ENV, help="SQLite file for plans and profile sets (default: ./var/hetsched.db)."),
-    token: Optional[str] = typer.Option(None, envvar=TOKEN_ENV, help="Require 'Authorization: Bearer TOKEN' on every /v1 call."),
+    token: Optional[str] = typer.Option(None, envvar=TOKEN_ENV, help="Require 'Authorization: Bearer TOKEN' on every /v1 call (visible in ps: prefer --token-file)."),
+    token_file: Optional[Path] = typer.Option(None, envvar=TOKEN_FILE_ENV, help="Read the token from this file (readable by its owner only)."),
+    insecure_no_token: bool = typer.Option(False, "--insecure-no-token", help="Listen beyond loopback without a token: anyone who reaches the port may plan and overwrite profile sets."),
     max_body_mb: float = typer.Option(DEFAULT_MAX_BODY_MB, min=0.001, help="Largest request body, MB; larger ones get 413."),
     time_limit_s: float = typer.Option(DEFAULT_TIME_LIMIT_S, min=0.001, help="Longest one plan may compute, seconds."),
     queue_wait_s: float = typer.Option(DEFAULT_QUEUE_WAIT_S, min=0.001, help="Longest a request waits for a planning slot before a 503, seconds."),
@@ -68,6 +101,16 @@ def serve(
 
     from planner.service.app import create_app
 
+    if token and token_file:
+        _refuse("give --token or --token-file, not both")
+    if token_file:
+        try:
+            token = read_token_file(token_file)
+        except TokenFileError as fault:
+            _refuse(str(fault))
+    if not _is_loopback(host) and not token and not insecure_no_token:
+        _refuse(f"refusing to listen on {host} without a token: anyone who can reach it could plan and overwrite "
+                "profile sets; give --token-file (or --token), or --insecure-no-token if you mean it")
     settings = ServiceSettings(
         db_path=db or default_db_path(), token=token or None,
         max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
@@ -75,12 +118,16 @@ def serve(
     try:
         service = create_app(settings)
     except StorageError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        _refuse(str(exc))
     logging.config.dictConfig(_log_config(log_level.value))
     log.info("planner: db %s, %s, body limit %g MB, time limit %g s", settings.db_path,
              "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s)
     if not _is_loopback(host) and not settings.token:
-        log.warning("listening on %s without a token: anyone who can reach this address can plan and overwrite profiles", host)
+        log.warning("listening on %s without a token (--insecure-no-token): anyone who can reach this address can plan and overwrite profiles", host)
     uvicorn.run(service, host=host, port=port, log_config=_log_config(log_level.value), log_level=log_level.value,
                 access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+
+
+def _refuse(sentence: str) -> None:
+    typer.echo(f"error: {sentence}.", err=True)
+    raise typer.Exit(2)

@@ -35,6 +35,20 @@ CREATE TABLE IF NOT EXISTS profile_sets (
 """
 
 
+PRIVATE_FILE_MODE = 0o600
+"""A new database is readable by the service's user only: profile sets and plans describe the cluster."""
+PRIVATE_FOLDER_MODE = 0o700
+"""The database's folder, where the service makes it (SQLite puts its -wal and -shm files beside the database)."""
+
+
+def _create_private(path: Path) -> None:
+    """Create an empty ``path`` with :data:`PRIVATE_FILE_MODE` unless it exists; SQLite gives its -wal/-shm the same mode."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+    except FileExistsError:
+        pass
+
+
 class StorageError(RuntimeError):
     """The database file cannot be opened or written; the message names the path."""
 
@@ -54,7 +68,8 @@ class Storage:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=PRIVATE_FOLDER_MODE, parents=True, exist_ok=True)
+            _create_private(self.path)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")

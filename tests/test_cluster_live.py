@@ -1,11 +1,15 @@
 """The live heterogeneous cluster: registration, machine types, quotas, worker placement."""
 from __future__ import annotations
 
+import ipaddress
+
+import psutil
 import pytest
 
 from cluster import cgroups, nimbus, smoke
 from cluster.processes import running
 from cluster.spec import load_spec
+from cluster.storm_config import PLUGIN_JAR
 
 pytestmark = pytest.mark.live
 
@@ -24,6 +28,26 @@ def test_every_machine_registers_with_nimbus_as_its_type(live_cluster):
         assert seen.slots == spec.machine_type(s.machine_type).slots
         assert seen.cpu_capacity == pytest.approx(spec.machine_type(s.machine_type).cpu_cores * 100)
         assert seen.memory_capacity_mb == pytest.approx(spec.machine_type(s.machine_type).memory_mb)
+
+
+def test_zookeeper_nimbus_and_supervisors_listen_on_loopback_addresses_only(live_cluster):
+    """Workers' Netty servers are left out: Storm 2.8 binds them to every address, with no setting (docs/security.md)."""
+    listening = {}
+    for daemon in live_cluster.layout.daemon_names():
+        process = running(live_cluster.layout.pid_file(daemon))
+        if process is None:
+            continue
+        listening[daemon] = {(c.laddr.ip, c.laddr.port) for c in process.net_connections(kind="tcp")
+                             if c.status == psutil.CONN_LISTEN}
+    layout = live_cluster.layout
+    assert ("127.0.0.1", layout.zookeeper_port) in listening["zookeeper"]
+    if not (layout.extlib_daemon / PLUGIN_JAR.name).is_file():
+        pytest.skip(f"{PLUGIN_JAR.name} is not built: Nimbus and the supervisors listen on every address without its transport")
+    assert ("127.0.0.1", layout.nimbus_port) in listening["nimbus"]
+    for machine in layout.machines:
+        assert (machine.host, machine.thrift_port) in listening[machine.id]
+    open_to_all = {d: a for d, a in listening.items() if any(not ipaddress.ip_address(ip).is_loopback for ip, _ in a)}
+    assert not open_to_all, f"listening beyond loopback: {open_to_all}"
 
 
 def test_each_supervisor_runs_in_its_machines_cgroup_with_its_quota(live_cluster):

@@ -8,7 +8,15 @@ import pytest
 from cluster.errors import ClusterError
 from cluster.layout import make_layout, port_span, resolve_home, resolve_port_base
 from cluster.spec import DEFAULT_SPEC, load_spec, parse_conf_overrides, parse_spec
-from cluster.storm_config import SCHEDULERS, daemon_conf, java_command
+from cluster.storm_config import (
+    LOCAL_ADDRESS_TRANSPORT,
+    SCHEDULERS,
+    daemon_conf,
+    java_command,
+    listen_conf,
+    zookeeper_cfg,
+    zookeeper_cfg_file,
+)
 from planner.model import Cluster
 
 GOOD = {
@@ -175,3 +183,22 @@ def test_daemons_start_as_java_with_their_own_conf_file_and_the_clusters_extlib(
 
 def test_the_default_spec_file_is_the_packaged_one():
     assert DEFAULT_SPEC.name == "default.yaml" and DEFAULT_SPEC.is_file()
+
+
+def test_every_daemon_is_told_to_listen_on_its_own_loopback_address(tmp_path):
+    layout = make_layout(parse_spec(GOOD), tmp_path, 30000)
+    assert listen_conf(layout, "nimbus") == {"nimbus.thrift.transport": LOCAL_ADDRESS_TRANSPORT}
+    assert daemon_conf(layout, "nimbus", "plugin")["storm.local.hostname"] == "127.0.0.1"
+    for machine in layout.machines:
+        assert listen_conf(layout, machine.id) == {"supervisor.thrift.transport": LOCAL_ADDRESS_TRANSPORT}
+        assert daemon_conf(layout, machine.id, "plugin")["storm.local.hostname"] == machine.host
+    assert daemon_conf(layout, "ui", "plugin")["ui.host"] == "127.0.0.1"
+    cfg = dict(line.split("=", 1) for line in zookeeper_cfg(layout).splitlines())
+    assert cfg["clientPortAddress"] == "127.0.0.1" and cfg["clientPort"] == str(layout.zookeeper_port)
+    assert cfg["admin.enableServer"] == "false"
+    assert cfg["dataDir"] == str(layout.local_dir("zookeeper"))
+    command = java_command(Path("/opt/storm"), layout, "zookeeper", parse_spec(GOOD).daemon_heap_mb)
+    assert command[-2:] == ["org.apache.storm.shade.org.apache.zookeeper.server.ZooKeeperServerMain",
+                            str(zookeeper_cfg_file(layout))]
+    java_sources = Path(__file__).resolve().parents[1] / "storm-plugin" / "src" / "main" / "java"
+    assert (java_sources / (LOCAL_ADDRESS_TRANSPORT.replace(".", "/") + ".java")).is_file()

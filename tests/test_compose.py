@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tomllib
 from pathlib import Path
@@ -38,11 +39,9 @@ NO_COMPOSE_TOOL = "docker-compose is not installed (make setup installs Debian's
 needs_compose_tool = pytest.mark.skipif(shutil.which("docker-compose") is None, reason=NO_COMPOSE_TOOL)
 
 
-def docker_compose_config(project: Path, token: str | None = None) -> dict:
+def docker_compose_config(project: Path) -> dict:
     """The file as docker-compose resolves it: validated, variables filled in, paths made absolute."""
-    env = {k: v for k, v in os.environ.items() if k != compose.TOKEN_VARIABLE}
-    if token is not None:
-        env[compose.TOKEN_VARIABLE] = token
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HETSCHED_PLANNER_TOKEN")}
     done = subprocess.run(["docker-compose", "--project-directory", str(project), "-f", str(project / "docker-compose.yml"),
                            "config"], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, f"docker-compose config refused the file:\n{done.stderr}"
@@ -154,16 +153,57 @@ def test_nimbus_runs_the_plugin_against_the_planner_service(resolved):
             assert daemon_conf["nimbus.seeds"] == ["nimbus"], name
 
 
-@needs_compose_tool
-def test_one_token_variable_reaches_the_planner_and_nimbus(resolved):
-    unset = resolved
-    assert unset["services"]["planner"]["environment"][compose.TOKEN_VARIABLE] == ""
-    assert "hetsched.planner.token=" in unset["services"]["nimbus"]["command"]
+def test_the_token_reaches_the_planner_and_nimbus_as_files_never_on_a_command_line(resolved):
+    services = resolved["services"]
+    for name, service in services.items():
+        assert not any("token" in word.lower() for word in service.get("command", [])), f"{name} has a token in argv"
+        assert not {k for k in service.get("environment") or {} if k == "HETSCHED_PLANNER_TOKEN"}, name
+    secrets = resolved["secrets"]
+    planner, nimbus = services["planner"], services["nimbus"]
 
-    given = docker_compose_config(REPO, token="s3cret-token")
-    assert given["services"]["planner"]["environment"][compose.TOKEN_VARIABLE] == "s3cret-token"
-    token_key = java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_TOKEN")
-    assert f"{token_key}=s3cret-token" in given["services"]["nimbus"]["command"]
+    planner_secret = compose.PLANNER_TOKEN
+    assert [s["source"] for s in planner["secrets"]] == [planner_secret.secret]
+    assert Path(secrets[planner_secret.secret]["file"]) == REPO / "docker" / "secrets" / planner_secret.file_name
+    assert planner["environment"]["HETSCHED_PLANNER_TOKEN_FILE"] == f"/run/secrets/{planner_secret.secret}"
+
+    nimbus_secret = compose.NIMBUS_TOKEN
+    assert [s["source"] for s in nimbus["secrets"]] == [nimbus_secret.secret]
+    assert Path(secrets[nimbus_secret.secret]["file"]) == REPO / "docker" / "secrets" / nimbus_secret.file_name
+    conf = mounted_storm_conf(nimbus)
+    assert conf[java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_TOKEN_FILE")] == f"/run/secrets/{nimbus_secret.secret}"
+    assert java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_TOKEN") not in conf, "an inline token is shown by getNimbusConf"
+    assert (REPO / ".gitignore").read_text().count("/docker/secrets/") == 1
+
+
+def test_each_token_file_belongs_to_the_user_its_image_runs_as():
+    planner = (REPO / "docker" / "planner.Dockerfile").read_text()
+    assert re.search(rf"useradd .*--uid {compose.PLANNER_UID} hetsched", planner)
+    assert re.search(r"^USER hetsched$", planner, re.M)
+    assert compose.NIMBUS_TOKEN.uid == compose.STORM_UID and compose.PLANNER_TOKEN.uid == compose.PLANNER_UID
+
+
+def test_new_token_files_are_private_hold_one_token_and_name_their_owner(tmp_path, monkeypatch):
+    secrets = (compose.PLANNER_TOKEN, compose.NIMBUS_TOKEN)
+    given_away = []
+    monkeypatch.setattr(os, "chown", lambda path, uid, gid: given_away.append((Path(path).name, uid)))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert compose.write_token_files(tmp_path, "first") == []
+    assert sorted(given_away) == sorted((s.file_name, s.uid) for s in secrets), "root gives each file to its user"
+    assert stat.S_IMODE((tmp_path / "docker" / "secrets").stat().st_mode) == 0o700
+    for secret in secrets:
+        path = tmp_path / secret.source
+        assert path.read_text() == "first\n"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    given_away.clear()
+    monkeypatch.setattr(os, "geteuid", lambda: 4242)
+    left = compose.write_token_files(tmp_path)
+    assert given_away == []
+    tokens = {(tmp_path / s.source).read_text() for s in secrets}
+    assert len(tokens) == 1 and tokens != {"first\n"} and len(tokens.pop().strip()) >= 40
+    expected = [f"{tmp_path / s.source} must belong to uid {s.uid}, whom its container runs as: "
+                f"sudo chown {s.uid} {tmp_path / s.source}" for s in secrets if (tmp_path / s.source).stat().st_uid != s.uid]
+    assert left == expected and expected, "a user who is not root is told whom each file must belong to"
 
 
 def test_images_use_the_project_pins():

@@ -267,6 +267,8 @@ def test_yaml_examples_are_valid_and_use_known_settings():
                 meta = settings["supervisor.scheduler.meta"]
                 defaults = {s.constant: s.default for s in plugin_settings()}
                 assert defaults["MACHINE_TYPE_KEY"] in meta and defaults["MACHINE_ID_KEY"] in meta, block.where
+                not_strings = {k: v for k, v in meta.items() if not isinstance(v, str)}
+                assert not not_strings, f"{block.where}: Storm wants strings in supervisor.scheduler.meta, got {not_strings}"
 
 
 # --- command lines ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ where it runs another scheduler.
 """
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 
@@ -53,6 +54,21 @@ def plugin_planner_url(live_cluster) -> str:
     if not url:
         pytest.skip("the live cluster runs the plugin without hetsched.planner.url: every topology is scheduled evenly")
     return url
+
+
+def test_nimbus_shows_its_conf_without_the_planner_token(live_cluster, live_cluster_options, plugin_planner_url):
+    """getNimbusConf (what the Storm UI shows as "Nimbus Configuration") names the token file, never the token."""
+    token = live_cluster_options.planner_token
+    if token is None:
+        pytest.skip("the live cluster's Nimbus was given no planner token file")
+    with live_cluster.nimbus_client() as client:
+        shown = client.getNimbusConf()
+    conf = json.loads(shown)
+    assert conf["hetsched.planner.token.file"] == live_cluster_options.conf["hetsched.planner.token.file"]
+    assert "hetsched.planner.token" not in conf
+    assert token not in shown and token not in json.dumps(conf), "Nimbus shows the planner token to anyone who asks"
+    log = live_cluster.log_file("nimbus").read_text(errors="replace")
+    assert f"token from {conf['hetsched.planner.token.file']}" in log and token not in log
 
 
 def specialised_profiles(machine_types: list[str]) -> ProfileSet:

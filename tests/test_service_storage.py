@@ -1,6 +1,8 @@
 """planner.storage: plans and profile sets in SQLite, shared by the service's threads."""
 from __future__ import annotations
 
+import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -66,3 +68,25 @@ def test_an_unusable_path_is_one_clear_error(tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(StorageError, match="cannot open the plan database .*file/db.sqlite"):
         Storage(blocker / "db.sqlite")
+
+
+def test_a_new_database_and_the_folder_made_for_it_are_private_whatever_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        storage = Storage(tmp_path / "made" / "db.sqlite")
+        storage.put_profile_set(ProfileSet.model_validate(small_profiles("p")))
+    finally:
+        os.umask(old)
+    files = sorted((tmp_path / "made").iterdir())
+    assert [f.name for f in files] == ["db.sqlite", "db.sqlite-shm", "db.sqlite-wal"]
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == dict.fromkeys((f.name for f in files), 0o600)
+    assert stat.S_IMODE((tmp_path / "made").stat().st_mode) == 0o700
+    storage.close()
+
+
+def test_an_existing_database_keeps_its_mode(tmp_path):
+    existing = tmp_path / "db.sqlite"
+    Storage(existing).close()
+    existing.chmod(0o640)
+    Storage(existing).close()
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o640

@@ -55,12 +55,35 @@ public class HetschedScheduler implements IScheduler {
         breaker = new CircuitBreaker(settings.breakerFailures(), settings.breakerBackoff(),
                 settings.breakerMaxBackoff(), nowMillis);
         if (settings.hasPlanner()) {
-            planner = new PlannerClient(settings.plannerUrl(), settings.timeout(), settings.token(), json);
-            LOG.info("hetsched: planner at {} (timeout {} ms, fallback {}, machine type from scheduler meta '{}')",
-                    settings.plannerUrl(), settings.timeout().toMillis(), settings.fallback(), settings.machineTypeKey());
+            planner = new PlannerClient(settings.plannerUrl(), settings.timeout(), settings.plannerToken(), json);
+            LOG.info("hetsched: planner at {} (timeout {} ms, fallback {}, machine type from scheduler meta '{}', {})",
+                    settings.plannerUrl(), settings.timeout().toMillis(), settings.fallback(), settings.machineTypeKey(),
+                    tokenSource(settings));
+            checkTokenNow(settings);
         } else {
             LOG.warn("hetsched: {} is not set in storm.yaml; every topology is scheduled evenly",
                     SchedulerSettings.PLANNER_URL);
+        }
+    }
+
+    private static String tokenSource(SchedulerSettings settings) {
+        if (settings.tokenFile() != null) {
+            return "token from " + settings.tokenFile();
+        }
+        return settings.token() != null ? "token from storm.yaml" : "no token";
+    }
+
+    /** Says at start what is wrong with the token, so the operator need not wait for the first topology. */
+    private static void checkTokenNow(SchedulerSettings settings) {
+        if (settings.token() != null) {
+            LOG.warn("hetsched: {} is deprecated: Storm shows Nimbus's storm.yaml to anyone who can reach Nimbus "
+                    + "(getNimbusConf, the Storm UI's Nimbus Configuration); put the token in a file readable by the "
+                    + "Nimbus user only and name it with {}", SchedulerSettings.PLANNER_TOKEN, SchedulerSettings.PLANNER_TOKEN_FILE);
+        }
+        try {
+            settings.plannerToken().get();
+        } catch (PlanFault fault) {
+            LOG.warn("hetsched: {}; planner topologies fall back until it is fixed", fault.reason());
         }
     }
 

@@ -41,6 +41,11 @@ public final class PlanFault extends Exception {
         return new PlanFault(reason, false);
     }
 
+    /** The planner token cannot be used (its file is missing, empty or readable by others); the planner is not asked. */
+    public static PlanFault badToken(String reason) {
+        return new PlanFault(reason, false);
+    }
+
     /** A hetsched.* value in the topology conf is malformed. */
     public static PlanFault topologyConf(String reason) {
         return new PlanFault(reason, false);

@@ -33,11 +33,11 @@ public final class PlannerClient {
 
     private final URI baseUrl;
     private final Duration timeout;
-    private final String token;
+    private final PlannerToken token;
     private final ObjectMapper json;
     private final HttpClient http;
 
-    public PlannerClient(URI baseUrl, Duration timeout, String token, ObjectMapper json) {
+    public PlannerClient(URI baseUrl, Duration timeout, PlannerToken token, ObjectMapper json) {
         this.baseUrl = baseUrl;
         this.timeout = timeout;
         this.token = token;
@@ -118,12 +118,13 @@ public final class PlannerClient {
         return baseUrl;
     }
 
-    private HttpRequest.Builder base(String path) {
+    private HttpRequest.Builder base(String path) throws PlanFault {
         HttpRequest.Builder builder = HttpRequest.newBuilder(URI.create(baseUrl + path))
                 .timeout(timeout)
                 .header("Accept", "application/json");
-        if (token != null) {
-            builder.header("Authorization", "Bearer " + token);
+        String bearer = token.get();
+        if (bearer != null) {
+            builder.header("Authorization", "Bearer " + bearer);
         }
         return builder;
     }

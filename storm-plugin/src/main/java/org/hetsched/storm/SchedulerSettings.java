@@ -1,6 +1,8 @@
 package org.hetsched.storm;
 
 import java.net.URI;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
@@ -13,7 +15,9 @@ import java.util.Map;
  *
  * @param plannerUrl        base URL of the planning service, or null when no planner is configured
  * @param timeout           the whole budget of one planner call (connect, request, answer)
- * @param token             Bearer token for the planner's /v1 calls, or null
+ * @param token             Bearer token for the planner's /v1 calls given inline (deprecated: Nimbus shows its
+ *                          storm.yaml to anyone through getNimbusConf), or null
+ * @param tokenFile         absolute path of a file, readable by the Nimbus user only, holding the Bearer token, or null
  * @param fallback          what happens to a planner topology when the planner cannot place it
  * @param machineTypeKey    the key of {@code supervisor.scheduler.meta} that names a supervisor's machine type
  * @param machineIdKey      the key of {@code supervisor.scheduler.meta} that names the machine as plans know it
@@ -26,6 +30,7 @@ public record SchedulerSettings(
         URI plannerUrl,
         Duration timeout,
         String token,
+        Path tokenFile,
         Fallback fallback,
         String machineTypeKey,
         String machineIdKey,
@@ -37,6 +42,7 @@ public record SchedulerSettings(
     public static final String PLANNER_URL = "hetsched.planner.url";
     public static final String PLANNER_TIMEOUT_MS = "hetsched.planner.timeout.ms";
     public static final String PLANNER_TOKEN = "hetsched.planner.token";
+    public static final String PLANNER_TOKEN_FILE = "hetsched.planner.token.file";
     public static final String FALLBACK = "hetsched.fallback";
     public static final String MACHINE_TYPE_KEY = "hetsched.machine.type.key";
     public static final String MACHINE_ID_KEY = "hetsched.machine.id.key";
@@ -81,10 +87,16 @@ public record SchedulerSettings(
                     BREAKER_MAX_BACKOFF_MS + " must be at least " + BREAKER_BACKOFF_MS + " (" + backoff.toMillis() + ")");
         }
         String token = text(conf, PLANNER_TOKEN, null);
+        token = token == null || token.isBlank() ? null : token.trim();
+        Path tokenFile = tokenFile(text(conf, PLANNER_TOKEN_FILE, null));
+        if (token != null && tokenFile != null) {
+            throw new IllegalArgumentException("set " + PLANNER_TOKEN_FILE + " or " + PLANNER_TOKEN + ", not both");
+        }
         return new SchedulerSettings(
                 plannerUrl,
                 Duration.ofMillis(positiveLong(conf, PLANNER_TIMEOUT_MS, 2_000)),
-                token == null || token.isBlank() ? null : token.trim(),
+                token,
+                tokenFile,
                 fallback,
                 text(conf, MACHINE_TYPE_KEY, "machine-type"),
                 text(conf, MACHINE_ID_KEY, "machine-id"),
@@ -96,6 +108,30 @@ public record SchedulerSettings(
 
     public boolean hasPlanner() {
         return plannerUrl != null;
+    }
+
+    /** Where each planner call takes its token from: the token file, else the inline token, else none. */
+    public PlannerToken plannerToken() {
+        if (tokenFile != null) {
+            return PlannerToken.fromFile(tokenFile);
+        }
+        return token != null ? PlannerToken.inline(token) : PlannerToken.NONE;
+    }
+
+    private static Path tokenFile(String text) {
+        if (text == null || text.isBlank()) {
+            return null;
+        }
+        Path path;
+        try {
+            path = Path.of(text.trim());
+        } catch (InvalidPathException e) {
+            throw new IllegalArgumentException(PLANNER_TOKEN_FILE + " is not a path: '" + text + "'", e);
+        }
+        if (!path.isAbsolute()) {
+            throw new IllegalArgumentException(PLANNER_TOKEN_FILE + " must be an absolute path, got '" + text + "'");
+        }
+        return path;
     }
 
     private static String text(Map<String, Object> conf, String key, String defaultValue) {

@@ -16,6 +16,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -33,6 +36,7 @@ import org.apache.storm.scheduler.WorkerSlot;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The scheduler against real Storm scheduler objects and a real HTTP planner on 127.0.0.1. */
 class HetschedSchedulerTest {
@@ -54,9 +58,13 @@ class HetschedSchedulerTest {
     private final AtomicLong clock = new AtomicLong(1_000_000);
     private FakePlanner planner;
     private Map<String, SupervisorDetails> supervisors;
+    @TempDir
+    Path folder;
+    private Path tokenFile;
 
     @BeforeEach
     void start() throws IOException {
+        tokenFile = tokenFile("s3cret\n", "rw-------");
         planner = new FakePlanner(FakePlanner.planning("p-1", HIGH_ON_FAST));
         supervisors = byId(
                 supervisor("sup-small-1", "host-1", "small", null, 4),
@@ -72,9 +80,10 @@ class HetschedSchedulerTest {
     private HetschedScheduler schedulerFor(Object url, Map<String, Object> extra) {
         Map<String, Object> yaml = new HashMap<>();
         yaml.put(SchedulerSettings.PLANNER_URL, url.toString());
-        yaml.put(SchedulerSettings.PLANNER_TOKEN, "s3cret");
+        yaml.put(SchedulerSettings.PLANNER_TOKEN_FILE, tokenFile.toString());
         yaml.put(SchedulerSettings.PLANNER_TIMEOUT_MS, GENEROUS_TIMEOUT_MS);
         yaml.putAll(extra);
+        yaml.values().removeIf(java.util.Objects::isNull);
         return StormFixtures.scheduler(yaml, clock::get);
     }
 
@@ -536,6 +545,89 @@ class HetschedSchedulerTest {
         assertEquals("p-5", planner.calls().get(1).body().get("plan_id").asText());
         assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: placed by planner (plan p-6"),
                 cluster.getStatus("linear-1"));
+    }
+
+    private Path tokenFile(String text, String mode) throws IOException {
+        Path file = Files.createTempFile(folder, "token", "");
+        Files.writeString(file, text);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString(mode));
+        return file;
+    }
+
+    @Test
+    void aTokenFileReadableByItsOwnerOnlyIsSentAndReadAgainAtEveryCall() throws IOException {
+        HetschedScheduler scheduler = scheduler();
+        statusOfRound(scheduler, "linear-1");
+        Files.writeString(tokenFile, "rotated");
+        statusOfRound(scheduler, "linear-2");
+
+        assertEquals("Bearer s3cret", planner.calls().get(0).authorization());
+        assertEquals("Bearer rotated", planner.calls().get(planner.calls().size() - 1).authorization());
+    }
+
+    @Test
+    void aMissingTokenFileFallsBackNamingTheFileWithoutAPlannerCall() {
+        Path missing = folder.resolve("no-such-token");
+        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TOKEN_FILE, missing.toString()),
+                "hetsched.planner.token.file " + missing + " does not exist");
+        assertTrue(planner.calls().isEmpty() && planner.profileReads().isEmpty(), "the planner is not asked");
+    }
+
+    @Test
+    void anEmptyTokenFileFallsBackNamingTheFile() throws IOException {
+        Path empty = tokenFile(" \n", "rw-------");
+        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TOKEN_FILE, empty.toString()),
+                "hetsched.planner.token.file " + empty + " is empty");
+        assertTrue(planner.calls().isEmpty());
+    }
+
+    @Test
+    void aTokenFileItsGroupCanReadFallsBackNamingTheFileAndItsMode() throws IOException {
+        Path shared = tokenFile("s3cret", "rw-r-----");
+        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TOKEN_FILE, shared.toString()),
+                "hetsched.planner.token.file " + shared + " is readable by its group (rw-r-----)");
+        assertTrue(planner.calls().isEmpty());
+    }
+
+    @Test
+    void aTokenFileOthersCanReadFallsBackNamingTheFileAndItsMode() throws IOException {
+        Path open = tokenFile("s3cret", "rw----r--");
+        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TOKEN_FILE, open.toString()),
+                "hetsched.planner.token.file " + open + " is readable by others (rw----r--); make it readable by the Nimbus user only (chmod 600)");
+        Path world = tokenFile("s3cret", "rw-r--r--");
+        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TOKEN_FILE, world.toString()),
+                "is readable by group and others (rw-r--r--)");
+        assertTrue(planner.calls().isEmpty());
+    }
+
+    @Test
+    void aFolderOrATokenWithSpacesIsRefused() throws IOException {
+        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TOKEN_FILE, folder.toString()),
+                "hetsched.planner.token.file " + folder + " is not a regular file");
+        Path twoWords = tokenFile("s3cret and more", "r--------");
+        assertFallsBackEvenly(planner.url(), Map.of(SchedulerSettings.PLANNER_TOKEN_FILE, twoWords.toString()),
+                "must hold the token alone");
+        assertTrue(planner.calls().isEmpty());
+    }
+
+    @Test
+    void aTokenFileFixedAfterARefusalIsUsedWithoutRestartingNimbus() throws IOException {
+        Files.setPosixFilePermissions(tokenFile, PosixFilePermissions.fromString("rw-rw-rw-"));
+        HetschedScheduler scheduler = scheduler();
+        assertTrue(statusOfRound(scheduler, "linear-1").contains("is readable by group and others"));
+        Files.setPosixFilePermissions(tokenFile, PosixFilePermissions.fromString("rw-------"));
+
+        assertTrue(statusOfRound(scheduler, "linear-2").startsWith("hetsched: placed by planner"));
+        assertEquals("Bearer s3cret", planner.calls().get(0).authorization());
+    }
+
+    @Test
+    void theDeprecatedInlineTokenIsStillSent() {
+        Map<String, Object> inline = new HashMap<>();
+        inline.put(SchedulerSettings.PLANNER_TOKEN_FILE, null);
+        inline.put(SchedulerSettings.PLANNER_TOKEN, "inline-t0k");
+        statusOfRound(schedulerFor(planner.url(), inline), "linear-1");
+        assertEquals("Bearer inline-t0k", planner.calls().get(0).authorization());
     }
 
     @Test

@@ -49,6 +49,18 @@ class SchedulerSettingsTest {
                 Map.of("hetsched.planner.url", "ftp://x"));
         assertMessage("hetsched.breaker.backoff.max.ms must be at least hetsched.breaker.backoff.ms (5000)",
                 Map.of("hetsched.breaker.backoff.max.ms", 10));
+        assertMessage("hetsched.planner.token.file must be an absolute path, got 'token'",
+                Map.of("hetsched.planner.token.file", "token"));
+        assertMessage("set hetsched.planner.token.file or hetsched.planner.token, not both",
+                Map.of("hetsched.planner.token.file", "/etc/storm/token", "hetsched.planner.token", "t0k"));
+    }
+
+    @Test
+    void theTokenFileIsNamedNotRead() throws PlanFault {
+        SchedulerSettings settings = SchedulerSettings.fromConf(Map.of("hetsched.planner.token.file", " /etc/storm/token "));
+        assertEquals(java.nio.file.Path.of("/etc/storm/token"), settings.tokenFile());
+        assertNull(settings.token());
+        assertNull(SchedulerSettings.fromConf(Map.of()).plannerToken().get());
     }
 
     @Test
