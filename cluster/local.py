@@ -29,6 +29,7 @@ import psutil
 import yaml
 
 from cluster import cgroups, nimbus, preflight, processes
+from cluster.bind_address import machine_environment, shim_library
 from cluster.errors import ClusterError
 from cluster.layout import CGROUP_ROOT_NAME, NIMBUS, UI, ZOOKEEPER, ClusterLayout, make_layout, resolve_home, resolve_port_base
 from cluster.spec import ClusterSpec, load_spec
@@ -376,6 +377,9 @@ class LocalCluster:
         env = _daemon_environment(self._cluster_jar())
         if self._cluster_jar() is None:
             report(f"WARNING: {PLUGIN_JAR.name} is not built: Nimbus and the supervisors listen on every address of this host.")
+        _library, why_not = shim_library()
+        if why_not:
+            report(f"WARNING: {why_not}: the workers' Netty servers listen on every address of this host.")
         daemons = [ZOOKEEPER, NIMBUS] + ([UI] if has_ui(storm_home) else []) + [m.id for m in self.layout.machines]
         if not has_ui(storm_home):
             report("Storm UI not started: storm-webapp is not on Maven Central (set HETSCHED_STORM_HOME to a full distribution for it).")
@@ -389,6 +393,10 @@ class LocalCluster:
         cgroup = None
         if heterogeneous:
             cgroup = self.layout.daemons_cgroup if daemon in (ZOOKEEPER, NIMBUS, UI) else self.layout.machine(daemon).cgroup
+        if daemon not in (ZOOKEEPER, NIMBUS, UI):
+            library, _why_not = shim_library()
+            if library is not None:
+                env = machine_environment(env, self.layout.machine(daemon).host, library)
         return processes.start(
             java_command(storm_home, self.layout, daemon, self.spec.daemon_heap_mb),
             env=env,

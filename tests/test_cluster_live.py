@@ -82,6 +82,13 @@ def test_a_topology_runs_on_every_machine_with_its_workers_and_python_in_the_mac
             assert by_machine[machine.id]["python"], f"no Python bolt process in {machine.id}'s cgroup"
             for pid in by_machine[machine.id]["workers"] + by_machine[machine.id]["python"]:
                 assert cgroups.cgroup_of_pid(pid, "cpu") == "/" + machine.cgroup
+            for pid in by_machine[machine.id]["workers"]:
+                listening = {c.laddr.ip for c in psutil.Process(pid).net_connections(kind="tcp")
+                             if c.status == psutil.CONN_LISTEN}
+                assert listening, f"worker {pid} on {machine.id} listens nowhere"
+                assert {ip.removeprefix("::ffff:") for ip in listening} == {machine.host}, (
+                    f"worker {pid} on {machine.id} listens on {sorted(listening)}, not only on {machine.host} "
+                    "(the bind-address shim, cluster/bind_address.py)")
         assert topology_id in {t.id for t in live_cluster.status().topologies}
     finally:
         smoke.kill(live_cluster)
