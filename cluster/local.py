@@ -16,20 +16,20 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import psutil
 import yaml
 
-from cluster import cgroups, nimbus, preflight, processes
+from cluster import cgroups, preflight, processes
 from cluster.errors import ClusterError
 from cluster.layout import CGROUP_ROOT_NAME, NIMBUS, UI, ZOOKEEPER, ClusterLayout, make_layout, resolve_home, resolve_port_base
 from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_config import PLUGIN_JAR, SCHEDULERS, daemon_conf, java_command
 from cluster.storm_home import ensure_storm_home, has_ui
+from observe import nimbus
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ class LocalCluster:
         live, dead = self._daemon_states()
         summary = None
         if NIMBUS in live:
-            summary = nimbus.try_summary(self.layout.nimbus_host, self.layout.nimbus_port)
+            summary = nimbus.try_summary(self.nimbus_address)
         registered = {s.host: s for s in summary.supervisors} if summary else {}
         state = self._saved or {}
         heterogeneous = bool(state.get("heterogeneous", False))
@@ -282,11 +282,10 @@ class LocalCluster:
             return None
         return next((supervisors[p.pid] for p in chain if p.pid in supervisors), None)
 
-    @contextmanager
-    def nimbus_client(self) -> Iterator[Any]:
-        """A Thrift client of this cluster's Nimbus (streamparse's storm.thrift bindings)."""
-        with nimbus.client(self.layout.nimbus_host, self.layout.nimbus_port) as client:
-            yield client
+    @property
+    def nimbus_address(self) -> nimbus.NimbusAddress:
+        return nimbus.NimbusAddress(self.layout.nimbus_host, self.layout.nimbus_port,
+                                    f"the local cluster at {self.layout.home}")
 
     def log_file(self, daemon: str) -> Path:
         if daemon not in self.layout.daemon_names():
@@ -399,7 +398,7 @@ class LocalCluster:
             for daemon in self.layout.daemon_names():
                 if self.layout.pid_file(daemon).exists():
                     self._require_alive(daemon)
-            summary = nimbus.try_summary(self.layout.nimbus_host, self.layout.nimbus_port)
+            summary = nimbus.try_summary(self.nimbus_address)
             if summary is not None:
                 if summary.leader and not leader_seen:
                     leader_seen = True
