@@ -24,15 +24,17 @@ from typing import Any, Callable
 from bench.errors import BenchError
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas, load_profile_set, require_pairs
-from bench.run import Reporter, RunContext, RunResult, _Quiet, run
+from bench.run import RunContext, RunResult, run
 from bench.schedulers import RunSpec, run_specs
 from bench.settings import BenchSettings
 from cluster.errors import ClusterError
+from cluster.handle import LocalClusterHandle
 from cluster.layout import port_span
 from cluster.local import LocalCluster
 from cluster.ports import free_port_base
 from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_home import STORM_VERSION
+from observe.progress import QuietReporter, Reporter
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import Plan, PlanRequest, ProfileRef, ProfileSet
 from planner.errors import PlanningError
@@ -96,7 +98,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
     ``measure_profiles(cluster, planner_url, out_dir, topologies)`` makes the profile set for
     ``settings.profile_now`` (the collector and Spark job of spark_profiling by default).
     """
-    reporter = reporter or _Quiet()
+    reporter = reporter or QuietReporter()
     started = time.monotonic()
     out = Path(settings.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -275,7 +277,7 @@ def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path,
         if not kinds:
             continue
         try:
-            done = profile(cluster, planner_url, out_dir, ExperimentOptions(topology=topology, kinds=kinds))
+            done = profile(LocalClusterHandle(cluster), planner_url, out_dir, ExperimentOptions(topology=topology, kinds=kinds))
         except ProfilingError as exc:
             raise BenchError(f"profiling {topology} failed: {exc}") from None
         if done.profile_set is None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from observe.rates import ComponentRate
 from planner.model import Evaluation
-from bench.counts import ComponentRate
 
 
 @dataclass(frozen=True)

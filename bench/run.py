@@ -13,32 +13,35 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import psutil
 
 from bench import measure
-from bench.counts import ComponentRate, executor_counts, window_rates
 from bench.errors import BenchError
 from bench.placement import ActualPlacement, from_topology_info, plan_mismatches
 from bench.schedulers import RunSpec
 from cluster.errors import ClusterError
+from cluster.handle import LocalClusterHandle
 from cluster.local import LocalCluster
+from observe.machines import ClusterHandle, machine_of_host
+from observe.counts import parse_topology_info
+from observe.nimbus import Nimbus, connect
+from observe.progress import QuietReporter, Reporter
+from observe.rates import ComponentRate, component_rates, unmeasured
+from observe.window import sample_window
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import EvaluationRequest, Plan, ProfileRef
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 from topologies.jar import build_jar
-from topologies.measure import handled, roles
-from topologies.nimbus import Nimbus, NimbusAddress, connect
+from topologies.measure import roles
 from topologies.submission import SubmitRequest, build_submission
 from topologies.submit import KILL_TIMEOUT_S, apply_plan
 
 log = logging.getLogger(__name__)
 
 POLL_S = 2.0
-SAMPLE_S = 0.5
-"""Counts are read this often in the window: a stats step is seen within half a second."""
 WORKERS_GONE_TIMEOUT_S = 90.0
 
 
@@ -48,20 +51,6 @@ UNPLACED_GRACE_S = 45.0
 
 class Unschedulable(BenchError):
     """The scheduler says it cannot place the topology (e.g. RAS: not enough CPU for the declared points)."""
-
-
-class Reporter(Protocol):
-    def status(self, text: str) -> None: ...
-
-    def log(self, text: str) -> None: ...
-
-
-class _Quiet:
-    def status(self, text: str) -> None:
-        log.debug(text)
-
-    def log(self, text: str) -> None:
-        log.info(text)
 
 
 @dataclass
@@ -105,21 +94,18 @@ class RunContext:
     window_s: float
     warmup_s: float
     start_timeout_s: float
-    reporter: Reporter = field(default_factory=_Quiet)
+    reporter: Reporter = field(default_factory=QuietReporter)
     base_load: dict[str, float] = field(default_factory=dict)
     """Machine type -> base load, percent (planner.profiles.machine_base_load): planned on, and added back to predicted CPU."""
 
     @property
-    def address(self) -> NimbusAddress:
-        return NimbusAddress(self.cluster.layout.nimbus_host, self.cluster.layout.nimbus_port, "the bench's cluster")
-
-    @property
-    def machine_of_host(self) -> dict[str, str]:
-        return {m.host: m.id for m in self.cluster.layout.machines}
+    def handle(self) -> ClusterHandle:
+        """What the runs read of the cluster (Nimbus, machines, CPU); the cluster itself is only restarted."""
+        return LocalClusterHandle(self.cluster)
 
     @property
     def machines(self) -> dict[str, tuple[str, float]]:
-        return {m.id: (m.type, m.cpu_cores) for m in self.cluster.layout.machines}
+        return {m.id: (m.type, m.cores) for m in self.handle.machines()}
 
 
 def run(spec: RunSpec, ctx: RunContext, plan: Plan | None = None) -> RunResult:
@@ -178,10 +164,11 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     cpu_after = _cpu_seconds(ctx)
     result.load_average = {"start": load_start, "end": list(os.getloadavg())}
     _require_healthy(ctx.cluster, ctx.reporter, restart=False)
-    after = _placement(ctx, result.topology_id)
+    with Nimbus(ctx.handle.nimbus) as nimbus:
+        after = _placement(ctx, nimbus, result.topology_id)
     if after is None or after.executors != placement.executors:
         raise BenchError("Storm moved executors during the measurement window (a worker or supervisor was lost)")
-    idle = [r.component for r in rates if r.measured_executors == 0]
+    idle = unmeasured(rates)
     if idle:
         raise BenchError(f"{', '.join(idle)} handled no tuples during the {ctx.window_s:g} s window")
 
@@ -193,31 +180,22 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
 
 
 def _window_rates(ctx: RunContext, topology_id: str, component_roles: dict[str, str], label: str) -> list[ComponentRate]:
-    """Poll every executor's counts through the window; rates between each executor's own stats steps.
+    """Sample every executor's counts through the window; rates between each executor's own stats steps.
 
     A worker on a machine at its full quota can report its counts late; where some component's counts
     have not moved by the end of the window, the window goes on, up to twice its length, said aloud.
     """
-    samples = []
-    start = time.monotonic()
-    limit = ctx.window_s
-    with ctx.cluster.nimbus_client() as client:
-        while (elapsed := time.monotonic() - start) < limit:
-            try:
-                info = client.getTopologyInfo(topology_id)
-            except Exception as exc:  # thrift NotAliveException and transport faults
-                raise BenchError(f"Nimbus stopped answering for {topology_id} during the window: "
-                                 f"{getattr(exc, 'msg', None) or exc}") from None
-            samples.append((time.monotonic(), executor_counts(info, component_roles)))
-            ctx.reporter.status(f"{label}: measuring {elapsed:.0f}/{limit:g} s")
-            time.sleep(SAMPLE_S)
-            if time.monotonic() - start >= limit and limit == ctx.window_s:
-                still = [r.component for r in window_rates(samples, component_roles) if r.measured_executors == 0]
-                if still:
-                    limit = 2 * ctx.window_s
-                    ctx.reporter.log(f"{label}: the counts of {', '.join(still)} have not moved in "
-                                     f"{ctx.window_s:g} s; extending the window to {limit:g} s")
-    return window_rates(samples, component_roles)
+    def extended(still: list[str], length_s: float) -> None:
+        ctx.reporter.log(f"{label}: the counts of {', '.join(still)} have not moved in {ctx.window_s:g} s; "
+                         f"extending the window to {length_s:g} s")
+
+    with Nimbus(ctx.handle.nimbus) as nimbus:
+        samples = sample_window(
+            nimbus, topology_id, ctx.window_s, component_roles, extend_to_s=2 * ctx.window_s,
+            on_sample=lambda _s, elapsed, length: ctx.reporter.status(f"{label}: measuring {elapsed:.0f}/{length:g} s"),
+            on_extend=extended,
+        )
+    return component_rates(samples, component_roles)
 
 
 def submit(spec: RunSpec, ctx: RunContext) -> tuple[str, dict[str, int], dict[str, Any]]:
@@ -231,7 +209,7 @@ def submit(spec: RunSpec, ctx: RunContext) -> tuple[str, dict[str, int], dict[st
     for component, extra in spec.component_conf.items():
         common = (submission.topology.spouts.get(component) or submission.topology.bolts[component]).common
         common.json_conf = json.dumps({**json.loads(common.json_conf or "{}"), **extra})
-    with connect(ctx.address) as nimbus:
+    with connect(ctx.handle.nimbus) as nimbus:
         if nimbus.find(spec.name) is not None:
             nimbus.kill(spec.name, wait_s=0)
             nimbus.wait_gone(spec.name, KILL_TIMEOUT_S)
@@ -244,13 +222,8 @@ def submit(spec: RunSpec, ctx: RunContext) -> tuple[str, dict[str, int], dict[st
     return running.id, submission.parallelism, submission.conf
 
 
-def _placement(ctx: RunContext, topology_id: str) -> ActualPlacement | None:
-    with ctx.cluster.nimbus_client() as client:
-        try:
-            info = client.getTopologyInfo(topology_id)
-        except Exception as exc:  # thrift NotAliveException and transport faults
-            raise BenchError(f"Nimbus cannot say where {topology_id} runs: {getattr(exc, 'msg', None) or exc}") from None
-    return from_topology_info(info, ctx.machine_of_host)
+def _placement(ctx: RunContext, nimbus: Nimbus, topology_id: str) -> ActualPlacement | None:
+    return from_topology_info(nimbus.topology_info(topology_id), machine_of_host(ctx.handle))
 
 
 def _wait_until_running(spec: RunSpec, ctx: RunContext, topology_id: str, entry, submitted_at: float) -> ActualPlacement:
@@ -260,24 +233,23 @@ def _wait_until_running(spec: RunSpec, ctx: RunContext, topology_id: str, entry,
     placement: ActualPlacement | None = None
     waiting: list[str] = list(component_roles)
     last_health = 0.0
-    with connect(ctx.address) as nimbus:
+    with connect(ctx.handle.nimbus) as nimbus:
         while True:
-            placement = _placement(ctx, topology_id)
+            info = nimbus.topology_info(topology_id)
+            placement = from_topology_info(info, machine_of_host(ctx.handle))
             if placement is not None:
-                waiting = [c for c, role in component_roles.items()
-                           if handled(nimbus.component_counts(topology_id, c), role) == 0]
+                handled = parse_topology_info(info).totals()
+                waiting = [c for c in component_roles if handled.get(c, 0) == 0]
                 if not waiting:
                     return placement
             elapsed = time.monotonic() - submitted_at
             ctx.reporter.status(f"{spec.topology}/{spec.scheduler}: starting ({elapsed:.0f} s; "
                                 + ("not yet placed" if placement is None else f"waiting for {', '.join(waiting)}") + ")")
-            if placement is None and time.monotonic() - submitted_at > UNPLACED_GRACE_S:
-                status = _sched_status(ctx, topology_id)
-                if status:
-                    raise Unschedulable(f"Storm did not place it: {status}")
+            status = info.sched_status or ""
+            if placement is None and time.monotonic() - submitted_at > UNPLACED_GRACE_S and status:
+                raise Unschedulable(f"Storm did not place it: {status}")
             if time.monotonic() > deadline:
                 if placement is None:
-                    status = _sched_status(ctx, topology_id)
                     raise BenchError(f"Storm placed no executor within {ctx.start_timeout_s:g} s"
                                      + (f" (scheduler: {status})" if status else ""))
                 raise BenchError(f"{', '.join(waiting)} handled no tuple within {ctx.start_timeout_s:g} s of the submit")
@@ -285,14 +257,6 @@ def _wait_until_running(spec: RunSpec, ctx: RunContext, topology_id: str, entry,
                 _require_healthy(ctx.cluster, ctx.reporter)
                 last_health = time.monotonic()
             time.sleep(POLL_S)
-
-
-def _sched_status(ctx: RunContext, topology_id: str) -> str:
-    try:
-        with ctx.cluster.nimbus_client() as client:
-            return client.getTopologyInfo(topology_id).sched_status or ""
-    except Exception:  # the status is only for the message
-        return ""
 
 
 def _require_healthy(cluster: LocalCluster, reporter: Reporter, restart: bool = True) -> None:
@@ -309,7 +273,7 @@ def _require_healthy(cluster: LocalCluster, reporter: Reporter, restart: bool = 
 
 
 def _cpu_seconds(ctx: RunContext) -> dict[str, float]:
-    return {m: ctx.cluster.machine_cpu_seconds(m) for m in ctx.machines}
+    return {m.id: ctx.handle.cpu_seconds(m.id) for m in ctx.handle.machines()}
 
 
 def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult) -> None:
@@ -335,7 +299,7 @@ def _kill_quietly(name: str, ctx: RunContext, result: RunResult) -> None:
     """Kill the run's topology and wait until its workers are gone; a failure here is added to the reason."""
     ctx.reporter.status(f"{result.topology}/{result.scheduler}: killing {name}")
     try:
-        with connect(ctx.address, leader_timeout_s=30) as nimbus:
+        with connect(ctx.handle.nimbus, leader_timeout_s=30) as nimbus:
             if nimbus.find(name) is not None:
                 nimbus.kill(name, wait_s=0)
                 nimbus.wait_gone(name, KILL_TIMEOUT_S)

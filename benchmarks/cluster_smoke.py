@@ -22,12 +22,13 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cluster import cgroups, nimbus, smoke  # noqa: E402
+from cluster import cgroups, smoke  # noqa: E402
 from cluster.errors import ClusterError  # noqa: E402
 from cluster.layout import port_span  # noqa: E402
 from cluster.local import LocalCluster  # noqa: E402
 from cluster.ports import free_port_base  # noqa: E402
 from cluster.spec import load_spec  # noqa: E402
+from observe.nimbus import Nimbus, NimbusError  # noqa: E402
 
 console = Console(width=140)
 
@@ -85,16 +86,14 @@ def _print_placement(cluster: LocalCluster, run: smoke.SmokeRun, used: dict[str,
 
 
 def _print_counts(cluster: LocalCluster, topology_id: str) -> None:
-    with nimbus.client(cluster.layout.nimbus_host, cluster.layout.nimbus_port) as client:
-        page = client.getTopologyPageInfo(topology_id, ":all-time", False)
-    counts = {name: s.common_stats.emitted for name, s in (page.id_to_spout_agg_stats or {}).items()}
-    counts.update({name: s.specific_stats.bolt.executed for name, s in (page.id_to_bolt_agg_stats or {}).items()})
+    with Nimbus(cluster.nimbus_address) as nimbus:
+        counts = nimbus.counts(topology_id).totals()
     console.print(f"Tuple counts so far (Nimbus, sampled at topology.stats.sample.rate): {counts}")
 
 
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except ClusterError as fault:
+    except (ClusterError, NimbusError) as fault:
         console.print(f"[red]error:[/red] {fault}")
         sys.exit(1)

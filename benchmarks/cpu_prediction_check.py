@@ -31,10 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cluster import running_cluster  # noqa: E402
 from cluster.errors import ClusterError  # noqa: E402
+from cluster.handle import LocalClusterHandle  # noqa: E402
+from observe.machines import load_average  # noqa: E402
+from observe.progress import RichReporter  # noqa: E402
 from planner.errors import PlanningError  # noqa: E402
 from planner.model import ProfileEntry, ProfileSet  # noqa: E402
 from planner.profiles import machine_base_load  # noqa: E402
-from spark_profiling.collector.observe import load_average  # noqa: E402
 from spark_profiling.collector.prediction import PredictionPoint, by_machine_type, point  # noqa: E402
 from spark_profiling.collector.runner import Experiment, ExperimentOptions  # noqa: E402
 from spark_profiling.collector.workflow import check_cluster, nimbus_planner_url, stop_on_signals  # noqa: E402
@@ -45,20 +47,6 @@ from topologies.catalog import lookup  # noqa: E402
 console = Console(width=150)
 REPO = Path(__file__).resolve().parents[1]
 COMPONENT = {"highCompute": "high", "midCompute": "mid", "lowCompute": "low"}
-
-
-class _Bar:
-    def __init__(self, progress: Progress) -> None:
-        self.bar, self.task = progress, progress.add_task("starting", total=100.0)
-
-    def status(self, text: str) -> None:
-        self.bar.update(self.task, description=text)
-
-    def log(self, text: str) -> None:
-        self.bar.console.print(text, highlight=False)
-
-    def progress(self, done_s: float, total_s: float) -> None:
-        self.bar.update(self.task, completed=done_s, total=max(total_s, done_s, 1.0))
 
 
 def saturating_rate(entry: ProfileEntry, base_load: float = 0.0) -> float:
@@ -77,7 +65,7 @@ def run_type(cluster, planner_url: str, kind: str, entry: ProfileEntry, base_loa
                                 conf=helpers, name_prefix="hetsched-check")
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), TextColumn("left"),
                   TimeRemainingColumn(), console=console, transient=True) as bar, stop_on_signals():
-        report = Experiment(cluster, planner_url, out_dir, options, _Bar(bar)).run()
+        report = Experiment(cluster, planner_url, out_dir, options, RichReporter(bar)).run()
     (round_,) = report.rounds
     machine = round_.measured[COMPONENT[kind]]
     points = []
@@ -132,14 +120,15 @@ def main() -> int:
     try:
         fractions = [float(f) for f in args.fractions.split(",")]
         profile_set = ProfileSet.model_validate_json(args.profiles.read_text())
-        cluster = running_cluster(args.home)
-        if cluster is None:
+        local = running_cluster(args.home)
+        if local is None:
             raise ProfilingError("no local cluster is running (give --home).")
+        cluster = LocalClusterHandle(local)
         planner_url = args.planner or nimbus_planner_url(cluster)
         check_cluster(cluster, planner_url or "")
         entries = {e.machine_type: e for e in profile_set.entries if e.profile == args.kind}
         base_load = machine_base_load(profile_set)
-        types = args.types.split(",") if args.types else [m.type for m in cluster.layout.machines]
+        types = args.types.split(",") if args.types else [m.type for m in cluster.machines()]
         missing = [t for t in types if t not in entries]
         if missing:
             raise ProfilingError(f"{args.profiles} has no {args.kind} profile for {', '.join(missing)}.")

@@ -5,8 +5,9 @@ cluster twice: once with the configured CPU per tuple, once with 0 ms (so all
 that is left is the multi-lang overhead: JSON in and out, the ack). For each
 component it measures the CPU time of its Python processes (psutil) against
 the tuples Nimbus says it executed, over the same window. Nimbus's counts
-move in steps (each worker heartbeat), so both ends of the window are taken
-at the moment a count step is seen, with the CPU read right then.
+move in steps (each worker heartbeat), so both ends of the window are the
+executor's own first and last count step (observe.rates), and the CPU is
+read at every count sample and interpolated to those moments.
 
     .venv/bin/python benchmarks/topology_cpu_per_tuple.py [--nimbus host:port] [--window 90]
 
@@ -27,12 +28,14 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from observe.nimbus import Nimbus, NimbusAddress, connect  # noqa: E402
+from observe.rates import ComponentRate, CountSample, component_rates, executor_windows, interpolate, unmeasured  # noqa: E402
+from observe.window import sample_window  # noqa: E402
 from topologies import conf as keys  # noqa: E402
 from topologies.catalog import lookup  # noqa: E402
 from topologies.errors import TopologyError  # noqa: E402
 from topologies.locate import nimbus_address  # noqa: E402
-from topologies.measure import ComponentRate, handled, roles, stepped_rates  # noqa: E402
-from topologies.nimbus import Nimbus, NimbusAddress, connect  # noqa: E402
+from topologies.measure import roles  # noqa: E402
 from topologies.submission import SubmitRequest, parse_conf  # noqa: E402
 from topologies.submit import kill, submit  # noqa: E402
 from topologies.workers import ProcessGroup, component_groups, worker_jvms  # noqa: E402
@@ -56,45 +59,55 @@ class ComponentResult:
 def wait_until_flowing(nimbus: Nimbus, name: str, timeout_s: float = 300.0) -> str:
     """Block until every component has handled tuples; return the topology id."""
     entry = lookup(TOPOLOGY)
-    kinds = roles(entry)
     deadline = time.monotonic() + timeout_s
     with console.status(f"waiting for {name} to run and tuples to reach every component"):
         while time.monotonic() < deadline:
             running = nimbus.find(name)
-            if running is not None and all(
-                handled(nimbus.component_counts(running.id, c), kinds[c]) > 0 for c in entry.component_ids
-            ):
-                return running.id
+            if running is not None:
+                handled = nimbus.counts(running.id).totals()
+                if all(handled.get(c, 0) > 0 for c in entry.component_ids):
+                    return running.id
             time.sleep(2.0)
     raise TopologyError(f"{name}: tuples did not reach every component within {timeout_s:.0f} s")
 
 
 def measure(nimbus: Nimbus, topology_id: str, groups: list[ProcessGroup], window_s: float
-            ) -> tuple[list[ComponentRate], list[float]]:
-    """Tuples and Python CPU seconds of each component between its first and last count step in the window,
-    and the worker JVMs' CPU seconds read at each of the spout's steps."""
+            ) -> tuple[list[tuple[ComponentRate, float]], tuple[float, float]]:
+    """Each component's rate and the CPU seconds of its Python processes between its executor's first and last
+    count step in the window; the worker JVMs' CPU seconds between the spout's steps, and the seconds between them."""
     kinds = roles(lookup(TOPOLOGY))
     by_component = {g.components[0]: g for g in groups}
+    component_roles = {c: kinds[c] for c in by_component}
     jvms = worker_jvms(groups)
-    jvm_cpu_at_spout_steps: list[float] = []
-
-    def cpu_seconds(component: str) -> float:
-        if component == "spout":
-            jvm_cpu_at_spout_steps.append(sum(sum(p.cpu_times()[:2]) for p in jvms))
-        return by_component[component].cpu_seconds()
+    python_cpu: dict[str, list[tuple[float, float]]] = {c: [] for c in by_component}
+    jvm_cpu: list[tuple[float, float]] = []
 
     with Progress(TextColumn("measuring"), BarColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
         task = bar.add_task("window", total=window_s)
-        rates = stepped_rates(
-            nimbus, topology_id, {c: kinds[c] for c in by_component}, window_s,
-            read_extra=cpu_seconds,
-            tick=lambda elapsed: bar.update(task, completed=elapsed),
-        )
-    flat = [r.component for r in rates if r.window_s == 0]
+
+        def read_cpu(sample: CountSample, elapsed: float, _length: float) -> None:
+            for component, group in by_component.items():
+                python_cpu[component].append((sample.at, group.cpu_seconds()))
+            jvm_cpu.append((sample.at, sum(sum(p.cpu_times()[:2]) for p in jvms)))
+            bar.update(task, completed=elapsed)
+
+        samples = sample_window(nimbus, topology_id, window_s, component_roles, on_sample=read_cpu)
+    rates = component_rates(samples, component_roles)
+    flat = unmeasured(rates)
     if flat:
         raise TopologyError(f"counts of {', '.join(flat)} did not move twice within {window_s:.0f} s; "
                             "use a longer --window (Nimbus gets stats every executor.metrics.frequency.secs)")
-    return rates, jvm_cpu_at_spout_steps
+    windows = executor_windows(samples)
+    window_of = {w.first.counts.component: w for w in windows.values()}
+    if len(window_of) != len(windows):
+        raise TopologyError(f"{TOPOLOGY} runs more than one executor of a component; this check needs one each")
+    measured = []
+    for rate in rates:
+        w = window_of[rate.component]
+        cpu = python_cpu[rate.component]
+        measured.append((rate, interpolate(cpu, w.last.at) - interpolate(cpu, w.first.at)))
+    spout = window_of["spout"]
+    return measured, (interpolate(jvm_cpu, spout.last.at) - interpolate(jvm_cpu, spout.first.at), spout.seconds)
 
 
 def run_phase(address: NimbusAddress, name: str, cpu_ms: dict[str, float], rate: float | None,
@@ -116,12 +129,12 @@ def run_phase(address: NimbusAddress, name: str, cpu_ms: dict[str, float], rate:
             if empty:
                 raise TopologyError(f"found no Python process of {', '.join(empty)} (is the cluster on this machine?)")
             workers = len(worker_jvms(groups))
-            rates, jvm_cpu = measure(nimbus, topology_id, groups, window_s)
+            measured, (jvm_cpu_s, spout_s) = measure(nimbus, topology_id, groups, window_s)
     finally:
         kill(name, address, wait=True)
     results = []
     processes = {g.components[0]: len(g.processes) for g in groups}
-    for rate in rates:
+    for rate, cpu_s in measured:
         profile = entry.profiles()[rate.component]
         results.append(ComponentResult(
             component=rate.component,
@@ -129,13 +142,13 @@ def run_phase(address: NimbusAddress, name: str, cpu_ms: dict[str, float], rate:
             configured_ms=cpu_ms.get(profile),
             tuples=rate.tuples,
             window_s=rate.window_s,
-            cpu_ms_per_tuple=rate.extra / rate.tuples * 1000 if rate.tuples else float("nan"),
+            cpu_ms_per_tuple=cpu_s / rate.tuples * 1000 if rate.tuples else float("nan"),
             processes=processes[rate.component],
         ))
-    spout = next(r for r in rates if r.component == "spout")
+    spout = next(r for r, _cpu in measured if r.component == "spout")
     jvm = {"workers": workers, "spout_tuples": spout.tuples,
-           "cpu_ms_per_spout_tuple": (jvm_cpu[-1] - jvm_cpu[0]) / spout.tuples * 1000,
-           "cores": (jvm_cpu[-1] - jvm_cpu[0]) / spout.window_s}
+           "cpu_ms_per_spout_tuple": jvm_cpu_s / spout.tuples * 1000,
+           "cores": jvm_cpu_s / spout_s}
     return results, jvm
 
 

@@ -23,8 +23,8 @@ The Python API others use::
     cluster.machine_cpu_seconds("small-1")    # cpuacct.usage of the machine's cgroup, in seconds
     cluster.machine_of_pid(pid)               # "small-1", or None if the pid is not in this cluster
     cluster.cgroup_path("small-1")            # /sys/fs/cgroup/cpu/hetsched/<key>/small-1
-    with cluster.nimbus_client() as nimbus:   # thriftpy2 client of storm.thrift (streamparse's)
-        nimbus.getClusterInfo()
+    cluster.nimbus_address                    # observe.nimbus.NimbusAddress, for observe.nimbus.Nimbus
+    LocalClusterHandle(cluster)               # cluster.handle: the observe.machines.ClusterHandle of it
     cluster.spec.planner_cluster()            # planner.model.Cluster of the same machines
     cluster.down(purge=False)
 

@@ -20,15 +20,14 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import psutil
 import yaml
 
-from cluster import cgroups, nimbus, preflight, processes
+from cluster import cgroups, preflight, processes
 from cluster.bind_address import machine_environment, shim_library
 from cluster.errors import ClusterError
 from cluster.layout import CGROUP_ROOT_NAME, NIMBUS, UI, ZOOKEEPER, ClusterLayout, make_layout, resolve_home, resolve_port_base
@@ -43,6 +42,7 @@ from cluster.storm_config import (
     zookeeper_cfg_file,
 )
 from cluster.storm_home import ensure_storm_home, has_ui
+from observe import nimbus
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ class LocalCluster:
         live, dead = self._daemon_states()
         summary = None
         if NIMBUS in live:
-            summary = nimbus.try_summary(self.layout.nimbus_host, self.layout.nimbus_port)
+            summary = nimbus.try_summary(self.nimbus_address)
         registered = {s.host: s for s in summary.supervisors} if summary else {}
         state = self._saved or {}
         heterogeneous = bool(state.get("heterogeneous", False))
@@ -295,11 +295,10 @@ class LocalCluster:
             return None
         return next((supervisors[p.pid] for p in chain if p.pid in supervisors), None)
 
-    @contextmanager
-    def nimbus_client(self) -> Iterator[Any]:
-        """A Thrift client of this cluster's Nimbus (streamparse's storm.thrift bindings)."""
-        with nimbus.client(self.layout.nimbus_host, self.layout.nimbus_port) as client:
-            yield client
+    @property
+    def nimbus_address(self) -> nimbus.NimbusAddress:
+        return nimbus.NimbusAddress(self.layout.nimbus_host, self.layout.nimbus_port,
+                                    f"the local cluster at {self.layout.home}")
 
     def log_file(self, daemon: str) -> Path:
         if daemon not in self.layout.daemon_names():
@@ -429,7 +428,7 @@ class LocalCluster:
             for daemon in self.layout.daemon_names():
                 if self.layout.pid_file(daemon).exists():
                     self._require_alive(daemon)
-            summary = nimbus.try_summary(self.layout.nimbus_host, self.layout.nimbus_port)
+            summary = nimbus.try_summary(self.nimbus_address)
             if summary is not None:
                 if summary.leader and not leader_seen:
                     leader_seen = True

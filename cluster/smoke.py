@@ -11,7 +11,6 @@ scheduler put one worker on each machine.
 from __future__ import annotations
 
 import io
-import json
 import time
 import zipfile
 from dataclasses import dataclass
@@ -19,12 +18,12 @@ from dataclasses import dataclass
 import psutil
 from streamparse.thrift import storm_thrift as st
 
-from cluster import nimbus
 from cluster.errors import ClusterError
+from cluster.handle import WORKER_CLASS, LocalClusterHandle
 from cluster.local import LocalCluster
+from observe.nimbus import Nimbus
 
 SMOKE_NAME = "hetsched-smoke"
-_UPLOAD_CHUNK_BYTES = 307_200
 
 _PYTHON_BOLT = '''\
 from streamparse import Bolt
@@ -93,56 +92,50 @@ def submit(
     """Upload the jar and submit (``conf``: extra topology settings); returns the topology id."""
     machines = len(cluster.layout.machines)
     conf = {"topology.workers": workers or machines, "topology.debug": False, **(conf or {})}
-    data = jar_bytes()
-    with cluster.nimbus_client() as client:
-        location = client.beginFileUpload()
-        for start in range(0, len(data), _UPLOAD_CHUNK_BYTES):
-            client.uploadChunk(location, data[start:start + _UPLOAD_CHUNK_BYTES])
-        client.finishFileUpload(location)
-        client.submitTopology(name, location, json.dumps(conf), topology(parallelism or machines))
-    return topology_id(cluster, name)
-
-
-def topology_id(cluster: LocalCluster, name: str) -> str:
-    summary = nimbus.summary(cluster.layout.nimbus_host, cluster.layout.nimbus_port)
-    for t in summary.topologies:
-        if t.name == name:
-            return t.id
-    raise ClusterError(f"Topology {name!r} is not running on cluster {cluster.layout.name!r}.")
+    with Nimbus(cluster.nimbus_address) as nimbus:
+        location = nimbus.upload_bytes(jar_bytes(), "the smoke jar")
+        nimbus.submit(name, location, conf, topology(parallelism or machines))
+        running = nimbus.find(name)
+    if running is None:
+        raise ClusterError(f"Topology {name!r} is not running on cluster {cluster.layout.name!r}.")
+    return running.id
 
 
 def wait_until_running(cluster: LocalCluster, topology_id: str, timeout_s: float = 300.0) -> SmokeRun:
     """Wait until every executor is placed and every machine that got a worker runs its Python processes."""
     deadline = time.monotonic() + timeout_s
     executors: list[tuple[str, str, int]] = []
-    while time.monotonic() < deadline:
-        executors = nimbus.executor_hosts(cluster.layout.nimbus_host, cluster.layout.nimbus_port, topology_id)
-        placed = [e for e in executors if e[1]]
-        echo_hosts = {host for component, host, _port in placed if component == "echo"}
-        if placed and len(placed) == len(executors) and echo_hosts <= _hosts_running_python(cluster):
-            return SmokeRun(topology_id=topology_id, executors=executors)
-        time.sleep(2.0)
+    with Nimbus(cluster.nimbus_address) as nimbus:
+        while time.monotonic() < deadline:
+            counts = nimbus.counts(topology_id)
+            executors = [(e.component, e.host, e.port) for e in counts.executors.values()]
+            echo_hosts = {host for component, host, _port in executors if component == "echo"}
+            if counts.placed and echo_hosts <= _hosts_running_python(cluster):
+                return SmokeRun(topology_id=topology_id, executors=executors)
+            time.sleep(2.0)
     raise ClusterError(f"Topology {topology_id} did not run all its executors within {timeout_s:.0f} s: {executors}")
 
 
 def kill(cluster: LocalCluster, name: str = SMOKE_NAME, wait_s: int = 0) -> None:
-    with cluster.nimbus_client() as client:
-        client.killTopologyWithOpts(name, st.KillOptions(wait_secs=wait_s))
+    with Nimbus(cluster.nimbus_address) as nimbus:
+        nimbus.kill(name, wait_s)
 
 
 def processes_by_machine(cluster: LocalCluster) -> dict[str, dict[str, list[int]]]:
     """Per machine, the pids of its worker JVMs and of its Python (streamparse_run) processes."""
-    found: dict[str, dict[str, list[int]]] = {m.id: {"workers": [], "python": []} for m in cluster.layout.machines}
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        cmdline = " ".join(process.info["cmdline"] or [])
-        is_worker = "org.apache.storm.daemon.worker.Worker" in cmdline and "org.apache.storm.LogWriter" not in cmdline
-        kind = "workers" if is_worker else (
-            "python" if "streamparse_run" in cmdline else None)
-        if kind is None:
-            continue
-        machine = cluster.machine_of_pid(process.info["pid"])
-        if machine is not None:
-            found[machine][kind].append(process.info["pid"])
+    handle = LocalClusterHandle(cluster)
+    found: dict[str, dict[str, list[int]]] = {}
+    for m in cluster.layout.machines:
+        kinds: dict[str, list[int]] = found.setdefault(m.id, {"workers": [], "python": []})
+        for pid in handle.processes(m.id):
+            try:
+                cmdline = " ".join(psutil.Process(pid).cmdline())
+            except psutil.Error:
+                continue
+            if WORKER_CLASS in cmdline:
+                kinds["workers"].append(pid)
+            elif "streamparse_run" in cmdline:
+                kinds["python"].append(pid)
     return found
 
 

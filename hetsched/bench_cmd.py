@@ -24,20 +24,6 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-class _RichReporter:
-    """The bench's status on one live line, its log lines above it."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task = progress.add_task("starting")
-
-    def status(self, text: str) -> None:
-        self.progress.update(self.task, description=text)
-
-    def log(self, text: str) -> None:
-        self.progress.console.print(text, highlight=False)
-
-
 def _default_out(kind: str) -> Path:
     return Path("var") / kind / dt.datetime.now().strftime("%Y%m%dT%H%M%S")
 
@@ -46,11 +32,12 @@ def _run_and_report(settings) -> int:
     """Run the bench with progress, write JSON and plots, print the tables; the exit code."""
     from bench import plots, report
     from bench.experiment import run_bench
+    from observe.progress import RichReporter
 
     logging.basicConfig(level=logging.WARNING)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        result = run_bench(settings, _RichReporter(progress))
+        result = run_bench(settings, RichReporter(progress))
     data = report.result_dict(result)
     out = Path(settings.out_dir)
     try:

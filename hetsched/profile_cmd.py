@@ -111,23 +111,6 @@ def _steps(text: Optional[str]) -> tuple[int, Optional[List[float]]]:
     return len(rates), rates
 
 
-class _RichReporter:
-    """The experiment's progress as a rich bar with the estimated time left, and its log lines above it."""
-
-    def __init__(self, progress) -> None:
-        self.bar = progress
-        self.task = progress.add_task("starting", total=100.0)
-
-    def status(self, text: str) -> None:
-        self.bar.update(self.task, description=text)
-
-    def log(self, text: str) -> None:
-        self.bar.console.print(text, highlight=False, soft_wrap=True)
-
-    def progress(self, done_s: float, total_s: float) -> None:
-        self.bar.update(self.task, completed=done_s, total=max(total_s, done_s, 1.0))
-
-
 @app.command("profile")
 def profile(
     topology: str = typer.Argument(..., help="The catalog topology whose kinds of work to profile (linear, diamond, ...)."),
@@ -155,6 +138,8 @@ def profile(
 
     from cluster import running_cluster
     from cluster.errors import ClusterError
+    from cluster.handle import LocalClusterHandle
+    from observe.progress import RichReporter
     from spark_profiling.collector.runner import ExperimentOptions
     from spark_profiling.collector.workflow import nimbus_planner_url, profile as run_profile
     from spark_profiling.errors import ProfilingError
@@ -171,10 +156,11 @@ def profile(
             step_seconds=step_seconds, warmup_seconds=warmup_seconds, stop_at_saturation=not no_stop,
             conf=parse_topology_conf(conf),
         )
-        cluster = running_cluster(home, spec)
-        if cluster is None:
+        local = running_cluster(home, spec)
+        if local is None:
             raise ProfilingError("no local cluster is running (give --home, or start one with "
                                  "'hetsched cluster up --scheduler plugin --conf hetsched.planner.url=URL').")
+        cluster = LocalClusterHandle(local)
         planner_url = planner or nimbus_planner_url(cluster)
         if not planner_url:
             raise ProfilingError("no planner: give --planner URL (Nimbus's storm.yaml names none).")
@@ -182,7 +168,7 @@ def profile(
         with Progress(*columns, console=console, transient=True) as bar:
             result = run_profile(
                 cluster, planner_url, out, options, name=name, put=put, token=token, min_samples=min_samples,
-                master=master, aggregate=not no_aggregate, reporter=_RichReporter(bar),
+                master=master, aggregate=not no_aggregate, reporter=RichReporter(bar),
             )
     except (ProfilingError, TopologyError, ClusterError) as exc:
         raise _fail(str(exc)) from None

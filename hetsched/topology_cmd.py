@@ -129,7 +129,7 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
 @app.command("counts")
 def counts(
     name: str = typer.Argument(..., help="Name the topology runs under."),
-    window: float = typer.Option(30.0, "--window", min=1.0, help="Seconds to watch; the counts are taken between the first and last stats update seen."),
+    window: float = typer.Option(30.0, "--window", min=1.0, help="Seconds to watch; each executor's counts are taken between the first and last stats update it showed."),
     nimbus: Optional[str] = NimbusOption,
 ) -> None:
     """Tuples each component of a running topology handled within a window (Nimbus counts)."""
@@ -142,11 +142,12 @@ def counts(
     except TopologyError as exc:
         raise _fail(str(exc)) from None
     table = Table(title=f"{name} ({topology}), watched for {window:g} s", title_justify="left")
-    for column in ("component", "role", "tuples", "seconds", "tuples/s", "acked", "failed"):
+    for column in ("component", "role", "executors measured", "tuples", "seconds", "tuples/s", "acked", "failed"):
         table.add_column(column, justify="left" if column in ("component", "role") else "right")
     for r in rates:
-        table.add_row(r.component, r.role, str(r.tuples), f"{r.window_s:.1f}", f"{r.per_second:.1f}", str(r.acked), str(r.failed))
+        table.add_row(r.component, r.role, f"{r.measured_executors}/{r.executors}", str(r.tuples), f"{r.window_s:.1f}",
+                      f"{r.per_second:.1f}", str(r.acked), str(r.failed))
     console.print(table)
-    if any(r.window_s == 0 for r in rates):
-        console.print("a count that did not move twice reads 0: watch longer than two Nimbus stats updates "
-                      "(executor.metrics.frequency.secs)", highlight=False)
+    if any(r.measured_executors < r.executors for r in rates):
+        console.print("an executor whose counts did not move twice counts nothing: watch longer than two Nimbus stats "
+                      "updates (executor.metrics.frequency.secs)", highlight=False)

@@ -6,7 +6,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from streamparse.thrift import storm_thrift
 from typer.testing import CliRunner
 
 from bench import measure, plots, report
@@ -15,14 +14,13 @@ from bench.placement import from_topology_info, plan_mismatches
 from bench.profiles import fill_pass_through_alphas, load_profile_set, missing_pairs, require_pairs
 from bench.schedulers import CPU_POINTS, DISABLE_LOAD_AWARE, ras_cpu_points, run_specs
 from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
+from cluster.spec import load_spec
 from hetsched.cli import _register, app
+from observe.rates import ComponentRate
 from planner.api import evaluate_assignments, make_plan
 from planner.model import InstanceAssignment, ProfileEntry, ProfileSet
 from topologies import conf as keys
 from topologies.catalog import lookup, planner_topology
-from bench.counts import ComponentRate, ExecutorCount, executor_counts, window_rates
-
-from cluster.spec import load_spec
 
 _register()
 runner = CliRunner()
@@ -83,49 +81,6 @@ def test_input_rate_is_the_mean_over_spout_components_and_idle_components_count_
     assert t.input_rate == pytest.approx((300 / 30 + 240 / 30) / 2)
     assert t.sink_throughput == pytest.approx(500 / 20)
     assert measure.failed_share(STAR_WITH_A_FAILURE) == pytest.approx(10 / 540)
-
-
-def _info(counts: dict[tuple[str, int], int]):
-    """A TopologyInfo-like object: every executor with its all-time count on the default stream (and a system stream)."""
-    executors = []
-    for (component, task), n in counts.items():
-        if component == "spout":
-            stats = SimpleNamespace(emitted={":all-time": {"default": n, "__ack_init": n}},
-                                    specific=SimpleNamespace(spout=SimpleNamespace(acked={":all-time": {"default": n}},
-                                                                                   failed={}), bolt=None))
-        else:
-            key = storm_thrift.GlobalStreamId(componentId="spout", streamId="default")
-            tick = storm_thrift.GlobalStreamId(componentId="__system", streamId="__tick")
-            stats = SimpleNamespace(emitted={}, specific=SimpleNamespace(spout=None, bolt=SimpleNamespace(
-                executed={":all-time": {key: n, tick: 7}}, acked={":all-time": {key: n}}, failed=None)))
-        executors.append(SimpleNamespace(component_id=component, executor_info=SimpleNamespace(task_start=task), stats=stats))
-    executors.append(SimpleNamespace(component_id="__acker", executor_info=SimpleNamespace(task_start=99), stats=None))
-    return SimpleNamespace(executors=executors)
-
-
-def test_executor_counts_leave_system_streams_and_components_out():
-    counts = executor_counts(_info({("spout", 1): 50, ("low", 2): 40}), {"spout": "spout", "low": "sink"})
-    assert counts == {("spout", 1): ExecutorCount(50, 50, 0), ("low", 2): ExecutorCount(40, 40, 0)}
-
-
-def test_each_executor_is_measured_between_its_own_steps():
-    """Two executors of one bolt step every 10 s at different phases, at 3 and 1 tuples/s."""
-    roles = {"low": "sink"}
-    samples = []
-    for tick in range(0, 81):  # every 0.5 s for 40 s
-        t = tick * 0.5
-        a = 30 * int(t // 10)             # steps seen at 10, 20, 30, 40
-        b = 10 * int((t + 3) // 10)       # steps at 7, 17, 27, 37
-        samples.append((t, executor_counts(_info({("low", 1): a, ("low", 2): b}), {"low": "sink"})))
-    [low] = window_rates(samples, roles)
-    assert low.per_second == pytest.approx(3.0 + 1.0)
-    assert (low.executors, low.measured_executors, low.tuples) == (2, 2, 90 + 30)
-
-
-def test_an_executor_that_never_steps_twice_counts_nothing():
-    samples = [(float(t), {("high", 1): ExecutorCount(5 if t > 3 else 0, 0, 0)}) for t in range(10)]
-    [high] = window_rates(samples, {"high": "sink"})
-    assert (high.measured_executors, high.per_second) == (0, 0.0)
 
 
 def test_predicted_throughputs_compare_like_with_like():

@@ -6,7 +6,8 @@ import ipaddress
 import psutil
 import pytest
 
-from cluster import cgroups, nimbus, smoke
+from cluster import cgroups, smoke
+from observe import nimbus
 from cluster.processes import running
 from cluster.spec import load_spec
 from cluster.storm_config import PLUGIN_JAR
@@ -22,7 +23,8 @@ def test_every_machine_registers_with_nimbus_as_its_type(live_cluster):
         (machine_id, t.name) for machine_id, t in spec.machine_ids()
     ]
     assert all(s.supervisor_id for s in status.supervisors)
-    registered = {s.host: s for s in nimbus.summary(status.nimbus_host, status.nimbus_port).supervisors}
+    with nimbus.Nimbus(live_cluster.nimbus_address) as client:
+        registered = {s.host: s for s in client.summary().supervisors}
     for s in status.supervisors:
         seen = registered[s.host]
         assert seen.slots == spec.machine_type(s.machine_type).slots

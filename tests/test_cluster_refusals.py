@@ -10,13 +10,14 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
-from cluster import cgroups, nimbus, preflight, processes
+from cluster import cgroups, preflight, processes
 from cluster.errors import ClusterError
 from cluster.layout import make_layout
 from cluster.local import LocalCluster
 from cluster.spec import parse_spec
 from cluster.storm_home import ensure_storm_home
 from hetsched.cluster_cmd import cluster_app
+from observe import nimbus
 
 SPEC = {
     "name": "refusals",
@@ -213,10 +214,10 @@ def test_a_supervisor_that_does_not_register_is_named_with_the_end_of_its_log(id
     small = idle_cluster.layout.machine("small-1")
     registered_small_only = nimbus.ClusterSummary(
         leader="127.0.0.1:24001",
-        supervisors=[nimbus.RegisteredSupervisor("sup-small", small.host, 1, 0, 5, 20.0, 2048.0)],
+        supervisors=[nimbus.SupervisorSummary("sup-small", small.host, 1, 0, 5, 20.0, 2048.0)],
         topologies=[],
     )
-    monkeypatch.setattr(nimbus, "try_summary", lambda host, port: registered_small_only)
+    monkeypatch.setattr(nimbus, "try_summary", lambda address: registered_small_only)
     with pytest.raises(ClusterError) as refused:
         idle_cluster._wait_until_registered(timeout_s=1.5, report=lambda line: None)
     message = str(refused.value)
@@ -230,7 +231,7 @@ def test_a_daemon_that_dies_while_starting_is_named_with_its_output(idle_cluster
                            env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path,
                            console_file=idle_cluster.layout.console_file("nimbus"), pid_file=pid_file)
     gone.wait(10)
-    monkeypatch.setattr(nimbus, "try_summary", lambda host, port: None)
+    monkeypatch.setattr(nimbus, "try_summary", lambda address: None)
     with pytest.raises(ClusterError, match="nimbus exited during start(.|\n)*could not find or load main class"):
         idle_cluster._wait_until_registered(timeout_s=5, report=lambda line: None)
 

@@ -15,15 +15,10 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from streamparse.thrift import Nimbus as NimbusService
-from thriftpy2.protocol import TBinaryProtocolFactory
-from thriftpy2.rpc import make_client
-from thriftpy2.transport import TFramedTransportFactory
-
 from planner.client import PlannerClient
 from planner.model import PlanRequest, ProfileEntry, ProfileRef, ProfileSet
 from topologies.catalog import lookup, planner_topology
-from topologies.nimbus import NimbusAddress
+from observe.nimbus import Nimbus, NimbusAddress
 from topologies.submission import SubmitRequest
 from topologies.submit import kill, running_topologies, submit
 
@@ -61,9 +56,9 @@ def test_nimbus_shows_its_conf_without_the_planner_token(live_cluster, live_clus
     token = live_cluster_options.planner_token
     if token is None:
         pytest.skip("the live cluster's Nimbus was given no planner token file")
-    with live_cluster.nimbus_client() as client:
-        shown = client.getNimbusConf()
-    conf = json.loads(shown)
+    with Nimbus(live_cluster.nimbus_address) as client:
+        conf = client.nimbus_conf()
+    shown = json.dumps(conf)
     assert conf["hetsched.planner.token.file"] == live_cluster_options.conf["hetsched.planner.token.file"]
     assert "hetsched.planner.token" not in conf
     assert token not in shown and token not in json.dumps(conf), "Nimbus shows the planner token to anyone who asks"
@@ -87,22 +82,18 @@ def specialised_profiles(machine_types: list[str]) -> ProfileSet:
 
 def executors_by_component(address: NimbusAddress, topology_id: str) -> tuple[dict[str, list[tuple[str, int]]], str]:
     """Component -> (host, port) of each executor in task order, and the scheduler's status line, once assigned."""
-    client = make_client(NimbusService, host=address.host, port=address.port, proto_factory=TBinaryProtocolFactory(),
-                         trans_factory=TFramedTransportFactory(), timeout=30_000)
-    try:
+    with Nimbus(address) as nimbus:
         deadline = time.monotonic() + ASSIGNMENT_TIMEOUT_S
         while True:
-            info = client.getTopologyInfo(topology_id)
-            if info.executors or time.monotonic() > deadline:
+            counts = nimbus.counts(topology_id)
+            if counts.executors or time.monotonic() > deadline:
                 break
             time.sleep(2)
-    finally:
-        client.close()
     placed: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
-    for executor in info.executors:
-        placed[executor.component_id].append((executor.executor_info.task_start, executor.host, executor.port))
+    for task, e in counts.executors.items():
+        placed[e.component].append((task, e.host, e.port))
     return ({c: [(host, port) for _task, host, port in sorted(e)] for c, e in placed.items()},
-            info.sched_status or "")
+            counts.scheduler_status)
 
 
 def test_linear_submitted_with_a_plan_runs_where_the_plan_says(live_cluster, plugin_planner_url):

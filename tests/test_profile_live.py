@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from cluster.handle import LocalClusterHandle
 from spark_profiling.collector.runner import ExperimentOptions
 from spark_profiling.collector.workflow import nimbus_planner_url, profile
 from topologies.conf import DEFAULT_CPU_MS
@@ -31,9 +32,10 @@ def plugin_cluster(live_cluster, planner_service):
     if status.stopped_daemons:
         pytest.skip(f"{', '.join(status.stopped_daemons)} of the live cluster stopped before this test (a Storm "
                     "supervisor halts when a topology is killed while its worker starts); profiling needs every machine")
-    if nimbus_planner_url(live_cluster) != planner_service.url.rstrip("/"):
+    handle = LocalClusterHandle(live_cluster)
+    if nimbus_planner_url(handle) != planner_service.url.rstrip("/"):
         pytest.skip("the live cluster's Nimbus asks another planner than the session's planner_service")
-    return live_cluster
+    return handle
 
 
 def test_one_pair_is_collected_aggregated_stored_and_read_back(plugin_cluster, planner_service, spark, tmp_path):
@@ -42,7 +44,7 @@ def test_one_pair_is_collected_aggregated_stored_and_read_back(plugin_cluster, p
     result = profile(plugin_cluster, planner_service.url, tmp_path, options, put=SET_NAME, min_samples=3)
 
     (round_,) = result.experiment.rounds
-    machine = next(m.id for m in plugin_cluster.layout.machines if m.type == MACHINE_TYPE)
+    machine = next(m.id for m in plugin_cluster.machines() if m.type == MACHINE_TYPE)
     assert round_.measured == {"high": machine}
     assert [c for c, m in round_.placement.items() if m == machine] == ["high"], "high runs alone on its machine"
     offered = [s.offered for s in round_.steps]
@@ -57,7 +59,7 @@ def test_one_pair_is_collected_aggregated_stored_and_read_back(plugin_cluster, p
     (entry,) = result.profile_set.entries
     assert (entry.profile, entry.machine_type) == (KIND, MACHINE_TYPE)
     assert entry.samples >= 3 and entry.r2 is not None
-    cores = next(m.cpu_cores for m in plugin_cluster.layout.machines if m.type == MACHINE_TYPE)
+    cores = next(m.cores for m in plugin_cluster.machines() if m.type == MACHINE_TYPE)
     cpu_ms_per_tuple = entry.e * cores * 1000
     assert cpu_ms_per_tuple > 0.5 * DEFAULT_CPU_MS[KIND], (
         f"the machine spent {cpu_ms_per_tuple:.1f} ms per tuple; the bolt alone burns {DEFAULT_CPU_MS[KIND]} ms")

@@ -24,7 +24,7 @@ from topologies.catalog import CATALOG, lookup, planner_topology
 from topologies.errors import TopologyError
 from topologies.inputs import URL_COUNT, URL_ZIPF_S, ZipfSampler, page_views, parse_page_view, sentences, word
 from topologies.jar import PACKAGE_DIR, build_jar, source_files
-from topologies.nimbus import parse_address
+from observe.nimbus import parse_address
 from topologies.pacing import Pacer
 from topologies.plans import plan_parallelism
 from topologies.submission import SubmitRequest, build_submission, default_streamparse_run, parse_conf, parse_parallelism

@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from hetsched.cli import app
 import hetsched.topology_cmd  # noqa: F401  registers submit/kill/topologies on app
+from observe.nimbus import NimbusAddress, connect
 from topologies import conf as keys
 from topologies.catalog import CATALOG, lookup
-from topologies.measure import handled, roles
-from topologies.nimbus import NimbusAddress, connect
+from topologies.measure import roles
 from topologies.workers import component_groups
 
 pytestmark = pytest.mark.live
@@ -71,7 +71,8 @@ def test_every_topology_runs_and_its_sinks_receive_tuples(live_cluster, nimbus, 
                 running = client.find(name)
                 assert running is not None and running.status == "ACTIVE"
                 sinks = [c for c, role in roles(entry).items() if role == "sink"]
-                counts = {c: handled(client.component_counts(running.id, c), "sink") for c in sinks}
+                handled = client.counts(running.id).totals()
+                counts = {c: handled.get(c, 0) for c in sinks}
                 if all(n > 0 for n in counts.values()):
                     sink_counts[topology] = counts
                     del waiting[topology]
@@ -83,8 +84,8 @@ def test_every_topology_runs_and_its_sinks_receive_tuples(live_cluster, nimbus, 
         assert conf[keys.COMPONENT_PROFILES] == lookup("linear").profiles()
         assert conf[keys.STATS_SAMPLE_RATE] == 1.0 and conf[keys.SPOUT_RATE] == RATE
         assert conf[keys.TOPOLOGY] == "linear"
-        placed = client.worker_hosts(linear.id)
-        assert len(placed["low"]) == 2 and len(placed["high"]) == 1
+        placed = client.counts(linear.id).totals(lambda e: 1)
+        assert placed["low"] == 2 and placed["high"] == 1
 
     groups = {g.label: g for g in component_groups(lookup("linear"), linear.id)}
     assert len(groups["low"].processes) == 2

@@ -1,5 +1,8 @@
-"""The one error type of this package: a plain sentence that names the fault, shown to the user as it is."""
+"""The one error type of this package: a plain sentence that names the fault, shown to the user as it is.
 
+A fault of a topology, of its submission or of the Storm cluster is one kind of error for the user,
+so it is the Nimbus client's own (:class:`observe.nimbus.NimbusError`) under this package's name.
+"""
+from observe.nimbus import NimbusError as TopologyError
 
-class TopologyError(Exception):
-    """Something about a topology, its submission or the Storm cluster that the user must fix."""
+__all__ = ["TopologyError"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from topologies.errors import TopologyError
-from topologies.nimbus import NimbusAddress, parse_address
+from observe.nimbus import NimbusAddress, parse_address
 
 NIMBUS_ENV = "HETSCHED_NIMBUS"
 

@@ -12,8 +12,9 @@ from topologies.catalog import lookup
 from topologies.errors import TopologyError
 from topologies.conf import TOPOLOGY as TOPOLOGY_KEY
 from topologies.jar import build_jar
-from topologies.measure import ComponentRate, window_rates
-from topologies.nimbus import NimbusAddress, RunningTopology, connect
+from observe.nimbus import NimbusAddress, TopologySummary, connect
+from observe.rates import ComponentRate
+from topologies.measure import window_rates
 from topologies.submission import SubmitRequest, build_submission
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ def kill(name: str, address: NimbusAddress, wait: bool = False, grace_s: int = 0
             nimbus.wait_gone(name, KILL_TIMEOUT_S + grace_s)
 
 
-def running_topologies(address: NimbusAddress, leader_timeout_s: float = 60.0) -> list[RunningTopology]:
+def running_topologies(address: NimbusAddress, leader_timeout_s: float = 60.0) -> list[TopologySummary]:
     with connect(address, leader_timeout_s) as nimbus:
         return nimbus.topologies()
 

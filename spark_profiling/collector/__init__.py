@@ -12,11 +12,11 @@ Modules, one concept each:
 - :mod:`.pinning`: the plan that pins a round's components, as a PlanRequest the planner stores.
 - :mod:`.steps`: the rate schedule, capacity estimates and saturation (pure).
 - :mod:`.attribution`: a machine's CPU shared out among the tasks on it (pure).
-- :mod:`.observe`: reading Nimbus counts, Python pids and CPU, and cgroups (I/O).
 - :mod:`.recorder`: records as the aggregation job reads them, written as JSON lines.
 - :mod:`.runner`: one round and the whole experiment on the cluster.
 - :mod:`.prediction`: measured machine CPU against the profile's prediction (pure).
 
-This package imports ``cluster`` and ``topologies``; the Spark job (``spark_profiling.aggregate``)
-imports none of it.
+Counts, rates, CPU and processes are read through :mod:`observe` (Nimbus, and the cluster's
+:class:`observe.machines.ClusterHandle`), so any cluster with a handle can be profiled. This package
+imports ``observe`` and ``topologies``; the Spark job (``spark_profiling.aggregate``) imports none of it.
 """

@@ -15,14 +15,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from thriftpy2.thrift import TException
-
-from cluster.local import LocalCluster
+from observe.counts import ExecutorCounts, TopologyCounts
+from observe.machines import ClusterHandle, TaskProcess, load_average, machine_of_host, process_cpu_seconds
+from observe.nimbus import Nimbus, NimbusError
+from observe.progress import QuietReporter, Reporter
+from observe.rates import CountSample, component_rates
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import Topology
-from spark_profiling.collector import observe
 from spark_profiling.collector.attribution import attribute
 from spark_profiling.collector.design import ACKER, Design, Round, ClusterMachine, design
 from spark_profiling.collector.pinning import check_pinned, pin_request
@@ -34,7 +35,6 @@ from spark_profiling.errors import ProfilingError
 from topologies import conf as keys
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
-from topologies.nimbus import NimbusAddress
 from topologies.rate_control import RATE_FILE, write_rate
 from topologies.submission import SubmitRequest
 from topologies.submit import kill, running_topologies, submit
@@ -75,27 +75,6 @@ class ExperimentOptions:
     """Extra topology conf (e.g. ``hetsched.cpu.ms.lowCompute``)."""
     name_prefix: str = "hetsched-profile"
     start_timeout_s: float = 300.0
-
-
-class Reporter(Protocol):
-    """Where a run says what it is doing (the command line shows it with rich)."""
-
-    def status(self, text: str) -> None: ...
-
-    def log(self, text: str) -> None: ...
-
-    def progress(self, done_s: float, total_s: float) -> None: ...
-
-
-class LogReporter:
-    def status(self, text: str) -> None:
-        log.debug(text)
-
-    def log(self, text: str) -> None:
-        log.info(text)
-
-    def progress(self, done_s: float, total_s: float) -> None:
-        pass
 
 
 @dataclass
@@ -154,7 +133,7 @@ class _Machine:
     last_process_cpu: dict[int, float] = field(default_factory=dict)
     last_moved: dict[int, float] = field(default_factory=dict)
     attributed: dict[int, float] = field(default_factory=dict)
-    heartbeats: list[tuple[float, dict[int, "observe.TaskCounts"], float]] = field(default_factory=list)
+    heartbeats: list[tuple[float, dict[int, ExecutorCounts], float]] = field(default_factory=list)
     """(ts, counts, machine CPU seconds) of every report seen."""
 
 
@@ -165,8 +144,34 @@ class _Reading:
     process_cpu: dict[int, float | None]
 
 
-def cluster_machines(cluster: LocalCluster) -> list[ClusterMachine]:
-    return [ClusterMachine(m.id, m.type, m.cpu_cores) for m in cluster.layout.machines]
+def cluster_machines(cluster: ClusterHandle) -> list[ClusterMachine]:
+    return [ClusterMachine(m.id, m.type, m.cores) for m in cluster.machines()]
+
+
+def wait_for_processes(
+    cluster: ClusterHandle,
+    topology_id: str,
+    tasks_by_machine: dict[str, dict[int, str]],
+    timeout_s: float,
+    tick: Callable[[], None] = lambda: None,
+) -> dict[int, TaskProcess]:
+    """Block until every task's Python process runs (``tasks_by_machine``: machine -> task id -> component)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found: dict[int, TaskProcess] = {}
+        for machine_id, tasks in tasks_by_machine.items():
+            found.update({t: p for t, p in cluster.task_processes(machine_id, topology_id).items()
+                          if tasks.get(t) == p.component})
+        missing = [f"{c} (task {t})" for tasks in tasks_by_machine.values() for t, c in tasks.items() if t not in found]
+        if not missing:
+            return found
+        if time.monotonic() > deadline:
+            raise ProfilingError(
+                f"the Python processes of {', '.join(missing)} of {topology_id} did not start within {timeout_s:.0f} s "
+                f"on {cluster.name} (see its worker logs)."
+            )
+        tick()
+        time.sleep(1.0)
 
 
 def configured_cpu_ms(extra_conf: dict[str, Any]) -> dict[str, float]:
@@ -183,7 +188,7 @@ class Experiment:
 
     def __init__(
         self,
-        cluster: LocalCluster,
+        cluster: ClusterHandle,
         planner_url: str,
         out_dir: Path,
         options: ExperimentOptions,
@@ -196,7 +201,7 @@ class Experiment:
         self.planner_token = planner_token
         self.out_dir = Path(out_dir)
         self.options = options
-        self.reporter = reporter or LogReporter()
+        self.reporter = reporter or QuietReporter()
         self.entry = lookup(options.topology)
         self.graph: Topology = planner_topology(self.entry)
         self.cpu_ms = configured_cpu_ms(options.conf)
@@ -204,7 +209,7 @@ class Experiment:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.run_id = run_id or f"{stamp}-{self.entry.name}-{uuid.uuid4().hex[:6]}"
         self.records_path = self.out_dir / f"records-{self.run_id}.jsonl"
-        self.address = NimbusAddress(cluster.layout.nimbus_host, cluster.layout.nimbus_port, f"the cluster at {cluster.layout.home}")
+        self.address = cluster.nimbus
         self.inputs = {c.id: [] for c in self.graph.components if c.kind == "bolt"}
         for s in self.graph.streams:
             self.inputs[s.target].append(s.source)
@@ -215,7 +220,7 @@ class Experiment:
     # ---- the whole run ----------------------------------------------------------------------
 
     def run(self) -> ExperimentReport:
-        observe.require_cgroups(self.cluster)
+        self._require_quotas()
         self._check_planner()
         self._check_alone()
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -227,7 +232,7 @@ class Experiment:
             cpu_ms={p: ms for p, ms in self.cpu_ms.items() if p in self.design.profiles.values()},
             machines={m.id: {"type": m.type, "cores": m.cores} for m in self.design.machines.values()},
             pairs=self.design.pairs(),
-            load_average_start=observe.load_average(),
+            load_average_start=load_average(),
         )
         self._started = time.monotonic()
         steps = sorted({len(self.options.rates) if self.options.rates else self._steps_of(r) for r in self.design.rounds})
@@ -239,7 +244,7 @@ class Experiment:
             for done, round_ in enumerate(self.design.rounds):
                 report.rounds.append(self._run_round(round_, writer, done))
         report.collection_s = round(time.monotonic() - self._started, 1)
-        report.load_average_end = observe.load_average()
+        report.load_average_end = load_average()
         return report
 
     def _step_count(self) -> int:
@@ -250,11 +255,21 @@ class Experiment:
 
     def _require_daemons(self) -> None:
         """Fail at once, not at a timeout, when a supervisor (or Nimbus) of the cluster has stopped."""
-        stopped = self.cluster.status().stopped_daemons
+        stopped = self.cluster.stopped_daemons()
         if stopped:
             raise ProfilingError(
-                f"{', '.join(stopped)} of the cluster at {self.cluster.layout.home} stopped while a round started "
+                f"{', '.join(stopped)} of {self.cluster.name} stopped while a round started "
                 "(see 'hetsched cluster logs'); restart the cluster and profile again."
+            )
+
+    def _require_quotas(self) -> None:
+        """Machine CPU is measured against each machine's quota: every machine must have one."""
+        unlimited = [m.id for m in self.cluster.machines() if self.cluster.cpu_quota_cores(m.id) is None]
+        if unlimited:
+            raise ProfilingError(
+                f"{', '.join(unlimited)} of {self.cluster.name} {'has' if len(unlimited) == 1 else 'have'} no CPU quota: "
+                "machine CPU cannot be measured and the machines are not heterogeneous; profiling needs a cluster "
+                "started with cgroups."
             )
 
     def _check_alone(self) -> None:
@@ -295,11 +310,11 @@ class Experiment:
         starting = self._starting(rounds_done, started)
         self.reporter.status(f"round {round_.index}: submitting {name}")
         topology_id = self._submit(name, plan_id, rate_file, cpu_ms)
-        processes: dict[int, observe.TaskProcess] = {}
+        processes: dict[int, TaskProcess] = {}
         try:
             machines = self._wait_placed(topology_id, round_, starting)
             self.reporter.status(f"round {round_.index}: waiting for the Python processes of {name}")
-            processes = observe.wait_for_processes(
+            processes = wait_for_processes(
                 self.cluster, topology_id, {m: s.tasks for m, s in machines.items()}, self.options.start_timeout_s,
                 tick=starting,
             )
@@ -319,7 +334,7 @@ class Experiment:
                 sampler.run_step(k, rate, step_start + self.options.step_seconds,
                                  tick=self._stepping(rounds_done, k, step_start))
                 observation = sampler.observation(rate, step_start_wall)
-                step_report = StepReport(k + 1, rate, load_average=observe.load_average())
+                step_report = StepReport(k + 1, rate, load_average=load_average())
                 if observation is not None:
                     history.append(observation)
                     step_report.delivered = round(observation.delivered, 2)
@@ -417,40 +432,40 @@ class Experiment:
         except TopologyError as exc:
             self.reporter.log(f"could not kill {name}: {exc}")
         deadline = time.monotonic() + KILL_TIMEOUT_S
-        while any(observe.process_cpu_seconds(p) is not None for p in pids) and time.monotonic() < deadline:
+        while any(process_cpu_seconds(p) is not None for p in pids) and time.monotonic() < deadline:
             time.sleep(0.5)
 
     def _wait_placed(self, topology_id: str, round_: Round, tick: Callable[[], None]) -> dict[str, _Machine]:
         """The round's machines with their tasks, once every executor runs where the round says."""
-        machine_of_host = observe.machine_of_host(self.cluster)
+        hosts = machine_of_host(self.cluster)
         deadline = time.monotonic() + self.options.start_timeout_s
-        with observe.NimbusReader(self.cluster) as nimbus:
-            while True:
-                counts = nimbus.counts(topology_id)
-                if counts.tasks and all(t.host for t in counts.tasks.values()):
-                    break
-                if time.monotonic() > deadline:
-                    raise ProfilingError(
-                        f"{topology_id} was not placed within {self.options.start_timeout_s:.0f} s "
-                        f"(scheduler: {counts.status or 'no status'})."
-                    )
-                tick()
-                time.sleep(1.0)
-        wrong = [f"{t.component} on {machine_of_host.get(t.host, t.host)}" for t in counts.tasks.values()
-                 if machine_of_host.get(t.host) != round_.placement.get(t.component)]
-        wrong += [f"{c} on {machine_of_host.get(h, h)}" for c, hosts in counts.system.items() if c == ACKER
-                  for h in hosts if machine_of_host.get(h) != round_.system.get(c)]
+        try:
+            with Nimbus(self.address) as nimbus:
+                while not (counts := nimbus.counts(topology_id)).placed:
+                    if time.monotonic() > deadline:
+                        raise ProfilingError(
+                            f"{topology_id} was not placed within {self.options.start_timeout_s:.0f} s "
+                            f"(scheduler: {counts.scheduler_status or 'no status'})."
+                        )
+                    tick()
+                    time.sleep(1.0)
+        except NimbusError as exc:
+            raise ProfilingError(str(exc)) from None
+        wrong = [f"{t.component} on {hosts.get(t.host, t.host)}" for t in counts.executors.values()
+                 if hosts.get(t.host) != round_.placement.get(t.component)]
+        wrong += [f"{c} on {hosts.get(h, h)}" for c, system_hosts in counts.system.items() if c == ACKER
+                  for h in system_hosts if hosts.get(h) != round_.system.get(c)]
         if wrong:
             raise ProfilingError(
                 f"{topology_id} does not run where the pinning plan says ({'; '.join(wrong)}); Nimbus must run the "
                 f"hetsched plugin with hetsched.planner.url set to the planner at {self.planner_url}. "
-                f"Scheduler status: {counts.status or 'none'}."
+                f"Scheduler status: {counts.scheduler_status or 'none'}."
             )
         machines: dict[str, _Machine] = {}
-        for t in counts.tasks.values():
-            machine_id = machine_of_host[t.host]
+        for t in counts.executors.values():
+            machine_id = hosts[t.host]
             state = machines.setdefault(machine_id, _Machine(self.design.machines[machine_id], {}))
-            state.tasks[t.task_id] = t.component
+            state.tasks[t.task_start] = t.component
         return machines
 
 
@@ -458,7 +473,7 @@ class _Sampler:
     """Polls Nimbus and the CPU counters of one round; records a machine's tasks at each of its worker's reports."""
 
     def __init__(self, experiment: Experiment, round_: Round, topology_id: str, topology_name: str,
-                 machines: dict[str, _Machine], processes: dict[int, observe.TaskProcess], writer: RecordWriter) -> None:
+                 machines: dict[str, _Machine], processes: dict[int, TaskProcess], writer: RecordWriter) -> None:
         self.x = experiment
         self.round = round_
         self.topology_id = topology_id
@@ -466,8 +481,11 @@ class _Sampler:
         self.machines = machines
         self.processes = processes
         self.writer = writer
-        self.quota = {m: observe.machine_quota_cores(experiment.cluster, m) for m in machines}
-        self.nimbus = observe.NimbusReader(experiment.cluster)
+        self.quota = {m: experiment.cluster.cpu_quota_cores(m) for m in machines}
+        self.nimbus = Nimbus(experiment.address)
+        self.roles = {c.id: c.kind for c in experiment.graph.components}
+        self.samples: list[CountSample] = []
+        """The counts of every poll of the current step (and the last one before it), by wall-clock time."""
         self.previous: _Reading | None = None
         self.recording = False
         self.rate = 0.0
@@ -485,12 +503,12 @@ class _Sampler:
         flowing_since = None
         while True:
             counts = self._poll()
-            if flowing_since is None and counts and all(self._done(t) > 0 for t in counts.tasks.values()):
+            if flowing_since is None and counts and all(t.processed > 0 for t in counts.executors.values()):
                 flowing_since = time.monotonic()
             if flowing_since is not None and time.monotonic() - flowing_since >= warmup_s:
                 return
             if time.monotonic() > deadline:
-                idle = [t.component for t in (counts.tasks.values() if counts else []) if self._done(t) == 0]
+                idle = [t.component for t in (counts.executors.values() if counts else []) if t.processed == 0]
                 raise ProfilingError(
                     f"tuples did not reach {', '.join(idle) or 'every component'} of {self.topology_name} "
                     f"within {timeout_s:.0f} s."
@@ -502,31 +520,28 @@ class _Sampler:
         self.recording = True
         self.rate = rate
         self.step = step + 1
+        self.samples = self.samples[-1:]
         while time.monotonic() < until:
             self._poll()
             tick()
             time.sleep(self.x.options.poll_seconds)
 
     def observation(self, offered: float, since: float) -> StepObservation | None:
-        """Rates and machine CPU between the first and last report of each machine since ``since`` (unix time)."""
-        handled: dict[str, float] = {}
-        emitted: dict[str, float] = {}
+        """Rates since ``since`` (unix time), each executor between its own stats steps (:mod:`observe.rates`),
+        and each machine's CPU between the first and last report of its worker."""
+        samples = [s for s in self.samples if s.at >= since]
+        handled = {r.component: r.per_second for r in component_rates(samples, self.roles, lambda e: e.processed)
+                   if r.measured_executors}
+        emitted = {r.component: r.per_second for r in component_rates(samples, self.roles, lambda e: e.emitted)
+                   if r.measured_executors}
         machine_cpu: dict[str, float] = {}
         for machine_id, state in self.machines.items():
             beats = [b for b in state.heartbeats if b[0] >= since]
             if len(beats) < 2:
                 continue
-            (t0, c0, m0), (t1, c1, m1) = beats[0], beats[-1]
-            dt = t1 - t0
-            if dt <= 0:
-                continue
-            machine_cpu[machine_id] = 100.0 * (m1 - m0) / dt / state.spec.cores
-            for task, counts in c1.items():
-                before = c0.get(task)
-                if before is None:
-                    continue
-                handled[counts.component] = handled.get(counts.component, 0.0) + (self._done(counts) - self._done(before)) / dt
-                emitted[counts.component] = emitted.get(counts.component, 0.0) + (counts.emitted - before.emitted) / dt
+            (t0, _c0, m0), (t1, _c1, m1) = beats[0], beats[-1]
+            if t1 > t0:
+                machine_cpu[machine_id] = 100.0 * (m1 - m0) / (t1 - t0) / state.spec.cores
         if not machine_cpu:
             return None
         delivered = sum(emitted.get(s, 0.0) for s in self.x.spouts)
@@ -535,29 +550,25 @@ class _Sampler:
 
     # ---- sampling ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _done(t: observe.TaskCounts) -> int:
-        """Tuples a task has handled: a spout's emits, a bolt's acks (Python has processed them)."""
-        return t.emitted if t.is_spout else t.acked
-
     def _read(self) -> _Reading:
         return _Reading(
             at=time.time(),
-            machine_cpu={m: self.x.cluster.machine_cpu_seconds(m) for m in self.machines},
-            process_cpu={task: observe.process_cpu_seconds(p.pid) for task, p in self.processes.items()},
+            machine_cpu={m: self.x.cluster.cpu_seconds(m) for m in self.machines},
+            process_cpu={task: process_cpu_seconds(p.pid) for task, p in self.processes.items()},
         )
 
-    def _poll(self) -> observe.TopologyCounts | None:
+    def _poll(self) -> TopologyCounts | None:
         try:
             counts = self.nimbus.counts(self.topology_id)
-        except (OSError, TException) as exc:  # Thrift or socket trouble: one missed poll is no harm
+        except NimbusError as exc:  # one missed poll is no harm; the next opens a new connection
             log.debug("poll failed: %s", exc)
             return None
         now = self._read()
+        self.samples.append(CountSample(now.at, counts))
         previous = self.previous or now
         self.previous = now
         for machine_id, state in self.machines.items():
-            tasks = {t: counts.tasks[t] for t in state.tasks if t in counts.tasks}
+            tasks = {t: counts.executors[t] for t in state.tasks if t in counts.executors}
             marker = tuple((t, c.uptime_s, c.executed, c.acked, c.emitted) for t, c in sorted(tasks.items()))
             if marker == state.marker or not tasks:
                 continue
@@ -568,7 +579,7 @@ class _Sampler:
             self._heartbeat(machine_id, state, tasks, previous, now)
         return counts
 
-    def _heartbeat(self, machine_id: str, state: _Machine, tasks: dict[int, observe.TaskCounts],
+    def _heartbeat(self, machine_id: str, state: _Machine, tasks: dict[int, ExecutorCounts],
                    before: _Reading, after: _Reading) -> None:
         """A new report of the machine's worker: the moment is halfway between the two polls around it."""
         ts = (before.at + after.at) / 2
@@ -581,7 +592,7 @@ class _Sampler:
                 continue
             process_cpu[task] = (a + b) / 2
         state.heartbeats.append((ts, tasks, machine_cpu))
-        moved = {t: float(self._done(c) + c.emitted) for t, c in tasks.items()}
+        moved = {t: float(c.processed + c.emitted) for t, c in tasks.items()}
         if state.last_machine_cpu is not None:
             common = [t for t in process_cpu if t in state.last_process_cpu]
             shares = attribute(
@@ -597,7 +608,7 @@ class _Sampler:
         if self.recording:
             self._write(machine_id, state, tasks, ts, machine_cpu, process_cpu)
 
-    def _write(self, machine_id: str, state: _Machine, tasks: dict[int, observe.TaskCounts], ts: float,
+    def _write(self, machine_id: str, state: _Machine, tasks: dict[int, ExecutorCounts], ts: float,
                machine_cpu: float, process_cpu: dict[int, float]) -> None:
         alone = len(state.tasks) == 1
         for task, counts in tasks.items():
@@ -618,7 +629,7 @@ class _Sampler:
                 machine_type=state.spec.type,
                 machine_cores=state.spec.cores,
                 rate_step=self.rate,
-                executed=self._done(counts),
+                executed=counts.processed,
                 emitted=counts.emitted,
                 cpu_seconds=round(state.attributed[task], 6),
                 machine_cpu_seconds=round(machine_cpu, 6),
@@ -632,8 +643,8 @@ class _Sampler:
 
     def _rediscover(self, machine_id: str, state: _Machine, task: int) -> None:
         """A task's process is gone (worker restart): find its new one; its records start a new series."""
-        found = observe.task_processes(self.x.cluster, machine_id, self.topology_id, state.tasks)
-        if task in found and found[task].pid != self.processes[task].pid:
+        found = self.x.cluster.task_processes(machine_id, self.topology_id)
+        if task in found and found[task].component == state.tasks[task] and found[task].pid != self.processes[task].pid:
             self.x.reporter.log(f"task {task} ({state.tasks[task]}) on {machine_id} has a new process {found[task].pid}")
             self.processes[task] = found[task]
             state.attributed.pop(task, None)

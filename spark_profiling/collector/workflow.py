@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from cluster.local import LocalCluster
+from cluster.storm_config import SCHEDULERS
+from observe.machines import ClusterHandle
+from observe.nimbus import Nimbus, NimbusError
+from observe.progress import Reporter
 from planner.model import ProfileSet
-from spark_profiling.collector.runner import Experiment, ExperimentOptions, ExperimentReport, Reporter
+from spark_profiling.collector.runner import Experiment, ExperimentOptions, ExperimentReport
 from spark_profiling.errors import ProfilingError
 
 PLANNER_URL_KEY = "hetsched.planner.url"
+SCHEDULER_KEY = "storm.scheduler"
 SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
 """A profiling run makes thousands of records, not millions: few partitions start faster."""
 CPU_BASIS = (
@@ -60,37 +62,41 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def nimbus_planner_url(cluster: LocalCluster) -> str | None:
-    """The planner Nimbus's plugin asks (``hetsched.planner.url`` of Nimbus's storm.yaml), if any."""
+def nimbus_conf(cluster: ClusterHandle) -> dict[str, Any]:
+    """Nimbus's own configuration, read over Thrift: it says which scheduler runs and which planner it asks."""
     try:
-        conf = yaml.safe_load(cluster.layout.conf_file("nimbus").read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return None
-    url = conf.get(PLANNER_URL_KEY)
+        with Nimbus(cluster.nimbus) as nimbus:
+            return nimbus.nimbus_conf()
+    except NimbusError as exc:
+        raise ProfilingError(f"{cluster.name} is not answering ({exc}); start it with "
+                             "'hetsched cluster up --scheduler plugin --conf hetsched.planner.url=URL'.") from None
+
+
+def nimbus_planner_url(cluster: ClusterHandle) -> str | None:
+    """The planner Nimbus's plugin asks (``hetsched.planner.url`` of Nimbus's configuration), if any."""
+    url = nimbus_conf(cluster).get(PLANNER_URL_KEY)
     return str(url).rstrip("/") if url else None
 
 
-def check_cluster(cluster: LocalCluster, planner_url: str) -> None:
+def check_cluster(cluster: ClusterHandle, planner_url: str) -> None:
     """Refuse a cluster whose Nimbus cannot follow the pinning plans stored in ``planner_url``."""
-    status = cluster.status()
-    if not status.running:
-        raise ProfilingError(f"the cluster at {cluster.layout.home} is not running; start it with "
-                             "'hetsched cluster up --scheduler plugin --conf hetsched.planner.url=URL'.")
-    if status.stopped_daemons:
+    conf = nimbus_conf(cluster)
+    stopped = cluster.stopped_daemons()
+    if stopped:
         raise ProfilingError(
-            f"{', '.join(status.stopped_daemons)} of the cluster at {cluster.layout.home} stopped (see "
-            f"'hetsched cluster logs'); restart the cluster before profiling."
+            f"{', '.join(stopped)} of {cluster.name} stopped (see 'hetsched cluster logs'); restart the cluster "
+            "before profiling."
         )
-    if status.scheduler != "plugin":
+    scheduler = conf.get(SCHEDULER_KEY)
+    if scheduler != SCHEDULERS["plugin"]:
         raise ProfilingError(
-            f"the cluster at {cluster.layout.home} runs the {status.scheduler!r} scheduler; profiling pins components "
-            "through the hetsched plugin: start it with '--scheduler plugin --conf hetsched.planner.url=URL'."
+            f"{cluster.name} runs the scheduler {scheduler!r}; profiling pins components through the hetsched "
+            "plugin: start it with '--scheduler plugin --conf hetsched.planner.url=URL'."
         )
-    nimbus_url = nimbus_planner_url(cluster)
-    if nimbus_url is None:
-        raise ProfilingError(f"Nimbus of the cluster at {cluster.layout.home} has no {PLANNER_URL_KEY}; the plugin "
-                             "cannot read pinning plans.")
-    if nimbus_url != planner_url.rstrip("/"):
+    nimbus_url = conf.get(PLANNER_URL_KEY)
+    if not nimbus_url:
+        raise ProfilingError(f"Nimbus of {cluster.name} has no {PLANNER_URL_KEY}; the plugin cannot read pinning plans.")
+    if str(nimbus_url).rstrip("/") != planner_url.rstrip("/"):
         raise ProfilingError(
             f"Nimbus reads plans from {nimbus_url}, not from {planner_url}: give --planner {nimbus_url} "
             "(the pinning plans must be stored where the plugin looks)."
@@ -98,7 +104,7 @@ def check_cluster(cluster: LocalCluster, planner_url: str) -> None:
 
 
 def profile(
-    cluster: LocalCluster,
+    cluster: ClusterHandle,
     planner_url: str,
     out_dir: Path,
     options: ExperimentOptions,

@@ -1,0 +1,329 @@
+"""The one Nimbus client: Storm's Thrift service through streamparse's bindings, framed binary transport.
+
+streamparse's ``get_nimbus_client`` is ``thriftpy2.rpc.make_client`` over ``streamparse.thrift.Nimbus``
+with a framed binary transport; importing it would pull in fabric and paramiko, so the same call is
+made here, and only here. A dropped connection or a timeout is retried on a fresh connection (reads,
+uploads); submit and kill are not repeated, as Nimbus may have acted before the connection broke.
+Every failure becomes a :class:`NimbusError`: one sentence that says where Nimbus was looked for.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from streamparse.thrift import (
+    AlreadyAliveException,
+    AuthorizationException,
+    InvalidTopologyException,
+    KillOptions,
+    Nimbus as NimbusService,
+    NotAliveException,
+    SubmitOptions,
+    TopologyInitialStatus,
+)
+from thriftpy2.protocol import TBinaryProtocolFactory
+from thriftpy2.rpc import make_client
+from thriftpy2.thrift import TApplicationException, TException
+from thriftpy2.transport import TFramedTransportFactory, TTransportException
+
+from observe.counts import TopologyCounts, parse_topology_info
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 6627
+TIMEOUT_MS = 30_000
+RETRIES = 2
+"""Fresh connections tried after a dropped one, for calls that may be repeated."""
+RETRY_PAUSE_S = 0.5
+UPLOAD_CHUNK_BYTES = 307_200
+"""streamparse's THRIFT_CHUNK_SIZE."""
+_TRANSIENT = (TTransportException, OSError, socket.timeout)
+T = TypeVar("T")
+
+
+class NimbusError(Exception):
+    """A fault of Nimbus, or of what was asked of it, that the user must fix; the message is one sentence."""
+
+
+@dataclass(frozen=True)
+class NimbusAddress:
+    host: str
+    port: int
+    source: str = "the command line"
+    """Where the address came from, for error messages."""
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class SupervisorSummary:
+    """One supervisor as Nimbus lists it."""
+
+    supervisor_id: str
+    host: str
+    slots: int
+    used_slots: int
+    uptime_s: int
+    cpu_capacity: float | None
+    """``supervisor.cpu.capacity``: percent of one core (100 = one core)."""
+    memory_capacity_mb: float | None
+    scheduler_meta: dict[str, str] = field(default_factory=dict)
+    """``supervisor.scheduler.meta``, where the Thrift bindings carry it (streamparse's do not: empty)."""
+
+
+@dataclass(frozen=True)
+class TopologySummary:
+    """One topology as Nimbus lists it."""
+
+    id: str
+    name: str
+    status: str
+    workers: int
+    executors: int
+    tasks: int
+    uptime_s: int
+    scheduler_status: str = ""
+    """What the scheduler said of its placement (the Storm UI's "Scheduler Info"); the hetsched plugin starts it with "hetsched: "."""
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    leader: str | None
+    """``host:port`` of the leader Nimbus, None while there is none."""
+    supervisors: list[SupervisorSummary]
+    topologies: list[TopologySummary]
+
+
+def parse_address(text: str, source: str = "--nimbus") -> NimbusAddress:
+    """``host:port`` (or ``host``, port 6627) as a Nimbus address."""
+    host, colon, port = text.strip().rpartition(":")
+    if not colon:
+        host, port = port, str(DEFAULT_PORT)
+    try:
+        number = int(port)
+    except ValueError:
+        raise NimbusError(f"Nimbus address {text!r} from {source} is not host:port") from None
+    if not host or not 0 < number < 65536:
+        raise NimbusError(f"Nimbus address {text!r} from {source} is not host:port")
+    return NimbusAddress(host, number, source)
+
+
+class Nimbus:
+    """A connection to one Nimbus, opened again when it drops."""
+
+    def __init__(self, address: NimbusAddress, timeout_ms: int = TIMEOUT_MS, retries: int = RETRIES) -> None:
+        self.address = address
+        self.timeout_ms = timeout_ms
+        self.retries = retries
+        self._client: Any = None
+        self._connect()
+
+    @property
+    def where(self) -> str:
+        return f"Nimbus at {self.address} (from {self.address.source})"
+
+    def _connect(self) -> Any:
+        try:
+            self._client = make_client(
+                NimbusService,
+                host=self.address.host,
+                port=self.address.port,
+                proto_factory=TBinaryProtocolFactory(),
+                trans_factory=TFramedTransportFactory(),
+                timeout=self.timeout_ms,
+            )
+        except _TRANSIENT as exc:
+            raise NimbusError(f"cannot reach {self.where}: {_reason(exc)}") from None
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = None
+
+    def __enter__(self) -> "Nimbus":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _call(self, what: str, fn: Callable[[Any], T], repeatable: bool = True) -> T:
+        """One Thrift call; Storm's own answers (not alive, already alive, invalid) pass to the caller."""
+        attempts = 1 + (self.retries if repeatable else 0)
+        for attempt in range(attempts):
+            client = self._client if self._client is not None else self._connect()
+            try:
+                return fn(client)
+            except (NotAliveException, AlreadyAliveException, InvalidTopologyException, NimbusError):
+                raise
+            except AuthorizationException as exc:
+                raise NimbusError(f"{self.where} refused to {what}: not authorized ({exc.msg})") from None
+            except _TRANSIENT as exc:
+                self.close()
+                if attempt + 1 == attempts:
+                    raise NimbusError(f"lost the connection to {self.where} while trying to {what}: "
+                                      f"{_reason(exc)}") from None
+                log.debug("retrying %s after %s", what, _reason(exc))
+                time.sleep(RETRY_PAUSE_S * (attempt + 1))
+            except TApplicationException as exc:
+                raise NimbusError(f"{self.where} failed to {what}: {exc.message or exc}") from None
+            except TException as exc:
+                detail = getattr(exc, "msg", None) or getattr(exc, "message", None) or type(exc).__name__
+                raise NimbusError(f"{self.where} failed to {what}: {detail}") from None
+        raise AssertionError("unreachable")
+
+    # ---- the cluster ------------------------------------------------------------------------
+
+    def wait_for_leader(self, timeout_s: float = 60.0) -> str:
+        """Block until some Nimbus is the leader; return its host:port."""
+        deadline = time.monotonic() + timeout_s
+        last = "no answer"
+        while True:
+            try:
+                leader = self._call("ask for the leader", lambda c: c.getLeader())
+                if leader is not None and leader.isLeader:
+                    return f"{leader.host}:{leader.port}"
+                last = "no Nimbus is leader yet"
+            except NimbusError as exc:
+                if self._client is None:  # the connection was lost, not just no leader yet
+                    raise
+                last = str(exc)
+            if time.monotonic() >= deadline:
+                raise NimbusError(f"{self.where} has no leader after {timeout_s:.0f} s ({last})")
+            time.sleep(1.0)
+
+    def summary(self) -> ClusterSummary:
+        """Leader, supervisors and topologies as Nimbus sees them."""
+        return cluster_summary(self._call("read the cluster summary", lambda c: c.getClusterInfo()))
+
+    def topologies(self) -> list[TopologySummary]:
+        return self.summary().topologies
+
+    def find(self, name: str) -> TopologySummary | None:
+        return next((t for t in self.topologies() if t.name == name), None)
+
+    def nimbus_conf(self) -> dict[str, Any]:
+        """Nimbus's own configuration (its storm.yaml over Storm's defaults)."""
+        return json.loads(self._call("read its configuration", lambda c: c.getNimbusConf()))
+
+    # ---- one topology -----------------------------------------------------------------------
+
+    def topology_info(self, topology_id: str) -> Any:
+        """The Thrift ``TopologyInfo``: every executor's place and stats, and the scheduler status."""
+        try:
+            return self._call(f"read the info of {topology_id}", lambda c: c.getTopologyInfo(topology_id))
+        except NotAliveException:
+            raise NimbusError(f"topology {topology_id!r} is not running on {self.where}") from None
+
+    def counts(self, topology_id: str) -> TopologyCounts:
+        """Every executor's all-time counts and place, as Nimbus last heard of them."""
+        return parse_topology_info(self.topology_info(topology_id))
+
+    def topology_conf(self, topology_id: str) -> dict[str, Any]:
+        try:
+            text = self._call(f"read the config of {topology_id}", lambda c: c.getTopologyConf(topology_id))
+        except NotAliveException:
+            raise NimbusError(f"topology {topology_id!r} is not running on {self.where}") from None
+        return json.loads(text)
+
+    def upload_jar(self, jar: Path) -> str:
+        """Upload a topology jar in chunks; return its location on Nimbus."""
+        return self.upload_bytes(Path(jar).read_bytes(), str(jar))
+
+    def upload_bytes(self, data: bytes, label: str = "the topology jar") -> str:
+        def upload(client) -> str:
+            location = client.beginFileUpload()
+            for start in range(0, len(data), UPLOAD_CHUNK_BYTES):
+                client.uploadChunk(location, data[start:start + UPLOAD_CHUNK_BYTES])
+            client.finishFileUpload(location)
+            return location
+
+        location = self._call(f"upload {label}", upload)
+        log.info("uploaded %s (%d bytes) to %s", label, len(data), location)
+        return location
+
+    def submit(self, name: str, jar_location: str, conf: dict[str, Any], topology: Any) -> None:
+        """Submit an uploaded topology, active at once."""
+        def submit(client) -> None:
+            if not client.isTopologyNameAllowed(name):
+                raise NimbusError(f"{self.where} does not allow the topology name {name!r}")
+            client.submitTopologyWithOpts(
+                name=name, uploadedJarLocation=jar_location, jsonConf=json.dumps(conf), topology=topology,
+                options=SubmitOptions(initial_status=TopologyInitialStatus.ACTIVE),
+            )
+
+        try:
+            self._call(f"submit {name!r}", submit, repeatable=False)
+        except AlreadyAliveException:
+            raise NimbusError(f"a topology named {name!r} is already running") from None
+        except InvalidTopologyException as exc:
+            raise NimbusError(f"Nimbus rejected topology {name!r}: {exc.msg}") from None
+
+    def kill(self, name: str, wait_s: int = 0) -> None:
+        """Ask Nimbus to kill a topology, which deactivates it for ``wait_s`` seconds first."""
+        try:
+            self._call(f"kill {name!r}", lambda c: c.killTopologyWithOpts(name, KillOptions(wait_secs=wait_s)),
+                       repeatable=False)
+        except NotAliveException:
+            raise NimbusError(f"no topology named {name!r} is running") from None
+
+    def wait_gone(self, name: str, timeout_s: float) -> None:
+        """Block until Nimbus no longer lists the topology (kill wait and worker shutdown done)."""
+        deadline = time.monotonic() + timeout_s
+        while self.find(name) is not None:
+            if time.monotonic() >= deadline:
+                raise NimbusError(f"topology {name!r} is still listed by Nimbus {timeout_s:.0f} s after the kill")
+            time.sleep(1.0)
+
+
+def cluster_summary(info: Any) -> ClusterSummary:
+    """A Thrift ``ClusterSummary`` as plain data."""
+    leader = next((f"{n.host}:{n.port}" for n in info.nimbuses or [] if n.isLeader), None)
+    supervisors = [
+        SupervisorSummary(
+            supervisor_id=s.supervisor_id, host=s.host, slots=s.num_workers, used_slots=s.num_used_workers,
+            uptime_s=s.uptime_secs, cpu_capacity=(s.total_resources or {}).get("cpu.pcore.percent"),
+            memory_capacity_mb=(s.total_resources or {}).get("memory.mb"),
+            scheduler_meta=dict(getattr(s, "scheduler_meta", None) or {}),
+        )
+        for s in info.supervisors or []
+    ]
+    topologies = [
+        TopologySummary(t.id, t.name, t.status, t.num_workers, t.num_executors, t.num_tasks, t.uptime_secs,
+                        t.sched_status or "")
+        for t in info.topologies or []
+    ]
+    return ClusterSummary(leader=leader, supervisors=supervisors, topologies=topologies)
+
+
+def _reason(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return text.rstrip(".")
+
+
+@contextmanager
+def connect(address: NimbusAddress, leader_timeout_s: float = 60.0, timeout_ms: int = TIMEOUT_MS) -> Iterator[Nimbus]:
+    """A connection to the leader Nimbus, closed afterwards."""
+    nimbus = Nimbus(address, timeout_ms)
+    try:
+        nimbus.wait_for_leader(leader_timeout_s)
+        yield nimbus
+    finally:
+        nimbus.close()
+
+
+def try_summary(address: NimbusAddress, timeout_ms: int = 3_000) -> ClusterSummary | None:
+    """The cluster summary, or None while Nimbus is not (yet) answering."""
+    try:
+        with Nimbus(address, timeout_ms, retries=0) as nimbus:
+            return nimbus.summary()
+    except NimbusError:
+        return None
