@@ -2,11 +2,12 @@
 # The command-line tools the compose and docs tests use, from Debian's packages:
 #   docker-compose  checks docker-compose.yml (`docker-compose config`; no Docker engine needed)
 #   curl, jq        run the curl examples of docs/
+#   chromium        renders the planner's /ui page headless (tests/test_ui.py, benchmarks/ui_screenshot.py)
 # Installs only what is missing, and only where apt can be used (root with apt-get);
 # elsewhere it says what is missing and the tests that need it skip, naming it.
 set -u
 missing=""
-for tool in docker-compose curl jq; do
+for tool in docker-compose curl jq chromium; do
     command -v "$tool" > /dev/null 2>&1 || missing="$missing $tool"
 done
 [ -z "$missing" ] && exit 0

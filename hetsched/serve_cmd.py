@@ -94,6 +94,7 @@ def serve(
     max_body_mb: float = typer.Option(DEFAULT_MAX_BODY_MB, min=0.001, help="Largest request body, MB; larger ones get 413."),
     time_limit_s: float = typer.Option(DEFAULT_TIME_LIMIT_S, min=0.001, help="Longest one plan may compute, seconds."),
     queue_wait_s: float = typer.Option(DEFAULT_QUEUE_WAIT_S, min=0.001, help="Longest a request waits for a planning slot before a 503, seconds."),
+    nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port whose cluster the /ui page shows live (supervisors, topologies, executors)."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
     """Run the planning service: the HTTP API of API.md (docs at /docs, schema at /openapi.json)."""
@@ -111,9 +112,12 @@ def serve(
     if not _is_loopback(host) and not token and not insecure_no_token:
         _refuse(f"refusing to listen on {host} without a token: anyone who can reach it could plan and overwrite "
                 "profile sets; give --token-file (or --token), or --insecure-no-token if you mean it")
+    if nimbus is not None:
+        nimbus = _nimbus_address(nimbus)
     settings = ServiceSettings(
         db_path=db or default_db_path(), token=token or None,
         max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
+        nimbus=nimbus,
     )
     try:
         service = create_app(settings)
@@ -122,10 +126,19 @@ def serve(
     logging.config.dictConfig(_log_config(log_level.value))
     log.info("planner: db %s, %s, body limit %g MB, time limit %g s", settings.db_path,
              "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s)
+    log.info("page at /ui: plans and profile sets%s", f", and the live cluster of Nimbus {nimbus}" if nimbus else "")
     if not _is_loopback(host) and not settings.token:
         log.warning("listening on %s without a token (--insecure-no-token): anyone who can reach this address can plan and overwrite profiles", host)
     uvicorn.run(service, host=host, port=port, log_config=_log_config(log_level.value), log_level=log_level.value,
                 access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+
+
+def _nimbus_address(text: str) -> str:
+    """``--nimbus`` checked as host:port (port 1-65535), so a typo fails at start rather than on the page."""
+    host, _, port = text.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        _refuse(f"--nimbus {text!r} is not host:port")
+    return f"{host}:{int(port)}"
 
 
 def _refuse(sentence: str) -> None:

@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 
 from planner.service.errors import ERROR_RESPONSES, install_error_handlers
 from planner.service.guards import PROTECTED_PREFIX, BearerToken, BodySizeLimit
-from planner.service.routers import evaluations, health, plans, profiles
+from planner.service.routers import evaluations, health, plans, profiles, ui
 from planner.service.routers.health import service_version
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
@@ -41,7 +41,7 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     app.state.planning_limiter = CapacityLimiter(PLANNING_THREADS)
 
     app.include_router(health.router)
-    for module in (plans, evaluations, profiles):
+    for module in (plans, evaluations, profiles, ui):
         app.include_router(module.router, responses=_documented_errors(settings))
     install_error_handlers(app)
 

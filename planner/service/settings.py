@@ -21,6 +21,7 @@ class ServiceSettings:
     ``time_limit_s``: the longest one plan or evaluation may compute; a request may ask
     for less (``options.time_limit_s``), never more.
     ``queue_wait_s``: the longest a request waits for a planning slot before a 503.
+    ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
     """
 
     db_path: Path = field(default_factory=default_db_path)
@@ -28,3 +29,4 @@ class ServiceSettings:
     max_body_bytes: int = int(DEFAULT_MAX_BODY_MB * 1_000_000)
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     queue_wait_s: float = DEFAULT_QUEUE_WAIT_S
+    nimbus: str | None = None

@@ -1,0 +1,253 @@
+"""What the /ui page shows: stored plans drawn as machines, profile sets with their fit, and the live cluster.
+
+Pure functions turn plans, profile sets and Nimbus' answers into the views the page renders; the
+reading (the database, Nimbus) sits in the few functions at the end. The database is read through
+its own read-only connection, so showing plans never writes to it (a plan's ``used_at`` stays as
+the planner left it).
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from planner.model import Plan, ProfileSet
+
+RECENT_PLANS = 20
+"""Plans shown, newest first: enough to find the one just made, small enough to redraw every few seconds."""
+NIMBUS_TIMEOUT_MS = 3_000
+"""How long one Nimbus call may take before the page says Nimbus cannot be read (it polls again soon)."""
+
+
+class Executor(BaseModel):
+    """One instance of a component, where a plan (or Nimbus) puts it."""
+
+    component: str
+    index: int | None = Field(default=None, description="The plan's instance index; None for a live executor.")
+    tasks: str | None = Field(default=None, description="A live executor's task range, e.g. '3-4'.")
+    cpu: float | None = Field(default=None, description="Predicted CPU percent of the machine this instance uses.")
+    input_rate: float | None = Field(default=None, description="Tuples/s the instance receives at the plan's R.")
+
+
+class MachineView(BaseModel):
+    id: str
+    type: str
+    utilization: float | None = Field(default=None, description="Predicted CPU percent of the whole machine (100 = all of it).")
+    capacity: float | None = Field(default=None, description="CPU percent of one core the machine may use (live: supervisor.cpu.capacity).")
+    executors: list[Executor]
+
+
+class MachineTypeGroup(BaseModel):
+    machine_type: str
+    machines: list[MachineView]
+
+
+class PlanView(BaseModel):
+    id: str
+    topology: str
+    strategy: str
+    created_at: float = Field(description="When it was stored, Unix seconds.")
+    input_rate: float = Field(description="R, tuples/s.")
+    weighted_utilization: float
+    bottleneck: str | None
+    feasible: bool
+    instances: dict[str, int]
+    machine_types: list[MachineTypeGroup]
+
+
+class ProfileRow(BaseModel):
+    profile: str
+    machine_type: str
+    e: float
+    met: float
+    r2: float | None
+    samples: int | None
+    rate_range: tuple[float, float] | None
+
+
+class ProfileSetView(BaseModel):
+    name: str
+    version: int | None = None
+    worst_r2: float | None = Field(description="The lowest R² over its entries that have one: the set's weakest fit.")
+    entries: list[ProfileRow]
+
+
+class SupervisorView(BaseModel):
+    host: str
+    machine_id: str | None
+    machine_type: str | None
+    slots: int
+    used_slots: int
+    capacity: float | None = Field(description="supervisor.cpu.capacity, percent of one core.")
+
+
+class TopologyView(BaseModel):
+    id: str
+    name: str
+    status: str
+    workers: int
+    sched_status: str
+    machines: list[MachineView]
+    error: str | None = Field(default=None, description="Why its executors could not be read, if they could not.")
+
+
+class LiveCluster(BaseModel):
+    nimbus: str | None = Field(description="The --nimbus address the service was started with; None: not asked to read one.")
+    readable: bool
+    problem: str | None = Field(default=None, description="Why the cluster is not shown, one sentence.")
+    leader: str | None = None
+    supervisors: list[SupervisorView] = Field(default_factory=list)
+    topologies: list[TopologyView] = Field(default_factory=list)
+
+
+class Overview(BaseModel):
+    plans: list[PlanView]
+    plans_stored: int
+    profile_sets: list[ProfileSetView]
+    cluster: LiveCluster
+
+
+# --- pure views ----------------------------------------------------------------------------------
+
+
+def plan_view(plan: Plan, created_at: float) -> PlanView:
+    """The plan's instances on its machines, machines grouped by machine type in the plan's order."""
+    placed: dict[str, list[Executor]] = {m.id: [] for m in plan.machines}
+    for a in sorted(plan.assignments, key=lambda a: (a.component, a.index)):
+        placed.setdefault(a.machine, []).append(
+            Executor(component=a.component, index=a.index, cpu=a.cpu, input_rate=a.input_rate))
+    groups: dict[str, list[MachineView]] = {}
+    for m in plan.machines:
+        groups.setdefault(m.type, []).append(
+            MachineView(id=m.id, type=m.type, utilization=m.utilization, executors=placed[m.id]))
+    return PlanView(
+        id=plan.id or "", topology=plan.topology, strategy=plan.strategy, created_at=created_at,
+        input_rate=plan.input_rate, weighted_utilization=plan.weighted_utilization, bottleneck=plan.bottleneck,
+        feasible=bool(plan.stats.get("feasible", plan.input_rate > 0)), instances=plan.instances,
+        machine_types=[MachineTypeGroup(machine_type=t, machines=ms) for t, ms in groups.items()],
+    )
+
+
+def profile_set_view(profile_set: ProfileSet) -> ProfileSetView:
+    fits = [e.r2 for e in profile_set.entries if e.r2 is not None]
+    rows = [ProfileRow(profile=e.profile, machine_type=e.machine_type, e=e.e, met=e.met, r2=e.r2,
+                       samples=e.samples, rate_range=e.rate_range)
+            for e in sorted(profile_set.entries, key=lambda e: (e.profile, e.machine_type))]
+    return ProfileSetView(name=profile_set.name, version=getattr(profile_set, "version", None),
+                          worst_r2=min(fits) if fits else None, entries=rows)
+
+
+@dataclass(frozen=True)
+class KnownMachine:
+    """A machine a supervisor host stands for, where the cluster's spec says so."""
+
+    id: str
+    type: str
+
+
+def supervisor_views(supervisors: Iterable[Any], machines: dict[str, KnownMachine]) -> list[SupervisorView]:
+    """Nimbus' supervisors (``observe.nimbus.SupervisorSummary``) with the machine each host is.
+
+    The machine comes from the supervisor's ``supervisor.scheduler.meta`` where the Thrift bindings
+    carry it, else from ``machines`` (host -> machine of the local cluster's spec).
+    """
+    views = []
+    for s in sorted(supervisors, key=lambda s: s.host):
+        meta = s.scheduler_meta or {}
+        known = machines.get(s.host)
+        views.append(SupervisorView(
+            host=s.host, slots=s.slots, used_slots=s.used_slots, capacity=s.cpu_capacity,
+            machine_id=meta.get("machine-id") or (known.id if known else None),
+            machine_type=meta.get("machine-type") or (known.type if known else None),
+        ))
+    return views
+
+
+def live_placement(executors: Iterable[Any], supervisors: list[SupervisorView]) -> list[MachineView]:
+    """Where each executor (``observe.counts.ExecutorCounts``) runs, as machines (host -> machine) in host order."""
+    by_host = {s.host: s for s in supervisors}
+    placed: dict[str, list[Executor]] = {}
+    for e in sorted(executors, key=lambda e: (e.component, e.task_start)):
+        tasks = str(e.task_start) if e.task_start == e.task_end else f"{e.task_start}-{e.task_end}"
+        placed.setdefault(e.host, []).append(Executor(component=e.component, tasks=tasks))
+    views = []
+    for host in sorted(placed):
+        s = by_host.get(host)
+        views.append(MachineView(
+            id=(s.machine_id if s and s.machine_id else host) if host else "not placed",
+            type=(s.machine_type if s and s.machine_type else "unknown type") if host else "",
+            capacity=s.capacity if s else None, executors=placed[host]))
+    return views
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+
+class OverviewError(RuntimeError):
+    """The database cannot be read for the page; the message names it."""
+
+
+def recent_plans(db_path: Path, limit: int = RECENT_PLANS) -> tuple[list[PlanView], int]:
+    """The ``limit`` newest stored plans and how many are stored, read without writing."""
+    try:
+        with closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)) as db:
+            total = db.execute("SELECT COUNT(*) FROM plans").fetchone()[0]
+            rows = db.execute("SELECT created_at, body FROM plans ORDER BY created_at DESC, id LIMIT ?",
+                              (limit,)).fetchall()
+    except sqlite3.Error as exc:
+        raise OverviewError(f"cannot read the plans in {db_path}: {exc}") from exc
+    return [plan_view(Plan.model_validate_json(body), created_at) for created_at, body in rows], total
+
+
+def local_machines(address: Any) -> dict[str, KnownMachine]:
+    """Host -> machine of the local cluster's spec, when ``address`` is that cluster's Nimbus; else empty.
+
+    Storm's Thrift bindings here do not carry ``supervisor.scheduler.meta``, so a supervisor's
+    machine type is known only from the spec of the cluster that started it.
+    """
+    try:
+        from cluster.local import LocalCluster
+        from cluster.spec import load_spec
+
+        layout = LocalCluster(load_spec()).layout
+    except Exception:  # no cluster package, no spec, no Storm home: the page shows hosts only
+        return {}
+    if (layout.nimbus_host, layout.nimbus_port) != (address.host, address.port):
+        return {}
+    return {m.host: KnownMachine(m.id, m.type) for m in layout.machines}
+
+
+def read_live_cluster(nimbus: str | None) -> LiveCluster:
+    """Supervisors, topologies and executor places from the Nimbus at ``nimbus`` (blocking; call in a thread)."""
+    if nimbus is None:
+        return LiveCluster(nimbus=None, readable=False,
+                           problem="the service was started without --nimbus, so no live cluster is read")
+    try:
+        from observe.nimbus import Nimbus, NimbusError, parse_address
+    except ImportError as exc:
+        return LiveCluster(nimbus=nimbus, readable=False,
+                           problem=f"Nimbus cannot be read: the 'topologies' extra (streamparse) is not installed ({exc.name} is missing)")
+    try:
+        address = parse_address(nimbus)
+        with Nimbus(address, NIMBUS_TIMEOUT_MS, retries=0) as client:
+            summary = client.summary()
+            supervisors = supervisor_views(summary.supervisors, local_machines(address))
+            topologies = []
+            for t in sorted(summary.topologies, key=lambda t: t.name):
+                machines: list[MachineView] = []
+                error = None
+                try:
+                    machines = live_placement(client.counts(t.id).executors.values(), supervisors)
+                except NimbusError as exc:
+                    error = str(exc)
+                topologies.append(TopologyView(id=t.id, name=t.name, status=t.status, workers=t.workers,
+                                               sched_status=t.scheduler_status, machines=machines, error=error))
+    except NimbusError as exc:
+        return LiveCluster(nimbus=nimbus, readable=False, problem=str(exc))
+    return LiveCluster(nimbus=nimbus, readable=True, leader=summary.leader, supervisors=supervisors,
+                       topologies=topologies)

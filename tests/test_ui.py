@@ -1,0 +1,299 @@
+"""The /ui page and /v1/overview: the views, the token, and the page rendered by a real headless Chromium."""
+from __future__ import annotations
+
+import json
+import struct
+import sys
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from hetsched.cli import _register, app as cli
+from planner.api import make_plan
+from planner.model import PlanRequest, ProfileSet
+from planner.service.app import create_app
+from planner.service.overview import (
+    KnownMachine,
+    live_placement,
+    plan_view,
+    profile_set_view,
+    read_live_cluster,
+    recent_plans,
+    supervisor_views,
+)
+from planner.service.settings import ServiceSettings
+from planner.storage import Storage
+from tests.fixtures.browser import chromium, dump_dom, screenshot
+from tests.fixtures.service import small_plan_request, small_profiles
+
+_register()
+REPO = Path(__file__).resolve().parents[1]
+TOKEN = "ui-test-token"
+needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (docker/install-tools.sh installs it)")
+
+
+def _plan(machines: int = 4):
+    request = PlanRequest.model_validate(small_plan_request(machines=machines))
+    return make_plan(request.topology, request.cluster, request.profiles.entries, request.strategy, request.options)
+
+
+# --- the views -----------------------------------------------------------------------------------
+
+
+def test_plan_view_puts_every_instance_once_on_its_machine_grouped_by_machine_type():
+    plan = _plan(machines=5).model_copy(update={"id": "p1"})
+    view = plan_view(plan, created_at=1.0)
+    assert [g.machine_type for g in view.machine_types] == list(dict.fromkeys(m.type for m in plan.machines))
+    assert all(m.type == g.machine_type for g in view.machine_types for m in g.machines)
+    drawn = {(e.component, e.index): m.id for g in view.machine_types for m in g.machines for e in m.executors}
+    assert sum(len(m.executors) for g in view.machine_types for m in g.machines) == len(plan.assignments)
+    assert drawn == {(a.component, a.index): a.machine for a in plan.assignments}
+    loads = {m.id: m.utilization for g in view.machine_types for m in g.machines}
+    assert loads == {m.id: m.utilization for m in plan.machines}
+    assert (view.topology, view.input_rate, view.instances) == (plan.topology, plan.input_rate, plan.instances)
+
+
+def test_profile_set_view_reports_the_weakest_fit():
+    measured = ProfileSet.model_validate_json((REPO / "profiles" / "default-cluster.json").read_text())
+    view = profile_set_view(measured)
+    assert view.worst_r2 == min(e.r2 for e in measured.entries)
+    assert len(view.entries) == len(measured.entries)
+    assert profile_set_view(ProfileSet.model_validate(small_profiles())).worst_r2 is None
+
+
+class _Supervisor:
+    def __init__(self, host: str, meta: dict | None = None):
+        self.host, self.slots, self.used_slots, self.cpu_capacity = host, 4, 1, 50.0
+        self.scheduler_meta = meta or {}
+
+
+class _Executor:
+    def __init__(self, component: str, task_start: int, task_end: int, host: str):
+        self.component, self.task_start, self.task_end, self.host = component, task_start, task_end, host
+
+
+def test_supervisors_get_their_machine_from_the_meta_else_the_cluster_spec_else_none():
+    views = supervisor_views(
+        [_Supervisor("127.0.0.3"), _Supervisor("127.0.0.2", {"machine-type": "small", "machine-id": "small-1"}),
+         _Supervisor("10.0.0.9")],
+        {"127.0.0.3": KnownMachine("large-1", "large")})
+    assert [(v.host, v.machine_id, v.machine_type) for v in views] == [
+        ("10.0.0.9", None, None), ("127.0.0.2", "small-1", "small"), ("127.0.0.3", "large-1", "large")]
+
+
+def test_live_placement_shows_each_executor_on_its_machine_and_the_unplaced_apart():
+    supervisors = supervisor_views([_Supervisor("127.0.0.2")], {"127.0.0.2": KnownMachine("small-1", "small")})
+    machines = live_placement([_Executor("spout", 1, 1, "127.0.0.2"), _Executor("high", 2, 3, "127.0.0.2"),
+                               _Executor("low", 4, 4, "")], supervisors)
+    assert [(m.id, m.type, [(e.component, e.tasks) for e in m.executors]) for m in machines] == [
+        ("not placed", "", [("low", "4")]),
+        ("small-1", "small", [("high", "2-3"), ("spout", "1")]),
+    ]
+
+
+def test_without_nimbus_the_cluster_says_why_it_is_not_shown():
+    cluster = read_live_cluster(None)
+    assert not cluster.readable and "--nimbus" in cluster.problem
+
+
+def test_a_nimbus_that_does_not_answer_is_named_in_one_sentence():
+    pytest.importorskip("streamparse")
+    cluster = read_live_cluster("127.0.0.1:1")
+    assert not cluster.readable and "127.0.0.1:1" in cluster.problem and "\n" not in cluster.problem
+
+
+def test_without_the_topologies_extra_the_page_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "observe.nimbus", None)
+    cluster = read_live_cluster("127.0.0.1:6627")
+    assert not cluster.readable and "'topologies' extra" in cluster.problem
+
+
+def test_the_live_cluster_is_read_from_nimbus_summary_and_executors(monkeypatch):
+    nimbus = pytest.importorskip("observe.nimbus")
+    from observe.counts import ExecutorCounts, TopologyCounts
+
+    def counts(component, task, host):
+        return ExecutorCounts(component, task, task, host, 6700, 10, component == "spout", 0, 0, 0, 0, 0)
+
+    class FakeNimbus:
+        def __init__(self, address, timeout_ms, retries):
+            assert (address.host, address.port) == ("nimbus.example", 6627)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def summary(self):
+            return nimbus.ClusterSummary(
+                leader="nimbus.example:6627",
+                supervisors=[nimbus.SupervisorSummary("s1", "10.0.0.2", 4, 1, 60, 100.0, 1024.0,
+                                                      {"machine-type": "large", "machine-id": "large-1"})],
+                topologies=[nimbus.TopologySummary("linear-1-1", "linear", "ACTIVE", 1, 2, 2, 60, "hetsched: placed by plan p1")])
+
+        def counts(self, topology_id):
+            assert topology_id == "linear-1-1"
+            return TopologyCounts("", {1: counts("spout", 1, "10.0.0.2"), 2: counts("high", 2, "10.0.0.2")}, {})
+
+    monkeypatch.setattr(nimbus, "Nimbus", FakeNimbus)
+    cluster = read_live_cluster("nimbus.example:6627")
+    assert cluster.readable and cluster.leader == "nimbus.example:6627"
+    assert [(s.host, s.machine_type) for s in cluster.supervisors] == [("10.0.0.2", "large")]
+    (topology,) = cluster.topologies
+    assert (topology.name, topology.status, topology.sched_status) == ("linear", "ACTIVE", "hetsched: placed by plan p1")
+    assert [(m.id, [e.component for e in m.executors]) for m in topology.machines] == [("large-1", ["high", "spout"])]
+
+
+# --- the service ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def guarded_app(tmp_path):
+    with TestClient(create_app(ServiceSettings(db_path=tmp_path / "ui.db", token=TOKEN))) as client:
+        yield client
+
+
+def test_the_page_is_open_static_and_locked_down_while_its_data_needs_the_token(guarded_app):
+    page = guarded_app.get("/ui")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert guarded_app.get("/ui/ui.js").headers["content-type"].startswith("text/javascript")
+    assert guarded_app.get("/ui/secrets.txt").status_code == 404
+    refused = guarded_app.get("/v1/overview")
+    assert refused.status_code == 401 and "token" in refused.json()["detail"]
+    assert guarded_app.get("/v1/overview", headers={"Authorization": "Bearer wrong"}).status_code == 401
+
+
+def test_overview_lists_stored_plans_newest_first_and_profile_sets(guarded_app):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert guarded_app.put("/v1/profiles/small-micro", json=small_profiles(), headers=auth).status_code == 200
+    made = [guarded_app.post("/v1/plans", json=small_plan_request(machines=n), headers=auth).json() for n in (2, 3)]
+    overview = guarded_app.get("/v1/overview", headers=auth).json()
+    assert [p["id"] for p in overview["plans"]] == [made[1]["id"], made[0]["id"]]
+    assert overview["plans_stored"] == 2
+    assert [s["name"] for s in overview["profile_sets"]] == ["small-micro"]
+    assert overview["cluster"]["readable"] is False
+
+
+def test_recent_plans_reads_without_writing(tmp_path):
+    storage = Storage(tmp_path / "ro.db")
+    stored = storage.save_plan(_plan())
+    before = (tmp_path / "ro.db").read_bytes(), storage.plan_json(stored.id)
+    views, total = recent_plans(tmp_path / "ro.db")
+    assert total == 1 and views[0].id == stored.id
+    assert ((tmp_path / "ro.db").read_bytes(), storage.plan_json(stored.id)) == before
+    storage.close()
+
+
+def test_serve_refuses_a_nimbus_option_that_is_not_host_port(tmp_path):
+    result = CliRunner().invoke(cli, ["serve", "--port", "0", "--db", str(tmp_path / "db"), "--nimbus", "nimbus:http"],
+                                env={"HETSCHED_PLANNER_TOKEN": ""})
+    assert result.exit_code == 2
+    assert "--nimbus 'nimbus:http' is not host:port" in result.output
+
+
+# --- in a real browser ---------------------------------------------------------------------------
+
+
+class _Placement(HTMLParser):
+    """Executor labels by the machine box (data-machine) and plan card (data-plan) they are drawn in."""
+
+    VOID = {"meta", "link", "input", "br", "img", "hr"}
+
+    def __init__(self):
+        super().__init__()
+        self.open: list[dict] = []
+        self.chips: Counter = Counter()
+        self.machines: set[tuple[str, str, str]] = set()
+        self.plans: dict[str, str] = {}
+        self.token_form_hidden: bool | None = None
+        self.text: list[str] = []
+
+    def _nearest(self, attribute: str) -> str | None:
+        return next((a[attribute] for a in reversed(self.open) if attribute in a), None)
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if attributes.get("id") == "token-form":
+            self.token_form_hidden = "hidden" in attributes
+        if tag in self.VOID:
+            return
+        self.open.append(attributes)
+        if "data-plan" in attributes:
+            self.plans[attributes["data-plan"]] = attributes["data-topology"]
+        if "data-machine" in attributes:
+            self.machines.add((self._nearest("data-plan"), attributes["data-machine"], self._nearest("data-machine-type")))
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.open:
+            self.open.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self.open and "executor" in (self.open[-1].get("class") or "").split():
+            self.chips[(self._nearest("data-plan"), self._nearest("data-machine"), data)] += 1
+
+
+def _rendered(url: str) -> _Placement:
+    parsed = _Placement()
+    parsed.feed(dump_dom(url))
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def served_plan(tmp_path_factory):
+    """A real ``hetsched serve`` with a token, a stored profile set and a stored plan."""
+    from tests.fixtures.service import LiveService
+
+    tmp = tmp_path_factory.mktemp("ui-service")
+    service = LiveService(db_path=tmp / "hetsched.db", log_path=tmp / "serve.log", token=TOKEN).start()
+    try:
+        with service.http() as http:
+            assert http.put("/v1/profiles/small-micro", json=small_profiles()).status_code == 200
+            answer = http.post("/v1/plans", json=small_plan_request(profiles={"name": "small-micro"}, machines=5))
+            assert answer.status_code == 201, answer.text
+        yield service, answer.json()
+    finally:
+        service.stop()
+
+
+@needs_chromium
+def test_chromium_draws_the_plan_its_machines_and_the_executors_on_each(served_plan):
+    service, plan = served_plan
+    page = _rendered(f"{service.url}/ui#token={TOKEN}")
+    assert page.token_form_hidden is True
+    assert page.plans == {plan["id"]: plan["topology"]}
+    assert page.machines == {(plan["id"], m["id"], m["type"]) for m in plan["machines"]}
+    expected = Counter((plan["id"], a["machine"], f"{a['component']} #{a['index']}") for a in plan["assignments"])
+    assert page.chips == expected
+    text = " ".join(page.text)
+    assert "small-micro" in text and "started without --nimbus" in text
+    assert f"{plan['input_rate']:.2f}".rstrip("0").rstrip(".") in text.replace(",", "")
+
+
+@needs_chromium
+def test_chromium_with_a_wrong_token_asks_for_it_and_shows_no_data(served_plan):
+    service, plan = served_plan
+    page = _rendered(f"{service.url}/ui#token=wrong")
+    assert page.token_form_hidden is False
+    assert "That token was refused." in " ".join(page.text)
+    assert not page.plans and not page.chips
+
+
+@needs_chromium
+def test_chromium_saves_a_screenshot_of_the_page(served_plan, tmp_path):
+    service, _ = served_plan
+    png = screenshot(f"{service.url}/ui#token={TOKEN}", tmp_path / "ui.png", window=(1400, 1000))
+    header = png.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", header[16:24]) == (1400, 1000)
+
+
+def test_overview_json_round_trips_through_the_model(guarded_app):
+    body = guarded_app.get("/v1/overview", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    assert json.loads(json.dumps(body)) == body and body["plans"] == [] and body["plans_stored"] == 0
