@@ -18,6 +18,7 @@ from planner.model import PlanRequest, ProfileSet
 from planner.service.app import create_app
 from planner.service.overview import (
     KnownMachine,
+    OverviewError,
     live_placement,
     plan_view,
     profile_set_view,
@@ -188,6 +189,11 @@ def test_recent_plans_reads_without_writing(tmp_path):
     assert total == 1 and views[0].id == stored.id
     assert ((tmp_path / "ro.db").read_bytes(), storage.plan_json(stored.id)) == before
     storage.close()
+
+
+def test_a_database_that_cannot_be_read_is_named(tmp_path):
+    with pytest.raises(OverviewError, match="missing.db"):
+        recent_plans(tmp_path / "missing.db")
 
 
 def test_serve_refuses_a_nimbus_option_that_is_not_host_port(tmp_path):

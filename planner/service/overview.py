@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from planner.model import Plan, ProfileSet
+from planner.storage import StorageError
 
 RECENT_PLANS = 20
 """Plans shown, newest first: enough to find the one just made, small enough to redraw every few seconds."""
@@ -188,8 +189,8 @@ def live_placement(executors: Iterable[Any], supervisors: list[SupervisorView]) 
 # --- reading ---------------------------------------------------------------------------------------
 
 
-class OverviewError(RuntimeError):
-    """The database cannot be read for the page; the message names it."""
+class OverviewError(StorageError):
+    """The database cannot be read for the page; the message names it (the service answers 503, as for any database fault)."""
 
 
 def recent_plans(db_path: Path, limit: int = RECENT_PLANS) -> tuple[list[PlanView], int]:

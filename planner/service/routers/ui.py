@@ -20,7 +20,6 @@ from planner.service.errors import ServiceError
 from planner.service.overview import (
     LiveCluster,
     Overview,
-    OverviewError,
     profile_set_view,
     read_live_cluster,
     recent_plans,
@@ -62,10 +61,7 @@ def asset(asset: str) -> FileResponse:
 async def overview(request: Request, storage: Storage = Depends(get_storage),
                    settings: ServiceSettings = Depends(get_settings)) -> Overview:
     """The newest stored plans drawn as machines, every profile set with its fit, and the live cluster (with --nimbus)."""
-    try:
-        plans, stored = await anyio.to_thread.run_sync(recent_plans, storage.path)
-    except OverviewError as exc:
-        raise ServiceError(500, "storage_error", str(exc)) from None
+    plans, stored = await anyio.to_thread.run_sync(recent_plans, storage.path)
     sets = await anyio.to_thread.run_sync(_profile_sets, storage)
     cluster = await _live_cluster(request, settings.nimbus)
     return Overview(plans=plans, plans_stored=stored, profile_sets=sets, cluster=cluster)

@@ -81,7 +81,7 @@ function typeGroups(machines) {
 
 function machineTypeGroups(groups, bottleneck) {
   return groups.map((g) => el("div", { class: "type-group", "data-machine-type": g.machine_type },
-    el("div", { class: "type-name" }, `${g.machine_type || "not placed"} (${g.machines.length})`),
+    el("div", { class: "type-name" }, g.machine_type ? `${g.machine_type} · ${g.machines.length} machine${g.machines.length === 1 ? "" : "s"}` : "not placed"),
     el("div", { class: "machines" }, g.machines.map((m) => machineBox(m, bottleneck)))));
 }
 
