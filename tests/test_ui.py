@@ -303,3 +303,31 @@ def test_chromium_saves_a_screenshot_of_the_page(served_plan, tmp_path):
 def test_overview_json_round_trips_through_the_model(guarded_app):
     body = guarded_app.get("/v1/overview", headers={"Authorization": f"Bearer {TOKEN}"}).json()
     assert json.loads(json.dumps(body)) == body and body["plans"] == [] and body["plans_stored"] == 0
+
+
+@needs_chromium
+def test_chromium_draws_the_live_cluster_read_from_a_nimbus_over_thrift(start_planner_service, monkeypatch):
+    """A Thrift server answering as Nimbus on the port where the local cluster's spec puts it, so hosts map to machines."""
+    pytest.importorskip("streamparse")
+    from cluster.local import LocalCluster
+    from cluster.spec import load_spec
+    from tests.fixtures.fake_nimbus import FakeExecutor, FakeNimbus
+
+    machines = LocalCluster(load_spec()).layout.machines  # hosts 127.0.0.2, ... whatever the port base
+    assert machines[0].host != machines[-1].host
+    executors = [FakeExecutor("spout", 1, machines[0].host), FakeExecutor("high", 2, machines[-1].host),
+                 FakeExecutor("high", 3, machines[-1].host)]
+    nimbus = FakeNimbus("linear", "hetsched: placed by plan p-123", [m.host for m in machines], executors)
+    monkeypatch.setenv("HETSCHED_CLUSTER_PORT_BASE", str(nimbus.port - 1))  # the spec's Nimbus is now this one
+    try:
+        service = start_planner_service(token=TOKEN, extra_args=["--nimbus", nimbus.address])
+        page = _rendered(f"{service.url}/ui#token={TOKEN}")
+    finally:
+        nimbus.close()
+    text = " ".join(page.text)
+    assert "hetsched: placed by plan p-123" in text and "ACTIVE" in text
+    for m in machines:
+        assert m.host in text and m.type in text
+    assert page.machines == {(None, machines[0].id, machines[0].type), (None, machines[-1].id, machines[-1].type)}
+    assert page.chips == Counter({(None, machines[0].id, "spout [1]"): 1, (None, machines[-1].id, "high [2]"): 1,
+                                  (None, machines[-1].id, "high [3]"): 1})
