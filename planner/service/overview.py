@@ -7,6 +7,7 @@ the planner left it).
 """
 from __future__ import annotations
 
+import importlib
 import sqlite3
 from collections.abc import Iterable
 from contextlib import closing
@@ -211,12 +212,11 @@ def local_machines(address: Any) -> dict[str, KnownMachine]:
     Storm's Thrift bindings here do not carry ``supervisor.scheduler.meta``, so a supervisor's
     machine type is known only from the spec of the cluster that started it.
     """
-    try:
-        from cluster.local import LocalCluster
-        from cluster.spec import load_spec
-
-        layout = LocalCluster(load_spec()).layout
-    except Exception:  # no cluster package, no spec, no Storm home: the page shows hosts only
+    try:  # imported by name: the planner does not depend on the cluster package (a core install lacks it)
+        local = importlib.import_module("cluster.local")
+        spec = importlib.import_module("cluster.spec")
+        layout = local.LocalCluster(spec.load_spec()).layout
+    except Exception:  # no cluster package, no spec, a bad port base: the page shows hosts only
         return {}
     if (layout.nimbus_host, layout.nimbus_port) != (address.host, address.port):
         return {}
