@@ -97,7 +97,7 @@ def serve(
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port whose cluster the /ui page shows live (supervisors, topologies, executors)."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
-    """Run the planning service: the HTTP API of API.md (docs at /docs, schema at /openapi.json)."""
+    """Run the planning service: the HTTP API of API.md (docs at /docs, schema at /openapi.json) and a page of plans at /ui."""
     import uvicorn
 
     from planner.service.app import create_app

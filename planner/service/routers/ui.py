@@ -20,6 +20,7 @@ from planner.service.errors import ServiceError
 from planner.service.overview import (
     LiveCluster,
     Overview,
+    ProfileSetView,
     profile_set_view,
     read_live_cluster,
     recent_plans,
@@ -67,7 +68,7 @@ async def overview(request: Request, storage: Storage = Depends(get_storage),
     return Overview(plans=plans, plans_stored=stored, profile_sets=sets, cluster=cluster)
 
 
-def _profile_sets(storage: Storage) -> list:
+def _profile_sets(storage: Storage) -> list[ProfileSetView]:
     found = (storage.get_profile_set(name) for name in storage.profile_set_names())
     return [profile_set_view(s) for s in found if s is not None]
 
