@@ -13,9 +13,9 @@ from planner.model import (
     Cluster,
     Evaluation,
     InstanceAssignment,
+    Placement,
     Plan,
     PlanOptions,
-    Placement,
     ProfileEntry,
     Topology,
 )
@@ -23,7 +23,12 @@ from planner.problem import compile_problem
 from planner.profiles import ProfileTable
 from planner.simulator import evaluate_problem
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
-from planner.validation import validate, validate_cluster, validate_profiles, validate_topology
+from planner.validation import (
+    validate,
+    validate_cluster,
+    validate_profiles,
+    validate_topology,
+)
 
 
 def make_plan(

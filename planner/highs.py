@@ -27,11 +27,20 @@ _depth = 0
 _saved_stdout: int | None = None
 
 
-def _flush_c_stdio() -> None:
+def _load_libc() -> ctypes.CDLL | None:
     try:
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):
-        pass
+        return ctypes.CDLL(None)
+    except OSError:
+        return None
+
+
+_libc = _load_libc()
+
+
+def _flush_c_stdio() -> None:
+    """Write out what C code buffered for stdout, so it lands where fd 1 points now."""
+    if _libc is not None and hasattr(_libc, "fflush"):
+        _libc.fflush(None)
 
 
 @contextmanager

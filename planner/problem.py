@@ -15,7 +15,7 @@ from types import MappingProxyType
 import numpy as np
 
 from planner.errors import PlanningError
-from planner.model import Cluster, Component, PlanOptions, Placement, Topology
+from planner.model import Cluster, Component, Placement, PlanOptions, Topology
 from planner.profiles import ProfileTable
 from planner.rates import input_shares, topological_order
 

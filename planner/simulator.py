@@ -33,8 +33,8 @@ from planner.model import (
     Cluster,
     Evaluation,
     MachineLoad,
-    PlanOptions,
     Placement,
+    PlanOptions,
     ProfileEntry,
     Topology,
 )
@@ -86,8 +86,16 @@ def rate_limits(limit_pct: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarr
     return np.where(np.isnan(r), np.inf, r)
 
 
-def fits_within(load_pct: np.ndarray, limit_pct: np.ndarray | float) -> np.ndarray:
-    """Whether each load is within its limit, up to ``LOAD_SLACK_PCT``."""
+@overload
+def fits_within(load_pct: float, limit_pct: float) -> bool: ...
+@overload
+def fits_within(load_pct: np.ndarray, limit_pct: np.ndarray | float) -> np.ndarray: ...
+@overload
+def fits_within(load_pct: np.ndarray | float, limit_pct: np.ndarray) -> np.ndarray: ...
+
+
+def fits_within(load_pct, limit_pct):
+    """Whether each load is within its limit (percent), up to ``LOAD_SLACK_PCT``."""
     return load_pct <= limit_pct + LOAD_SLACK_PCT
 
 

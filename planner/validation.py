@@ -83,7 +83,7 @@ def validate_profiles(topology: Topology, cluster: Cluster, profiles: ProfileTab
         if c.is_system:
             continue
         for t in types:
-            if profiles.get(c.profile, t) is None:
+            if c.profile is None or profiles.get(c.profile, t) is None:
                 raise PlanningError(f"no profile for {c.profile} on machine type {t} (component {c.id})")
 
 

@@ -68,7 +68,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.bounds import instance_limit, least_counts, lp_upper_bound_problem, most_instances_at_rate
+from planner.bounds import (
+    instance_limit,
+    least_counts,
+    lp_upper_bound_problem,
+    most_instances_at_rate,
+)
 from planner.errors import PlanningError, PlanningTimeout
 from planner.linear_model import LinearModel
 from planner.model import Placement
@@ -169,7 +174,10 @@ def _roles(problem: Problem) -> _Roles:
     used = np.unique(problem.machine_type)
     shares = problem.shares(least_counts(problem))
     split, each = shares.split, shares.each
-    placed, enumerated, single, free = [], [], [], []
+    placed: list[int] = []
+    enumerated: list[int] = []
+    single: list[int] = []
+    free: list[int] = []
     for c in range(problem.n_components):
         if not problem.cost[c, used].any() and not problem.met[c, used].any():
             free.append(c)
@@ -204,6 +212,11 @@ def _least_count(cost_rate_split: float, base: float, limit: float) -> int | Non
     return max(1, math.ceil(cost_rate_split / (limit - base) - 1e-9))
 
 
+def _enough(least: int | None, n: int) -> bool:
+    """Whether ``n`` instances are enough, given the least count that fits (None: no count fits)."""
+    return least is not None and least <= n
+
+
 @dataclass
 class _Vars:
     count: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -231,7 +244,7 @@ def _rate_model(
     machines = range(problem.n_machines)
     types = [int(t) for t in np.unique(problem.machine_type)]
     on_type = {t: [w for w in machines if problem.machine_type[w] == t] for t in types}
-    load: list[dict[int, float]] = [dict() for _ in machines]
+    load: list[dict[int, float]] = [{} for _ in machines]
     for c in roles.placed:
         fixed = roles.pinned_count(problem, c, counts)
         s, a, g = split[c], each[c], first[c]
@@ -242,8 +255,8 @@ def _rate_model(
         }
         fits: dict[int, set[int]] = {}  # n -> machine types where one instance fits when c has n
         for n in [fixed] if fixed else range(1, caps[c] + 1):
-            regular = {t for t in types if least[t] is not None and least[t] <= n}
-            if regular and (g == 0 or any(least_first[t] is not None and least_first[t] <= n for t in types)):
+            regular = {t for t in types if _enough(least[t], n)}
+            if regular and (g == 0 or any(_enough(least_first[t], n) for t in types)):
                 fits[n] = regular
         if not fits:
             return None
@@ -266,7 +279,7 @@ def _rate_model(
                 model.row({v.host[c, w]: 1.0, **{v.x[c, w, n]: -1.0 for n in fits if (c, w, n) in v.x}}, hi=0.0)
             model.row({v.host[c, w]: 1.0 for w in machines}, 1.0, 1.0)
             for t in types:
-                too_few = [n for n in fits if least_first[t] is None or least_first[t] > n]
+                too_few = [n for n in fits if not _enough(least_first[t], n)]
                 if too_few:
                     model.row({**{v.host[c, w]: 1.0 for w in on_type[t]}, **{v.count[c, n]: 1.0 for n in too_few}}, hi=1.0)
     for w in machines:
@@ -288,7 +301,7 @@ def _placement_from(
     for c in roles.placed:
         n = next(n for (cc, n), var in vars_.count.items() if cc == c and solution[var] > 0.5)
         per_machine = {
-            w: int(round(solution[vars_.x[c, w, n]])) if (c, w, n) in vars_.x else 0 for w in range(problem.n_machines)
+            w: round(float(solution[vars_.x[c, w, n]])) if (c, w, n) in vars_.x else 0 for w in range(problem.n_machines)
         }
         machines: list[int] = []
         hosts = [w for w in range(problem.n_machines) if (c, w) in vars_.host and solution[vars_.host[c, w]] > 0.5]

@@ -12,7 +12,13 @@ import numpy as np
 
 from planner.model import Placement
 from planner.problem import Problem
-from planner.simulator import HostedModel, InstanceRates, hosted_loads, instance_cpu_pct, instance_rates
+from planner.simulator import (
+    HostedModel,
+    InstanceRates,
+    hosted_loads,
+    instance_cpu_pct,
+    instance_rates,
+)
 
 
 class PlacementState:

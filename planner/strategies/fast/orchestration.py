@@ -10,6 +10,7 @@ and without moving that instance; the better end is kept.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,12 @@ from planner.strategies.fast.fluid_lp import UNBOUNDED, FluidInput, fluid_lp
 from planner.strategies.fast.machine_types import MachineTypes
 from planner.strategies.fast.packing import Packing, best_packing
 from planner.strategies.fast.polish import Layout, polish
-from planner.strategies.fast.sizing import Counts, SizeChoice, choose_sizes, instance_sizes
+from planner.strategies.fast.sizing import (
+    Counts,
+    SizeChoice,
+    choose_sizes,
+    instance_sizes,
+)
 from planner.strategies.fast.tuning import DEFAULT_TUNING, FastTuning
 
 NO_RATE = "the cluster cannot carry the topology at any input rate: the fixed costs (MET) exceed the machines"
@@ -79,7 +85,7 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
                                  for c in candidates if c.size_choice is not None):
             continue
         packing = best_packing(model, fluid, counts, choice.lp.flows, choice.lp.rate,
-                               lambda r, size=choice.size: instance_sizes(fluid, counts, size, r), tuning, deadline)
+                               partial(instance_sizes, fluid, counts, choice.size), tuning, deadline)
         candidates.append(Candidate(packing, choice))
         deadline.check(0)
     if not candidates:

@@ -177,7 +177,7 @@ class _LocalSearch:
                     relieved = th_c
                 else:
                     relieved = np.where(idx == bottleneck_machine, r_dst, r_resplit[bottleneck_machine])
-                choice.offer(lambda m, c=c: [InstanceChange(c, m, 1)], new_rate, r_dst, relieved, extra_met=True)
+                choice.offer(_one_more(c), new_rate, r_dst, relieved, extra_met=True)
             w = bottleneck_machine
             if thread_bound or hosts[c, w] == 0 or unit[c] == 0:
                 continue
@@ -194,8 +194,7 @@ class _LocalSearch:
             th_dst = th_c
             new_rate = np.minimum.reduce([rest, np.full(n_machines, r_src), r_dst, th_c, np.full(n_machines, th_others)])
             new_rate[w] = -np.inf
-            choice.offer(lambda m, c=c, w=w: [InstanceChange(c, w, -1), InstanceChange(c, m, 1)],
-                         new_rate, r_dst, np.full(n_machines, r_src))
+            choice.offer(_moved(c, w), new_rate, r_dst, np.full(n_machines, r_src))
             # swap it with one instance of another component on another machine
             for c2 in range(problem.n_components):
                 if c2 == c or unit[c2] == 0 or not (hosts[c2] > 0).any():
@@ -211,12 +210,23 @@ class _LocalSearch:
                     [rest, np.full(n_machines, r_src2), r_dst2, th_dst, np.full(n_machines, min(th_c2, th_rest))]
                 )
                 new_rate[(hosts[c2] == 0) | (idx == w)] = -np.inf
-                choice.offer(
-                    lambda m, c=c, c2=c2, w=w: [InstanceChange(c, w, -1), InstanceChange(c, m, 1),
-                                                InstanceChange(c2, m, -1), InstanceChange(c2, w, 1)],
-                    new_rate, r_dst2, np.full(n_machines, r_src2),
-                )
+                choice.offer(_swapped(c, c2, w), new_rate, r_dst2, np.full(n_machines, r_src2))
         return choice.best()
+
+
+def _one_more(c: int) -> Callable[[int], Move]:
+    """One more instance of c, on the destination machine."""
+    return lambda m: [InstanceChange(c, m, 1)]
+
+
+def _moved(c: int, w: int) -> Callable[[int], Move]:
+    """One instance of c from w to the destination machine."""
+    return lambda m: [InstanceChange(c, w, -1), InstanceChange(c, m, 1)]
+
+
+def _swapped(c: int, c2: int, w: int) -> Callable[[int], Move]:
+    """One instance of c from w to the destination machine, one of c2 from there to w."""
+    return lambda m: [InstanceChange(c, w, -1), InstanceChange(c, m, 1), InstanceChange(c2, m, -1), InstanceChange(c2, w, 1)]
 
 
 def _min_excluding(order: np.ndarray, smallest: list[float], w: int, idx: np.ndarray) -> np.ndarray:
