@@ -6,7 +6,7 @@ on: no planner at the URL, the server's own sentence for 404/413/422, a refused 
 from __future__ import annotations
 
 import os
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -45,7 +45,7 @@ class PlannerClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
 
-    def __enter__(self) -> "PlannerClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

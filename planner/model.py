@@ -128,7 +128,7 @@ class ProfileRef(_Model):
     entries: list[ProfileEntry] | None = Field(default=None, min_length=1, max_length=100_000)
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "ProfileRef":
+    def _exactly_one(self) -> ProfileRef:
         if (self.name is None) == (self.entries is None):
             raise ValueError("profiles must give exactly one of 'name' (a stored profile set) or 'entries' (inline)")
         return self

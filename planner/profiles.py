@@ -25,7 +25,7 @@ class ProfileTable:
         }
 
     @classmethod
-    def from_entries(cls, entries: Iterable[ProfileEntry]) -> "ProfileTable":
+    def from_entries(cls, entries: Iterable[ProfileEntry]) -> ProfileTable:
         """Index the entries; the same (profile, machine type) pair twice is a fault, not a silent overwrite."""
         by_pair: dict[tuple[str, str], ProfileEntry] = {}
         for entry in entries:

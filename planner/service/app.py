@@ -48,7 +48,7 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     if settings.token:
         app.add_middleware(BearerToken, token=settings.token)
-    app.openapi = lambda: _openapi(app, settings)
+    app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]  # FastAPI's documented override
     return app
 
 

@@ -55,7 +55,8 @@ def not_found(detail: str) -> ServiceError:
 
 def error_response(status_code: int, error: str, detail: str, headers: dict[str, str] | None = None,
                    errors: list[dict[str, Any]] | None = None) -> JSONResponse:
-    body = ErrorBody(detail=detail, error=error, errors=errors).model_dump(exclude_none=True)
+    body = ErrorBody(detail=detail, error=error,
+                     errors=None if errors is None else [FieldError.model_validate(e) for e in errors]).model_dump(exclude_none=True)
     return JSONResponse(body, status_code=status_code, headers=headers)
 
 
@@ -142,9 +143,9 @@ async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(ServiceError, _on_service_error)
-    app.add_exception_handler(RequestValidationError, _on_validation_error)
-    app.add_exception_handler(PlanningError, _on_planning_error)
-    app.add_exception_handler(StarletteHTTPException, _on_http_exception)
-    app.add_exception_handler(StorageError, _on_storage_error)
+    app.exception_handler(ServiceError)(_on_service_error)
+    app.exception_handler(RequestValidationError)(_on_validation_error)
+    app.exception_handler(PlanningError)(_on_planning_error)
+    app.exception_handler(StarletteHTTPException)(_on_http_exception)
+    app.exception_handler(StorageError)(_on_storage_error)
     app.add_exception_handler(Exception, _on_unexpected)

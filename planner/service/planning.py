@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 from anyio import CapacityLimiter
@@ -38,6 +39,8 @@ def resolve_profiles(ref: ProfileRef, storage: Storage) -> list[ProfileEntry]:
     """The inline entries, or those of the stored profile set the request names (404 if none)."""
     if ref.entries is not None:
         return ref.entries
+    if ref.name is None:
+        raise ServiceError(422, "invalid_request", "profiles must give exactly one of 'name' (a stored profile set) or 'entries' (inline)")
     stored = storage.get_profile_set(ref.name)
     if stored is None:
         raise not_found(f"profile set '{ref.name}' does not exist: store it with PUT /v1/profiles/{ref.name}")
@@ -51,7 +54,7 @@ def limited_options(options: PlanOptions, service_limit_s: float) -> PlanOptions
     return options.model_copy(update={"time_limit_s": limit})
 
 
-async def run_limited(func: Callable[..., T], *args, limit_s: float, limiter: CapacityLimiter, queue_wait_s: float) -> T:
+async def run_limited(func: Callable[..., T], *args: Any, limit_s: float | None, limiter: CapacityLimiter, queue_wait_s: float) -> T:
     """Run ``func(*args)`` in a worker thread once a planning slot is free; past ``limit_s`` answer a PlanningTimeout.
 
     The time limit counts computing only, not the wait for a slot; a wait longer than
@@ -66,7 +69,7 @@ async def run_limited(func: Callable[..., T], *args, limit_s: float, limiter: Ca
         raise ServiceError(503, "busy", f"the planner is busy: no planning slot came free within {queue_wait_s:g} s; "
                            "try again later", headers={"Retry-After": "5"}) from None
     try:
-        with anyio.fail_after(limit_s + GUARD_GRACE_S):
+        with anyio.fail_after(None if limit_s is None else limit_s + GUARD_GRACE_S):
             return await anyio.to_thread.run_sync(functools.partial(func, *args), abandon_on_cancel=True)
     except TimeoutError:
         log.warning("%s overran the time limit of %g s; its thread was left to finish", getattr(func, "__name__", func), limit_s)

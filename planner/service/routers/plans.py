@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from anyio import CapacityLimiter
@@ -53,9 +53,9 @@ async def create_plan(
         options = limited_options(request.options, settings.time_limit_s)
         plan = await _reuse(request, entries, options, storage, limiter, settings)
         if plan is None:
-            plan = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options,
-                                     limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
-            plan = await anyio.to_thread.run_sync(storage.save_plan, plan)
+            fresh = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options,
+                                      limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
+            plan = await anyio.to_thread.run_sync(storage.save_plan, fresh)
     except (PlanningError, ServiceError) as exc:
         log.info("plan topology=%s strategy=%s machines=%d failed elapsed_ms=%.1f: %s", request.topology.name,
                  request.strategy or DEFAULT_STRATEGY, len(request.cluster.machines),
@@ -82,7 +82,7 @@ async def _reuse(request: PlanRequest, entries: list[ProfileEntry], options: Pla
         log.info("plan_id %s: %s; planning afresh", request.plan_id,
                  "no such plan" if stored is None else "the stored plan does not fit this request")
         return None
-    limits = {"limit_s": options.time_limit_s, "limiter": limiter, "queue_wait_s": settings.queue_wait_s}
+    limits: dict[str, Any] = {"limit_s": options.time_limit_s, "limiter": limiter, "queue_wait_s": settings.queue_wait_s}
     instances = list(stored.assignments)
     uncovered = {c.id for c in request.topology.components if c.id not in stored.instances}
     if uncovered:
