@@ -97,7 +97,7 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
             "input_rate": "R: mean emit rate of the spout components, tuples/s",
             "sink_throughput": "tuples/s executed by the sinks (bolts without subscribers)",
             "bolt_throughput": "tuples/s executed by all bolts",
-            "total_throughput": "the planner's total (MODEL.md): every component's input rate, spouts' emit rate "
+            "total_throughput": "the planner's total (docs/model.md): every component's input rate, spouts' emit rate "
                                 "included = bolt_throughput + spout emit rate",
             "utilization": "machine cgroup cpuacct delta / window / CPU quota, percent",
             "predicted": "planner evaluation (POST /v1/evaluations) of the placement read back from Nimbus; "

@@ -96,7 +96,7 @@ def serve(
     queue_wait_s: float = typer.Option(DEFAULT_QUEUE_WAIT_S, min=0.001, help="Longest a request waits for a planning slot before a 503, seconds."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
-    """Run the planning service: the HTTP API of API.md (docs at /docs, schema at /openapi.json)."""
+    """Run the planning service: the HTTP API of docs/api.md (docs at /docs, schema at /openapi.json)."""
     import uvicorn
 
     from planner.service.app import create_app

@@ -1,6 +1,6 @@
-"""The planning model of MODEL.md as typed objects.
+"""The planning model of docs/model.md as typed objects.
 
-The same shapes as the HTTP contract (API.md), so one class parses a request
+The same shapes as the HTTP contract (docs/api.md), so one class parses a request
 body, a YAML/JSON file and a test fixture. Units: rates in tuples per second,
 CPU in percent of one machine (100 = the whole machine), ``e`` in seconds of
 the machine's whole CPU per tuple.

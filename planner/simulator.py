@@ -1,4 +1,4 @@
-"""The simulator: scores any placement with the same closed form (MODEL.md, "Load and constraints").
+"""The simulator: scores any placement with the same closed form (docs/model.md, "Load and constraints").
 
 For a fixed placement every load is linear in the input rate R: machine w
 carries ``U_w(R) = a_w * R + b_w`` and instance i uses ``a_i * R + b_i``. So

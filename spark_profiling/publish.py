@@ -1,4 +1,4 @@
-"""Storing a ProfileSet in the planner (``PUT /v1/profiles/{name}``, API.md) through the planner's client."""
+"""Storing a ProfileSet in the planner (``PUT /v1/profiles/{name}``, docs/api.md) through the planner's client."""
 from __future__ import annotations
 
 from planner.client import DEFAULT_URL, TOKEN_ENV, URL_ENV, PlannerClient, PlannerClientError

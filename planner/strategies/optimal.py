@@ -1,4 +1,4 @@
-"""The exact optimum under the planning model (MODEL.md, "optimal"), for small requests.
+"""The exact optimum under the planning model (docs/model.md, "optimal"), for small requests.
 
 The yardstick for every heuristic: the largest input rate R that any choice
 of instance counts and placement sustains, found by mixed-integer programming
