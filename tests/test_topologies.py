@@ -221,13 +221,15 @@ def test_pacer_emits_at_the_rate_and_forgives_long_stalls():
 
 def test_sliding_windows_forget_the_oldest_slot():
     counts = SlidingCounts(slots=2)
-    counts.add("a"); counts.add("a"); counts.add("b")
+    for key in ("a", "a", "b"):
+        counts.add(key)
     assert counts.totals_then_advance() == {"a": 2, "b": 1}
     counts.add("a")
     assert counts.totals_then_advance() == {"a": 3, "b": 1}
     assert counts.totals_then_advance() == {"a": 1}
     sets = SlidingSets(slots=2)
-    sets.add("u", 1); sets.add("u", 1); sets.add("u", 2)
+    for visitor in (1, 1, 2):
+        sets.add("u", visitor)
     assert sets.sizes_then_advance() == {"u": 2}
     assert slot_count(9, 3) == 3 and slot_count(300, 60) == 5 and slot_count(1, 5) == 1
 
