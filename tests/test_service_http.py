@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import tomllib
+from importlib import metadata
 
 import httpx
 import pytest
 
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
-from tests.fixtures.service import small_plan_request, small_profiles
+from tests.fixtures.service import REPO, small_plan_request, small_profiles
 
 
 @pytest.fixture
@@ -35,9 +37,13 @@ def test_the_service_listens_on_loopback_by_default(planner_service):
     assert planner_service.url.startswith("http://127.0.0.1:")
 
 
-def test_health_is_open_and_says_ok(http):
-    body = http.get("/healthz").json()
-    assert body["status"] == "ok" and body["version"]
+def test_health_is_open_and_says_ok_with_the_installed_version(http):
+    response = http.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body == {"status": "ok", "version": metadata.version("hetsched")}
+    assert body["version"] == tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"], (
+        "the installed hetsched is not this checkout's version: run make setup again")
 
 
 def test_openapi_lists_every_endpoint_of_the_contract(http):
