@@ -13,11 +13,11 @@ from planner.profiles import ProfileTable
 from planner.random_requests import RandomRequest, random_request
 from planner.strategies import STRATEGIES
 from planner.strategies.optimal import DEFAULT_TUNING, OptimalTuning, solve
+from planner.validation import validate
 
 OPTIMALITY_GAP = DEFAULT_TUNING.optimality_gap
 MAX_PLACED_COMPONENTS = DEFAULT_TUNING.max_placed_components
 MAX_MACHINES = DEFAULT_TUNING.max_machines
-from planner.validation import validate
 
 RELATIVE = 1e-9
 """Rounding slack for comparisons that hold exactly."""
