@@ -10,7 +10,8 @@ def _register() -> None:
     # Each module adds its commands to ``app``; one line per area of the product.
     from hetsched import plan_cmd  # noqa: F401  planner core: hetsched plan
     from hetsched import serve_cmd  # noqa: F401  planning service: hetsched serve
-    from hetsched import profiles_cmd  # noqa: F401  planning service: hetsched profiles put|get|list
+    from hetsched import profiles_cmd  # noqa: F401  planning service: hetsched profiles put|get|list|versions|delete
+    from hetsched import plans_cmd  # noqa: F401  planning service: hetsched plans get|delete
     from hetsched import topology_cmd  # noqa: F401  topologies: hetsched submit|kill|topologies
     from hetsched import profile_cmd  # noqa: F401  profiling: hetsched aggregate
     from hetsched import cluster_cmd  # noqa: F401  local cluster: hetsched cluster up|down|status|logs

@@ -44,6 +44,14 @@ def request_body(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def put_summary(stored: StoredProfileSet, where: str) -> str:
+    """One line on what a PUT of a profile set did, ``where`` naming the planner ("at URL", "in the planner")."""
+    what = f"profile set {stored.name} ({len(stored.entries)} entries)"
+    if stored.created:
+        return f"stored {what} as version {stored.version} {where}"
+    return f"{what} unchanged {where}: version {stored.version} holds the same content"
+
+
 class PlannerClient:
     """Calls one planning service. ``url``/``token`` default to $HETSCHED_PLANNER_URL / $HETSCHED_PLANNER_TOKEN."""
 
