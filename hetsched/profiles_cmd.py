@@ -103,15 +103,15 @@ def list_(url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) ->
 
 @profiles_app.command("versions")
 def versions(name: str, url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) -> None:
-    """The stored versions of profile set NAME, oldest first, with the plans made with each."""
+    """The stored versions of profile set NAME, oldest first: when stored (UTC), entries, plans made with it, digest."""
     try:
         with PlannerClient(url, token) as client:
             listing = client.profile_set_versions(name)
     except PlannerClientError as exc:
         raise _fail(str(exc)) from None
-    typer.echo(f"{'version':>7}  {'created (UTC)':<24}  {'entries':>7}  {'plans':>5}  digest")
     for v in listing.versions:
-        typer.echo(f"{v.version:>7}  {v.created_at:<24}  {v.entry_count:>7}  {v.plans:>5}  {v.digest[:DIGEST_SHOWN_CHARS]}")
+        plans = f"{v.plans} plan{'' if v.plans == 1 else 's'}"
+        typer.echo(f"version {v.version}  stored {v.created_at}  {v.entry_count} entries  {plans}  {v.digest[:DIGEST_SHOWN_CHARS]}")
 
 
 @profiles_app.command("delete")
