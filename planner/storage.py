@@ -229,13 +229,9 @@ class Storage:
         with self._transaction() as db:
             return db.execute("DELETE FROM plans WHERE id = ?", (plan_id,)).rowcount > 0
 
-    def plans_naming(self, name: str, version: int, limit: int = 3) -> tuple[int, list[str]]:
-        """How many stored plans were made with that version, and the ids of the first ``limit``."""
-        with self._lock:
-            return self._plans_naming(self._db, name, version, limit)
-
     @staticmethod
     def _plans_naming(db: sqlite3.Connection, name: str, version: int, limit: int) -> tuple[int, list[str]]:
+        """How many stored plans were made with that version, and the ids of the first ``limit``."""
         count = db.execute("SELECT COUNT(*) FROM plans WHERE profiles_name = ? AND profiles_version = ?",
                            (name, version)).fetchone()[0]
         ids = [row[0] for row in db.execute(

@@ -66,7 +66,7 @@ def error_response(status_code: int, error: str, detail: str, headers: dict[str,
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "A token is configured and the call has none or a wrong one."},
-    404: {"model": ErrorBody, "description": "No such plan, profile set or path."},
+    404: {"model": ErrorBody, "description": "No such plan, profile set, profile set version or path."},
     413: {"model": ErrorBody, "description": "The body is over the service's size limit."},
     422: {"model": ErrorBody, "description": "The body breaks the schema (the field at fault in `errors`), cannot be planned, or its search ran past the time limit (one sentence in `detail`)."},
     503: {"model": ErrorBody, "description": "No planning slot came free in time (busy, with Retry-After), or the database failed."},
