@@ -31,7 +31,8 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
 COMMAND_MODULES = (
     "hetsched.plan_cmd",  # planner core: hetsched plan|compare
     "hetsched.serve_cmd",  # planning service: hetsched serve
-    "hetsched.profiles_cmd",  # planning service: hetsched profiles put|get|list
+    "hetsched.profiles_cmd",  # planning service: hetsched profiles put|get|list|versions|delete
+    "hetsched.plans_cmd",  # planning service: hetsched plans get|delete
     "hetsched.topology_cmd",  # topologies: hetsched submit|kill|topologies|counts (imports streamparse)
     "hetsched.profile_cmd",  # profiling: hetsched aggregate|profile
     "hetsched.cluster_cmd",  # local cluster: hetsched cluster up|down|status|logs

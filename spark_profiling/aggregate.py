@@ -283,6 +283,7 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """spark-submit entry point; the same options as ``hetsched aggregate``."""
+    from planner.client import put_summary
     from spark_profiling.publish import TOKEN_ENV, URL_ENV, put_profile_set
     from spark_profiling.report import summary_lines
 
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}")
         if args.put:
             stored = put_profile_set(profile_set, args.put, args.planner, args.token)
-            print(f"stored profile set {stored.name!r} ({len(stored.entries)} entries) in the planner")
+            print(put_summary(stored, "in the planner"))
     except ProfilingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

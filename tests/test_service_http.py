@@ -49,9 +49,12 @@ def test_health_is_open_and_says_ok_with_the_installed_version(http):
 def test_openapi_lists_every_endpoint_of_the_contract(http):
     paths = http.get("/openapi.json").json()["paths"]
     assert set(paths["/v1/plans"]) == {"post"}
-    assert set(paths["/v1/plans/{plan_id}"]) == {"get"}
+    assert set(paths["/v1/plans/{plan_id}"]) == {"get", "delete"}
     assert set(paths["/v1/evaluations"]) == {"post"}
     assert set(paths["/v1/profiles/{name}"]) == {"put", "get"}
+    assert set(paths["/v1/profiles/{name}/versions"]) == {"get"}
+    assert set(paths["/v1/profiles/{name}/versions/{version}"]) == {"get", "delete"}
+    assert "409" in paths["/v1/profiles/{name}/versions/{version}"]["delete"]["responses"]
     assert set(paths["/v1/profiles"]) == {"get"}
     assert set(paths["/healthz"]) == {"get"}
     assert "201" in paths["/v1/plans"]["post"]["responses"]
@@ -59,7 +62,7 @@ def test_openapi_lists_every_endpoint_of_the_contract(http):
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
 
 
-def test_profile_sets_are_stored_replaced_and_listed(http):
+def test_profile_sets_are_stored_superseded_and_listed(http):
     first = small_profiles("http-profiles")
     response = http.put("/v1/profiles/http-profiles", json=first)
     assert response.status_code == 200
@@ -69,7 +72,7 @@ def test_profile_sets_are_stored_replaced_and_listed(http):
     replaced["source"] = {"run": "second"}
     assert http.put("/v1/profiles/http-profiles", json=replaced).status_code == 200
     stored = http.get("/v1/profiles/http-profiles").json()
-    assert stored["entries"][0]["e"] == 0.5 and stored["source"] == {"run": "second"}
+    assert stored["entries"][0]["e"] == 0.5 and stored["source"] == {"run": "second"} and stored["version"] == 2
     assert "http-profiles" in http.get("/v1/profiles").json()["profiles"]
 
 
