@@ -320,7 +320,8 @@ def settings_lines(data: dict[str, Any]) -> list[str]:
         f"message timeout {s['message_timeout_s']} s",
         "plans: " + (", ".join(f"{t} {p['id']} ({p['strategy']}, R {p['input_rate']:.2f})" for t, p in plans.items()) or "-"),
         "load average (1/5/15 min): start " + " ".join(f"{x:.2f}" for x in load.get("start", []))
-        + ", end " + " ".join(f"{x:.2f}" for x in load.get("end", [])) + f" on {versions.get('cpus', '?')} CPUs",
+        + (", end " + " ".join(f"{x:.2f}" for x in load["end"]) if load.get("end") else "")
+        + f" on {versions.get('cpus', '?')} CPUs",
         f"Storm {versions.get('storm')}, {versions.get('java')}, Python {versions.get('python')}, "
         f"commit {versions.get('git_commit', '?')}; took {data.get('elapsed_s', 0):g} s",
     ]
