@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup storm tools demo test clean
+.PHONY: setup storm tools demo lint test clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,7 +31,12 @@ setup: $(BIN)/.installed $(PLUGIN_JAR) storm tools
 demo: setup
 	$(BIN)/hetsched demo
 
-test: setup
+# ruff with its default rules on all Python, mypy on the planner (pyproject.toml), then the Java and Python tests.
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy planner
+
+test: setup lint
 	mvn -q -f storm-plugin/pom.xml test
 	$(BIN)/pytest
 

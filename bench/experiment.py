@@ -6,6 +6,11 @@ profile set exactly like Storm's DefaultScheduler), then, if asked for, the same
 cluster restarted with Storm's Resource Aware Scheduler. Whatever happens (a
 failed run, a lost supervisor, Ctrl-C, SIGTERM), the cluster and the planner are
 stopped and the results so far are written.
+
+The result is written as the bench goes (``bench.json`` in the output folder, atomically, 0600 in a
+0700 folder): when it starts, once its runs are laid out, after every run, and at the end with
+``complete`` true. A bench killed outright (SIGKILL, power) keeps every run it finished; the cluster
+it started is then left running (``hetsched cluster down --home OUT/cluster --purge``).
 """
 from __future__ import annotations
 
@@ -21,7 +26,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from bench import report
 from bench.errors import BenchError
+from bench.files import private_folder, write_atomic
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas, load_profile_set, require_pairs
 from bench.run import RunContext, RunResult, run
@@ -58,6 +65,12 @@ class BenchResult:
     profile_origin: str | None = None
     plans: dict[str, Plan] = field(default_factory=dict)
     runs: list[RunResult] = field(default_factory=list)
+    expected_runs: list[tuple[str, str]] = field(default_factory=list)
+    """(topology, scheduler) of every run laid out, in the order they run."""
+    complete: bool = False
+    """The bench got to its end (every run recorded, run or not, and the cluster brought down)."""
+    saved_to: Path | None = None
+    """Where the result was last written; None while it could not be."""
     error: str | None = None
     """Why the bench stopped early (the runs it did not reach say so too)."""
     interrupted: bool = False
@@ -101,10 +114,13 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
     reporter = reporter or QuietReporter()
     started = time.monotonic()
     out = Path(settings.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     spec = load_spec(settings.spec_path)
     result = BenchResult(settings=settings, started_at=_now(), spec=spec, versions=versions())
     result.load_average["start"] = list(os.getloadavg())
+    try:
+        private_folder(out)
+    except OSError as exc:
+        raise BenchError(f"cannot make the results folder {out}: {exc.strerror or exc}") from None
     own_cluster = cluster is None
     if cluster is None:
         home = Path(settings.home) if settings.home else out / "cluster"
@@ -114,6 +130,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
         spec = cluster.spec
         result.spec = spec
     result.cluster_home = cluster.layout.home
+    save(result, started)
     planner = PlannerService(out / "planner.db", out / "planner.log") if planner_url is None else None
     specs: list[RunSpec] = []
     cluster_started = False
@@ -141,6 +158,8 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 _require_profiles(result.profile_set, settings, spec, result.profile_origin)
             _adjust_profiles(result, settings, reporter)
             specs = _plan(settings, spec, result, reporter)
+            result.expected_runs = [(s.topology, s.scheduler) for s in _in_run_order(specs)]
+            save(result, started)
             for phase in ("plugin", "resource_aware"):
                 phase_specs = [s for s in specs if s.cluster_scheduler == phase]
                 if not phase_specs:
@@ -152,6 +171,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                             s.topology, s.scheduler, s.name, s.note, dict(s.parallelism), s.plan_id,
                             reason=f"needs Nimbus running {phase}, the given cluster runs {running} "
                                    "(the bench restarts Nimbus only on a cluster of its own)"))
+                    save(result, started)
                     continue
                 if running != phase:
                     reporter.log(f"restarting the cluster with Nimbus running {phase}")
@@ -163,6 +183,8 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 for s in phase_specs:
                     reporter.log(f"run {len(result.runs) + 1}/{len(specs)}: {s.topology} with {s.scheduler} ({s.note})")
                     result.runs.append(run(s, ctx, result.plans.get(s.topology)))
+                    save(result, started)
+                    reporter.log(f"run {len(result.runs)}/{len(specs)} recorded in {result.saved_to}")
         except KeyboardInterrupt as exc:
             result.interrupted = True
             result.error = f"interrupted ({exc or 'Ctrl-C'})"
@@ -172,6 +194,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
             if cluster_started or planner is not None:
                 reporter.status("bringing the cluster down" if cluster_started else "stopping the planner")
                 _shutdown(cluster if cluster_started else None, planner, result)
+            save(result, started, quiet=True)
     done = {(r.topology, r.scheduler) for r in result.runs}
     for s in specs:
         if (s.topology, s.scheduler) not in done:
@@ -179,8 +202,33 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                                          reason=f"not run: {result.error or 'the bench stopped'}"))
     result.load_average["end"] = list(os.getloadavg())
     result.finished_at = _now()
-    result.elapsed_s = round(time.monotonic() - started, 1)
+    result.complete = True
+    try:
+        save(result, started)
+    except BenchError as exc:
+        if str(exc) not in (result.error or ""):
+            result.error = f"{result.error}; {exc}" if result.error else str(exc)
     return result
+
+
+def _in_run_order(specs: list[RunSpec]) -> list[RunSpec]:
+    """The plugin's runs first, then Resource Aware Scheduler's (Nimbus restarted once), as :func:`run_bench` runs them."""
+    return [s for phase in ("plugin", "resource_aware") for s in specs if s.cluster_scheduler == phase]
+
+
+def save(result: BenchResult, started: float, quiet: bool = False) -> None:
+    """Write the result so far over ``OUT/bench.json`` in one step; ``quiet`` keeps a failure to itself
+    (the caller is already stopping, and the last good version stays on disk)."""
+    result.elapsed_s = round(time.monotonic() - started, 1)
+    path = Path(result.settings.out_dir) / report.RESULT_FILE
+    try:
+        report.write_json(report.result_dict(result), path)
+    except BenchError:
+        result.saved_to = None
+        if quiet:
+            return
+        raise
+    result.saved_to = path
 
 
 def _shutdown(cluster: LocalCluster | None, planner: PlannerService | None, result: BenchResult) -> None:
@@ -290,7 +338,10 @@ def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path,
                                "source": done.profile_set.source})
     profile_set = ProfileSet(name=name, entries=entries, source=source)
     path = out_dir / f"{name}.json"
-    path.write_text(profile_set.model_dump_json(indent=2) + "\n")
+    try:
+        write_atomic(path, profile_set.model_dump_json(indent=2) + "\n")
+    except OSError as exc:
+        raise BenchError(f"cannot write the profile set {path}: {exc.strerror or exc}") from None
     return profile_set, str(path)
 
 

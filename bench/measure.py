@@ -1,6 +1,6 @@
 """The measurement maths of one run: throughputs from Nimbus counts, CPU from cgroups, error against the prediction. Pure.
 
-Throughputs, in tuples/s, named as in MODEL.md:
+Throughputs, in tuples/s, named as in docs/model.md:
 
 - ``input_rate``: R, the mean emit rate of the spout components (each emits R with weight 1);
 - ``sink_throughput``: tuples executed per second by the sinks (bolts nobody subscribes to);

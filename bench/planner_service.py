@@ -15,6 +15,7 @@ from pathlib import Path
 
 from planner.client import PlannerClient, PlannerClientError
 from bench.errors import BenchError
+from bench.files import open_private_append
 
 STARTUP_TIMEOUT_S = 90.0
 _LISTENING = re.compile(r"Uvicorn running on (http://[\d.]+:\d+)")
@@ -32,12 +33,11 @@ class PlannerService:
 
     def start(self) -> str:
         """Start the service and return its URL once it answers /healthz."""
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "HETSCHED_DB": str(self.db_path), "PYTHONPATH": str(REPO)}
         env.pop("HETSCHED_PLANNER_TOKEN", None)
         args = [sys.executable, "-m", "uvicorn", "--factory", "planner.service.app:create_app",
                 "--host", "127.0.0.1", "--port", "0", "--no-access-log"]
-        with self.log_path.open("ab") as log:
+        with open_private_append(self.log_path) as log:
             self.process = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S

@@ -1,10 +1,13 @@
 """PNG figures of a bench result (its JSON form): throughput (paper Fig. 8), CPU per machine (Fig. 9), predicted vs measured."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+
+from bench.files import private_folder, write_atomic
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  the backend must be chosen first
@@ -105,7 +108,7 @@ def prediction_plot(data: dict[str, Any], path: Path, tolerance: float = 0.15) -
 
 
 def all_plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(out_dir)
     return [
         throughput_plot(data, out_dir / "throughput.png"),
         cpu_plot(data, out_dir / "cpu.png"),
@@ -114,7 +117,11 @@ def all_plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    """The figure as a PNG, written whole (a reader never sees half a picture), owner-only like every result."""
+    try:
+        fig.tight_layout()
+        picture = io.BytesIO()
+        fig.savefig(picture, format="png", dpi=120)
+    finally:
+        plt.close(fig)
+    return write_atomic(path, picture.getvalue())

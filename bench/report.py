@@ -1,17 +1,28 @@
-"""A bench's result as JSON (every figure and setting) and as rich tables. Pure, but for writing the file."""
+"""A bench's result as JSON (every figure and setting) and as rich tables. Pure, but for reading and writing the file.
+
+The bench rewrites its ``bench.json`` after every run (:mod:`bench.files`, atomically), with
+``complete`` false until it ends: a bench killed half-way leaves a result whose finished runs
+can be printed, and whose ``expected_runs`` say which runs it did not reach.
+"""
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from bench import measure
 from bench.errors import BenchError
+from bench.files import write_json_atomic
 from bench.settings import SCHEDULERS
-from bench.experiment import BenchResult
 from bench.run import RunResult
+
+if TYPE_CHECKING:
+    from bench.experiment import BenchResult
+
+RESULT_FILE = "bench.json"
+"""The bench's result in its output folder."""
 
 SPEEDUP_TARGET = 1.3
 """``planned`` against ``default``: the issue's target."""
@@ -68,6 +79,7 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
     s = result.settings
     profile_set = result.profile_set
     data = {
+        "complete": result.complete,
         "started_at": result.started_at,
         "finished_at": result.finished_at,
         "elapsed_s": result.elapsed_s,
@@ -90,6 +102,7 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
             "source": profile_set.source,
         },
         "plans": {t: p.model_dump(mode="json") for t, p in result.plans.items()},
+        "expected_runs": [{"topology": t, "scheduler": s} for t, s in result.expected_runs],
         "runs": [run_dict(r) for r in result.runs],
         "comparison": None,
         "plots": [str(p) for p in plots or []],
@@ -97,7 +110,7 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
             "input_rate": "R: mean emit rate of the spout components, tuples/s",
             "sink_throughput": "tuples/s executed by the sinks (bolts without subscribers)",
             "bolt_throughput": "tuples/s executed by all bolts",
-            "total_throughput": "the planner's total (MODEL.md): every component's input rate, spouts' emit rate "
+            "total_throughput": "the planner's total (docs/model.md): every component's input rate, spouts' emit rate "
                                 "included = bolt_throughput + spout emit rate",
             "utilization": "machine cgroup cpuacct delta / window / CPU quota, percent",
             "predicted": "planner evaluation (POST /v1/evaluations) of the placement read back from Nimbus; "
@@ -110,13 +123,22 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
 
 
 def write_json(data: dict[str, Any], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    return path
+    """Replace ``path`` by the result in one step, owner-only; a failure leaves the previous version."""
+    try:
+        return write_json_atomic(path, data)
+    except OSError as exc:
+        raise BenchError(f"cannot write the bench result {path}: {exc.strerror or exc}") from None
+
+
+def result_path(path: Path) -> Path:
+    """The result file of a bench's output folder, or ``path`` itself if it is not a folder."""
+    path = Path(path)
+    return path / RESULT_FILE if path.is_dir() else path
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A bench result written by :func:`write_json` (to print or plot it again)."""
+    """A bench result written by :func:`write_json` (to print or plot it again), finished or not."""
+    path = result_path(path)
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -126,6 +148,29 @@ def read_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise BenchError(f"{path} is not a bench result (no 'runs')")
     return data
+
+
+def missing_runs(data: dict[str, Any]) -> list[str]:
+    """'topology/scheduler' of every run the bench laid out but did not record (it was cut short)."""
+    done = {(r.get("topology"), r.get("scheduler")) for r in data["runs"]}
+    return [f"{r['topology']}/{r['scheduler']}" for r in data.get("expected_runs", [])
+            if (r["topology"], r["scheduler"]) not in done]
+
+
+def cut_short_line(data: dict[str, Any]) -> str | None:
+    """One sentence if the result is of a bench that did not finish (killed, or still running), else None.
+
+    A result without ``complete`` predates the bench's writing as it goes; it was written at the end.
+    """
+    if data.get("complete", True):
+        return None
+    missing = missing_runs(data)
+    finished = len(data["runs"])
+    if not data.get("expected_runs"):
+        return (f"the bench did not finish (killed, or still running) before it laid out its runs; "
+                f"{finished} runs recorded")
+    return (f"the bench did not finish (killed, or still running): {finished} of {finished + len(missing)} runs "
+            f"recorded; missing {', '.join(missing)}")
 
 
 def _ok(run: dict[str, Any]) -> bool:
@@ -275,7 +320,8 @@ def settings_lines(data: dict[str, Any]) -> list[str]:
         f"message timeout {s['message_timeout_s']} s",
         "plans: " + (", ".join(f"{t} {p['id']} ({p['strategy']}, R {p['input_rate']:.2f})" for t, p in plans.items()) or "-"),
         "load average (1/5/15 min): start " + " ".join(f"{x:.2f}" for x in load.get("start", []))
-        + ", end " + " ".join(f"{x:.2f}" for x in load.get("end", [])) + f" on {versions.get('cpus', '?')} CPUs",
+        + (", end " + " ".join(f"{x:.2f}" for x in load["end"]) if load.get("end") else "")
+        + f" on {versions.get('cpus', '?')} CPUs",
         f"Storm {versions.get('storm')}, {versions.get('java')}, Python {versions.get('python')}, "
         f"commit {versions.get('git_commit', '?')}; took {data.get('elapsed_s', 0):g} s",
     ]

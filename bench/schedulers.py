@@ -17,6 +17,7 @@ from typing import Any
 
 from planner.model import SYSTEM_PREFIX, Plan, ProfileEntry
 from planner.profiles import ProfileTable
+from planner.simulator import entry_cpu_pct
 from bench.errors import BenchError
 from bench.settings import BenchSettings
 from topologies import conf as keys
@@ -112,7 +113,7 @@ def ras_cpu_points(plan: Plan, entry: CatalogEntry, entries: list[ProfileEntry],
             raise BenchError(f"the profile set has no {profiles[component]} on the reference machine type {reference_type}")
         per_instance = rates.get(component) or [0.0]
         rate = sum(per_instance) / len(per_instance)
-        tcu = 100.0 * profile.e * rate + profile.met
+        tcu = entry_cpu_pct(profile, rate)
         points[component] = round(max(0.5, tcu * reference_cores), 2)
     return points
 

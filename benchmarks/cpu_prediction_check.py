@@ -37,6 +37,7 @@ from observe.progress import RichReporter  # noqa: E402
 from planner.errors import PlanningError  # noqa: E402
 from planner.model import ProfileEntry, ProfileSet  # noqa: E402
 from planner.profiles import machine_base_load  # noqa: E402
+from planner.simulator import entry_cpu_pct, entry_rate_at_cpu  # noqa: E402
 from spark_profiling.collector.prediction import PredictionPoint, by_machine_type, point  # noqa: E402
 from spark_profiling.collector.runner import Experiment, ExperimentOptions  # noqa: E402
 from spark_profiling.collector.workflow import check_cluster, nimbus_planner_url, stop_on_signals  # noqa: E402
@@ -51,7 +52,7 @@ COMPONENT = {"highCompute": "high", "midCompute": "mid", "lowCompute": "low"}
 
 def saturating_rate(entry: ProfileEntry, base_load: float = 0.0) -> float:
     """Input rate at which the profile says the machine is full: (100 - base load - MET) / (100 e)."""
-    return max(0.5, (100.0 - base_load - entry.met) / (100.0 * entry.e))
+    return max(0.5, min(entry_rate_at_cpu(entry, 100.0 - base_load), 1e9))
 
 
 def run_type(cluster, planner_url: str, kind: str, entry: ProfileEntry, base_load: float, fractions: list[float],
@@ -90,7 +91,7 @@ def plot(points: list[PredictionPoint], entries: dict[str, ProfileEntry], base_l
         entry = entries[machine_type]
         top = max(p.input_rate for p in mine) * 1.1
         base = base_load.get(machine_type, 0.0)
-        ax.plot([0, top], [base + entry.met, base + 100 * entry.e * top + entry.met], "-",
+        ax.plot([0, top], [base + entry_cpu_pct(entry, 0.0), base + entry_cpu_pct(entry, top)], "-",
                 label="base load + 100 e IR + MET")
         ax.plot([p.input_rate for p in mine], [p.measured for p in mine], "o", label="measured (machine cgroup)")
         ax.axhline(100, color="grey", lw=0.8, ls=":")

@@ -1,21 +1,29 @@
-# The hetsched planning service (`hetsched serve`) for docker-compose.yml.
+# The hetsched planning service (`hetsched serve`) for docker-compose.yml: the core install only
+# (planner, service, command line; no PySpark, streamparse or matplotlib).
 # Build context: the repository root (see .dockerignore).
 FROM python:3.11-slim
 
+# Extras to add, e.g. `docker compose build --build-arg HETSCHED_EXTRAS=topologies planner` to submit
+# topologies from this container (docs/docker-compose.md).
+ARG HETSCHED_EXTRAS=""
+
 # The virtualenv sits at the same path as in docker/supervisor.Dockerfile, so a topology submitted
-# from this container (`hetsched submit`) names /opt/hetsched/venv/bin/streamparse_run, which the
-# supervisors have.
+# from this container (`hetsched submit`, with the topologies extra) names
+# /opt/hetsched/venv/bin/streamparse_run, which the supervisors have.
 ENV VIRTUAL_ENV=/opt/hetsched/venv \
     PATH=/opt/hetsched/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-RUN python -m venv "$VIRTUAL_ENV" && pip install -q "setuptools<82" wheel
+RUN python -m venv "$VIRTUAL_ENV"
 
 WORKDIR /opt/hetsched/src
 COPY . .
-RUN pip install -q . && hetsched --help > /dev/null
+# Without extras the build fails if one of theirs came in with the core.
+RUN pip install -q ".${HETSCHED_EXTRAS:+[$HETSCHED_EXTRAS]}" \
+    && hetsched --help > /dev/null \
+    && { [ -n "$HETSCHED_EXTRAS" ] || python -c "import importlib.util as u, sys; found = [m for m in ('pyspark', 'streamparse', 'matplotlib') if u.find_spec(m)]; sys.exit(f'extras in the core install: {found}' if found else 0)"; }
 
 RUN useradd --system --create-home --uid 1001 hetsched \
     && mkdir -p /var/lib/hetsched \

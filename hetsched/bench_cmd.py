@@ -29,24 +29,27 @@ def _default_out(kind: str) -> Path:
 
 
 def _run_and_report(settings) -> int:
-    """Run the bench with progress, write JSON and plots, print the tables; the exit code."""
-    from bench import plots, report
+    """Run the bench with progress (it writes bench.json as it goes), then plot, print the tables; the exit code."""
+    from bench import report
+    from bench.errors import BenchError
     from bench.experiment import run_bench
     from observe.progress import RichReporter
 
     logging.basicConfig(level=logging.WARNING)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        result = run_bench(settings, RichReporter(progress))
-    data = report.result_dict(result)
-    out = Path(settings.out_dir)
     try:
-        data["plots"] = [str(p) for p in plots.all_plots(data, out)]
-    except (OSError, ValueError) as exc:
-        console.print(f"[yellow]plots not drawn: {exc}[/yellow]")
-    json_path = report.write_json(data, out / "bench.json")
+        with Progress(*columns, console=console, transient=True) as progress:
+            result = run_bench(settings, RichReporter(progress))
+    except BenchError as exc:
+        raise _fail(str(exc)) from None
+    data = report.result_dict(result)
+    if result.saved_to is not None:
+        _plot(data, result.saved_to)
     _print(data)
-    console.print(f"results: {json_path}")
+    if result.saved_to is None:
+        console.print(f"[red]error:[/red] the results above are not saved: {result.error}", highlight=False)
+    else:
+        console.print(f"results: {result.saved_to}")
     for p in data["plots"]:
         console.print(f"plot: {p}")
     if result.interrupted:
@@ -54,9 +57,36 @@ def _run_and_report(settings) -> int:
     return 1 if result.error else 0
 
 
+def _plot(data: dict, json_path: Path, rewrite: bool = True) -> None:
+    """Draw the plots beside the saved result and (``rewrite``) add their paths to it.
+
+    The data is on disk before this starts: a plot that fails, for whatever reason, costs the plots only,
+    said in one sentence.
+    """
+    from bench import plots, report
+    from bench.errors import BenchError
+
+    try:
+        drawn = [str(p) for p in plots.all_plots(data, json_path.parent)]
+    except Exception as exc:  # noqa: BLE001  matplotlib can fail in many ways; the data is already safe
+        console.print(f"[yellow]plots not drawn ({type(exc).__name__}: {exc}); the results are kept in {json_path}[/yellow]",
+                      highlight=False)
+        return
+    data["plots"] = drawn
+    if rewrite:
+        try:
+            report.write_json(data, json_path)
+        except BenchError as exc:
+            console.print(f"[yellow]{exc}; the plots are drawn, the result without their paths is kept[/yellow]",
+                          highlight=False)
+
+
 def _print(data: dict) -> None:
     from bench import report
 
+    cut_short = report.cut_short_line(data)
+    if cut_short:
+        console.print(f"[yellow]{cut_short}[/yellow]", highlight=False)
     console.print(report.runs_table(data))
     for line in report.failure_lines(data):
         console.print(f"[red]{line}[/red]", highlight=False)
@@ -84,20 +114,23 @@ def bench(
     home: Optional[Path] = typer.Option(None, "--home", help="The bench cluster's home [default: OUT/cluster]."),
     port_base: Optional[int] = typer.Option(None, "--port-base", help="The bench cluster's first port [default: a free range]."),
     start_timeout: float = typer.Option(300.0, "--start-timeout", help="Seconds a topology may take to handle its first tuples."),
-    report_file: Optional[Path] = typer.Option(None, "--report", help="Only print (and re-plot) a bench.json written before."),
+    report_file: Optional[Path] = typer.Option(
+        None, "--report", help="Only print (and re-plot) a result written before: a bench's folder or its bench.json, "
+                               "also of a bench cut short (its finished runs)."),
 ) -> None:
     """Run topologies under Storm's schedulers and hetsched's plan on the local heterogeneous cluster; compare."""
-    from bench import plots, report
+    from bench import report
     from bench.errors import BenchError
     from bench.profiles import load_profile_set
     from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
 
     try:
         if report_file is not None:
-            data = report.read_json(report_file)
-            data["plots"] = [str(p) for p in plots.all_plots(data, report_file.parent)]
+            path = report.result_path(report_file)
+            data = report.read_json(path)
+            _plot(data, path, rewrite=False)
             _print(data)
-            for p in data["plots"]:
+            for p in data.get("plots") or []:
                 console.print(f"plot: {p}")
             return
         settings = BenchSettings(

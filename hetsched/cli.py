@@ -1,26 +1,127 @@
 """The one ``hetsched`` entry point; each subcommand group lives in its own module."""
 from __future__ import annotations
 
+import importlib
+
+import click
 import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperCommand
+from typer.models import CommandInfo
+
+from hetsched.extras import extra_of_module, install_command, missing_modules, refusal
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Heterogeneity-aware scheduling for Apache Storm.")
 
+TOPOLOGY_COMMANDS = ("submit", "kill", "topologies", "counts")
+"""The commands of hetsched.topology_cmd, which imports streamparse when loaded."""
+
+COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
+    **{name: ("topologies",) for name in TOPOLOGY_COMMANDS},
+    # The local cluster talks to Nimbus through streamparse's Thrift client; `cluster compose` only writes files.
+    **{f"cluster {name}": ("topologies",) for name in ("up", "status", "down", "logs")},
+    "aggregate": ("spark",),
+    "profile": ("spark", "topologies"),
+    "bench": ("bench",),
+    "demo": ("bench",),
+}
+"""The extras each command needs beyond the core (planner, service, command line), by command path."""
+
+COMMAND_MODULES = (
+    "hetsched.plan_cmd",  # planner core: hetsched plan|compare
+    "hetsched.serve_cmd",  # planning service: hetsched serve
+    "hetsched.profiles_cmd",  # planning service: hetsched profiles put|get|list|versions|delete
+    "hetsched.plans_cmd",  # planning service: hetsched plans get|delete
+    "hetsched.topology_cmd",  # topologies: hetsched submit|kill|topologies|counts (imports streamparse)
+    "hetsched.profile_cmd",  # profiling: hetsched aggregate|profile
+    "hetsched.cluster_cmd",  # local cluster: hetsched cluster up|down|status|logs
+    "hetsched.compose_cmd",  # compose deployment: hetsched cluster compose
+    "hetsched.bench_cmd",  # end-to-end bench: hetsched bench, hetsched demo (the main job)
+)
+"""Each module adds its commands to ``app`` when imported, in this order (the order of ``hetsched --help``)."""
+
+_registered = False
+
+
+def _fail_missing(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _require(command: str, extras: tuple[str, ...]) -> None:
+    missing = missing_modules(extras)
+    if missing:
+        raise _fail_missing(refusal(f"`hetsched {command}`", extras, missing))
+
+
+def _refusing_first(command: str, extras: tuple[str, ...], base: type[TyperCommand]) -> type[TyperCommand]:
+    """The command's class, refusing with one sentence before its arguments are parsed (so a user does not fix
+    arguments of a command that cannot run) when an extra it needs is not installed; ``--help`` still works."""
+
+    class NeedsExtras(base):  # type: ignore[valid-type, misc]
+        def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+            if not set(args) & set(ctx.help_option_names):
+                _require(command, extras)
+            return super().parse_args(ctx, args)
+
+    return NeedsExtras
+
+
+def _placeholder(command: str, extras: tuple[str, ...]) -> None:
+    """Stands in for a command whose module cannot load without its extra: listed, and refusing when run."""
+
+    def refuse() -> None:
+        _require(command, extras)
+
+    app.command(
+        command, help=escape(f"Needs the {' and '.join(extras)} extra: {install_command(extras)}"),
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )(refuse)
+
+
+def _guard_all(typer_app: typer.Typer, prefix: str = "") -> None:
+    for info in typer_app.registered_commands:
+        _guard_command(info, prefix)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _guard_all(group.typer_instance, f"{prefix}{group.name} ")
+
+
+def _guard_command(info: CommandInfo, prefix: str) -> None:
+    command = f"{prefix}{info.name}"
+    extras = COMMAND_EXTRAS.get(command)
+    if extras:
+        info.cls = _refusing_first(command, extras, info.cls or TyperCommand)
+
 
 def _register() -> None:
-    # Each module adds its commands to ``app``; one line per area of the product.
-    from hetsched import plan_cmd  # noqa: F401  planner core: hetsched plan
-    from hetsched import serve_cmd  # noqa: F401  planning service: hetsched serve
-    from hetsched import profiles_cmd  # noqa: F401  planning service: hetsched profiles put|get|list
-    from hetsched import topology_cmd  # noqa: F401  topologies: hetsched submit|kill|topologies
-    from hetsched import profile_cmd  # noqa: F401  profiling: hetsched aggregate
-    from hetsched import cluster_cmd  # noqa: F401  local cluster: hetsched cluster up|down|status|logs
-    from hetsched import compose_cmd  # noqa: F401  compose deployment: hetsched cluster compose
-    from hetsched import bench_cmd  # noqa: F401  end-to-end bench: hetsched bench, hetsched demo (the main job)
+    """Add every command to ``app`` without importing PySpark or matplotlib (they load when a command runs); the
+    topology commands' module needs streamparse, so without it they are placeholders that name their extra."""
+    global _registered
+    if _registered:
+        return
+    for module in COMMAND_MODULES:
+        if module == "hetsched.topology_cmd" and missing_modules(COMMAND_EXTRAS["submit"]):
+            for command in TOPOLOGY_COMMANDS:
+                _placeholder(command, COMMAND_EXTRAS[command])
+        else:
+            importlib.import_module(module)
+    _guard_all(app)
+    _registered = True
 
 
 def main() -> None:
     _register()
-    app()
+    try:
+        app()
+    except ModuleNotFoundError as exc:
+        # A module of an extra that a command reached only on some path (e.g. `hetsched bench --profile-now` needs Spark).
+        extra = extra_of_module(exc.name)
+        if extra is None:
+            raise
+        module = (exc.name or extra).partition(".")[0]
+        raise SystemExit(_fail_missing(refusal("this command", (extra,), (module,))).exit_code) from None
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from hetsched.cli import app
-from planner.client import TOKEN_ENV, URL_ENV
+from planner.client import TOKEN_ENV, URL_ENV, put_summary
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 """Wide when piped, so a log keeps every digit of the table."""
@@ -79,7 +79,7 @@ def aggregate(
         console.print(f"wrote {out}")
         if put:
             stored = put_profile_set(profile_set, put, planner, token)
-            console.print(f"stored profile set {stored.name} ({len(stored.entries)} entries) in the planner")
+            console.print(put_summary(stored, "in the planner"), highlight=False)
     except ProfilingError as exc:
         raise _fail(str(exc)) from None
 

@@ -1,4 +1,4 @@
-"""``hetsched profiles put|get|list``: the profile sets stored in a running planning service."""
+"""``hetsched profiles put|get|list|versions|delete``: the versioned profile sets stored in a running planning service."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from hetsched.cli import app
-from planner.client import TOKEN_ENV, URL_ENV, PlannerClient, PlannerClientError, request_body
+from planner.client import TOKEN_ENV, URL_ENV, PlannerClient, PlannerClientError, put_summary, request_body
 from planner.model import ProfileSet
 
 profiles_app = typer.Typer(no_args_is_help=True, help="Profile sets stored in a planning service.")
@@ -18,6 +18,9 @@ app.add_typer(profiles_app, name="profiles")
 
 UrlOption = typer.Option(None, "--url", envvar=URL_ENV, help="The planning service [default: http://127.0.0.1:8765].")
 TokenOption = typer.Option(None, "--token", envvar=TOKEN_ENV, help="Bearer token, where the service needs one.")
+VersionOption = typer.Option(None, "--version", min=1, help="This stored version instead of the newest.")
+DIGEST_SHOWN_CHARS = 19
+"""``sha256:`` and the first 12 hex digits: enough to tell versions apart by eye."""
 
 
 def _fail(message: str) -> typer.Exit:
@@ -55,12 +58,12 @@ def load_profile_set(name: str, path: Path) -> ProfileSet:
 
 @profiles_app.command("put")
 def put(name: str, file: Path, url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) -> None:
-    """Store FILE (JSON or YAML) as profile set NAME, replacing any set of that name."""
+    """Store FILE (JSON or YAML) as the next version of profile set NAME (none is added if it equals the newest)."""
     profile_set = load_profile_set(name, file)
     try:
         with PlannerClient(url, token) as client:
             stored = client.put_profile_set(profile_set)
-            typer.echo(f"stored profile set {stored.name} ({len(stored.entries)} entries) at {client.url}")
+            typer.echo(put_summary(stored, f"at {client.url}"))
     except PlannerClientError as exc:
         raise _fail(str(exc)) from None
 
@@ -68,14 +71,15 @@ def put(name: str, file: Path, url: Optional[str] = UrlOption, token: Optional[s
 @profiles_app.command("get")
 def get(
     name: str,
+    version: Optional[int] = VersionOption,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the set to this file instead of stdout."),
     url: Optional[str] = UrlOption,
     token: Optional[str] = TokenOption,
 ) -> None:
-    """Print profile set NAME as JSON (the body PUT /v1/profiles accepts)."""
+    """Print profile set NAME (its newest version, or --version N) as JSON (the body PUT /v1/profiles accepts)."""
     try:
         with PlannerClient(url, token) as client:
-            profile_set = client.get_profile_set(name)
+            profile_set = client.get_profile_set(name, version)
     except PlannerClientError as exc:
         raise _fail(str(exc)) from None
     text = json.dumps(request_body(profile_set), indent=2)
@@ -83,7 +87,7 @@ def get(
         typer.echo(text)
     else:
         output.write_text(text + "\n")
-        typer.echo(f"wrote profile set {name} ({len(profile_set.entries)} entries) to {output}")
+        typer.echo(f"wrote profile set {name} version {profile_set.version} ({len(profile_set.entries)} entries) to {output}")
 
 
 @profiles_app.command("list")
@@ -95,3 +99,32 @@ def list_(url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) ->
                 typer.echo(name)
     except PlannerClientError as exc:
         raise _fail(str(exc)) from None
+
+
+@profiles_app.command("versions")
+def versions(name: str, url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) -> None:
+    """The stored versions of profile set NAME, oldest first: when stored (UTC), entries, plans made with it, digest."""
+    try:
+        with PlannerClient(url, token) as client:
+            listing = client.profile_set_versions(name)
+    except PlannerClientError as exc:
+        raise _fail(str(exc)) from None
+    for v in listing.versions:
+        plans = f"{v.plans} plan{'' if v.plans == 1 else 's'}"
+        typer.echo(f"version {v.version}  stored {v.created_at}  {v.entry_count} entries  {plans}  {v.digest[:DIGEST_SHOWN_CHARS]}")
+
+
+@profiles_app.command("delete")
+def delete(
+    name: str,
+    version: int = typer.Option(..., "--version", min=1, help="The version to delete (refused while stored plans name it)."),
+    url: Optional[str] = UrlOption,
+    token: Optional[str] = TokenOption,
+) -> None:
+    """Delete one version of profile set NAME; deleting the newest makes the one before it the newest."""
+    try:
+        with PlannerClient(url, token) as client:
+            client.delete_profile_version(name, version)
+    except PlannerClientError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"deleted version {version} of profile set {name}")

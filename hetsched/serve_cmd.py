@@ -20,6 +20,8 @@ from planner.service.settings import (
     DEFAULT_PORT,
     DEFAULT_QUEUE_WAIT_S,
     DEFAULT_TIME_LIMIT_S,
+    KEEP_PLANS_DAYS_ENV,
+    KEEP_PROFILE_VERSIONS_ENV,
     ServiceSettings,
 )
 from planner.storage import DB_ENV, StorageError, default_db_path
@@ -94,10 +96,16 @@ def serve(
     max_body_mb: float = typer.Option(DEFAULT_MAX_BODY_MB, min=0.001, help="Largest request body, MB; larger ones get 413."),
     time_limit_s: float = typer.Option(DEFAULT_TIME_LIMIT_S, min=0.001, help="Longest one plan may compute, seconds."),
     queue_wait_s: float = typer.Option(DEFAULT_QUEUE_WAIT_S, min=0.001, help="Longest a request waits for a planning slot before a 503, seconds."),
+    keep_plans_days: Optional[float] = typer.Option(
+        None, min=0.0, envvar=KEEP_PLANS_DAYS_ENV,
+        help="Delete plans not made, read or reused for this many days (at start and at each write) [default: keep all]."),
+    keep_profile_versions: Optional[int] = typer.Option(
+        None, min=1, envvar=KEEP_PROFILE_VERSIONS_ENV,
+        help="Keep only the newest N versions of each profile set, plus those stored plans name [default: keep all]."),
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port whose cluster the /ui page shows live (supervisors, topologies, executors)."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
-    """Run the planning service: the HTTP API of API.md (docs at /docs, schema at /openapi.json) and a page of plans at /ui."""
+    """Run the planning service: the HTTP API of docs/api.md (docs at /docs, schema at /openapi.json) and a page of plans at /ui."""
     import uvicorn
 
     from planner.service.app import create_app
@@ -117,6 +125,7 @@ def serve(
     settings = ServiceSettings(
         db_path=db or default_db_path(), token=token or None,
         max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
+        keep_plans_days=keep_plans_days, keep_profile_versions=keep_profile_versions,
         nimbus=nimbus,
     )
     try:
@@ -124,8 +133,10 @@ def serve(
     except StorageError as exc:
         _refuse(str(exc))
     logging.config.dictConfig(_log_config(log_level.value))
-    log.info("planner: db %s, %s, body limit %g MB, time limit %g s", settings.db_path,
-             "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s)
+    log.info("planner: db %s, %s, body limit %g MB, time limit %g s, keeping %s and %s", settings.db_path,
+             "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s,
+             "every plan" if keep_plans_days is None else f"plans used within {keep_plans_days:g} days",
+             "every profile set version" if keep_profile_versions is None else f"the newest {keep_profile_versions} versions of each profile set")
     log.info("page at /ui: plans and profile sets%s", f", and the live cluster of Nimbus {nimbus}" if nimbus else "")
     if not _is_loopback(host) and not settings.token:
         log.warning("listening on %s without a token (--insecure-no-token): anyone who can reach this address can plan and overwrite profiles", host)

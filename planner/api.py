@@ -13,17 +13,22 @@ from planner.model import (
     Cluster,
     Evaluation,
     InstanceAssignment,
+    Placement,
     Plan,
     PlanOptions,
-    Placement,
     ProfileEntry,
     Topology,
 )
-from planner.problem import Problem
+from planner.problem import compile_problem
 from planner.profiles import ProfileTable
 from planner.simulator import evaluate_problem
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
-from planner.validation import validate, validate_cluster, validate_profiles, validate_topology
+from planner.validation import (
+    validate,
+    validate_cluster,
+    validate_profiles,
+    validate_topology,
+)
 
 
 def make_plan(
@@ -47,8 +52,8 @@ def make_plan(
         raise PlanningError(f"unknown strategy {name}; known strategies: {', '.join(sorted(STRATEGIES))}")
     profiles = ProfileTable.from_entries(entries)
     validate(topology, cluster, profiles, options)
-    result = plan_fn(topology, cluster, profiles, options)
-    problem = Problem.build(topology, cluster, profiles, options)
+    problem = compile_problem(topology, cluster, profiles, options)
+    result = plan_fn(problem)
     stats = {"iterations": 0, **result.stats}
     evaluation = evaluate_problem(problem, result.placement, stats)
     evaluation.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0
@@ -95,7 +100,7 @@ def evaluate_assignments(
     validate_cluster(cluster, options)
     validate_profiles(topology, cluster, profiles)
     placement = placement_of(assignments, topology, cluster)
-    problem = Problem.build(topology, cluster, profiles, options)
+    problem = compile_problem(topology, cluster, profiles, options)
     evaluation = evaluate_problem(problem, placement)
     evaluation.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0
     return evaluation

@@ -77,8 +77,9 @@ def fluid_model(problem: Problem, rate: float | None = None) -> FluidModel:
     type_limit[problem.machine_type] = problem.limit
     k_limit = instance_limit(problem)
     counts = least_counts(problem)
-    split, each, first = problem.shares(counts)
-    beta = split + counts * each + first
+    shares = problem.shares(counts)
+    each, first = shares.each, shares.first
+    beta = shares.total(counts)
 
     model = LinearModel()
     rate_var = model.var()

@@ -44,7 +44,7 @@ def _component_placements(n_machines: int, counts: range, has_first: bool):
 
 def brute_force(problem: Problem, max_instances: int = 3) -> BruteForceResult:
     """The best plan with at most ``max_instances`` instances per component whose parallelism is free."""
-    _, _, first = problem.shares(np.where(problem.fixed > 0, problem.fixed, max_instances))
+    first = problem.shares(np.where(problem.fixed > 0, problem.fixed, max_instances)).first
     options = []
     for c in range(problem.n_components):
         fixed = int(problem.fixed[c])

@@ -1,4 +1,4 @@
-"""A Python client of the planning service (API.md), used by the command line and the benchmarks.
+"""A Python client of the planning service (docs/api.md), used by the command line and the benchmarks.
 
 Every failure becomes a :class:`PlannerClientError` whose message is one line a person can act
 on: no planner at the URL, the server's own sentence for 404/413/422, a refused token.
@@ -6,13 +6,21 @@ on: no planner at the URL, the server's own sentence for 404/413/422, a refused 
 from __future__ import annotations
 
 import os
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
-from planner.model import Evaluation, EvaluationRequest, Plan, PlanRequest, ProfileSet
+from planner.model import (
+    Evaluation,
+    EvaluationRequest,
+    Plan,
+    PlanRequest,
+    ProfileSet,
+    ProfileSetVersions,
+    StoredProfileSet,
+)
 
 URL_ENV = "HETSCHED_PLANNER_URL"
 TOKEN_ENV = "HETSCHED_PLANNER_TOKEN"
@@ -36,6 +44,14 @@ def request_body(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def put_summary(stored: StoredProfileSet, where: str) -> str:
+    """One line on what a PUT of a profile set did, ``where`` naming the planner ("at URL", "in the planner")."""
+    what = f"profile set {stored.name} ({len(stored.entries)} entries)"
+    if stored.created:
+        return f"stored {what} as version {stored.version} {where}"
+    return f"{what} unchanged {where}: version {stored.version} holds the same content"
+
+
 class PlannerClient:
     """Calls one planning service. ``url``/``token`` default to $HETSCHED_PLANNER_URL / $HETSCHED_PLANNER_TOKEN."""
 
@@ -45,7 +61,7 @@ class PlannerClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
 
-    def __enter__(self) -> "PlannerClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -66,11 +82,23 @@ class PlannerClient:
     def evaluate(self, request: EvaluationRequest) -> Evaluation:
         return self._parse(Evaluation, self._call("POST", "/v1/evaluations", json=request_body(request)))
 
-    def put_profile_set(self, profile_set: ProfileSet) -> ProfileSet:
-        return self._parse(ProfileSet, self._call("PUT", f"/v1/profiles/{quote(profile_set.name, safe='')}", json=request_body(profile_set)))
+    def delete_plan(self, plan_id: str) -> None:
+        self._call("DELETE", f"/v1/plans/{quote(plan_id, safe='')}")
 
-    def get_profile_set(self, name: str) -> ProfileSet:
-        return self._parse(ProfileSet, self._call("GET", f"/v1/profiles/{quote(name, safe='')}"))
+    def put_profile_set(self, profile_set: ProfileSet) -> StoredProfileSet:
+        """Store the set as its name's next version (``created`` False: it equals the newest, nothing stored)."""
+        return self._parse(StoredProfileSet, self._call("PUT", f"/v1/profiles/{quote(profile_set.name, safe='')}", json=request_body(profile_set)))
+
+    def get_profile_set(self, name: str, version: int | None = None) -> ProfileSet:
+        """Version ``version`` of the set, or its newest."""
+        path = f"/v1/profiles/{quote(name, safe='')}" + (f"/versions/{version}" if version is not None else "")
+        return self._parse(ProfileSet, self._call("GET", path))
+
+    def profile_set_versions(self, name: str) -> ProfileSetVersions:
+        return self._parse(ProfileSetVersions, self._call("GET", f"/v1/profiles/{quote(name, safe='')}/versions"))
+
+    def delete_profile_version(self, name: str, version: int) -> None:
+        self._call("DELETE", f"/v1/profiles/{quote(name, safe='')}/versions/{version}")
 
     def profile_set_names(self) -> list[str]:
         return list(self._call("GET", "/v1/profiles").json()["profiles"])
@@ -96,7 +124,7 @@ class PlannerClient:
         detail = detail if isinstance(detail, str) else response.text.strip()[:300] or response.reason_phrase
         if response.status_code == 401:
             return f"the planner at {self.url} refused the call (401): {detail}; pass --token or set ${TOKEN_ENV}"
-        if response.status_code in (404, 413, 422):
+        if response.status_code in (404, 409, 413, 422):
             return detail
         return f"the planner at {self.url} answered {response.status_code}: {detail}"
 

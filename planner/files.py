@@ -12,7 +12,14 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.errors import PlanningError
-from planner.model import Cluster, PlanOptions, PlanRequest, ProfileEntry, ProfileRef, Topology
+from planner.model import (
+    Cluster,
+    PlanOptions,
+    PlanRequest,
+    ProfileEntry,
+    ProfileRef,
+    Topology,
+)
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult
 from scipy.sparse import coo_array
+
+from planner.highs import solve_milp
 
 
 @dataclass
@@ -64,15 +66,15 @@ class LinearModel:
                 (self._vals, (self._rows, self._cols)), shape=(self.n_rows, self.n_vars)
             ).tocsr()
             constraints.append(LinearConstraint(matrix, np.array(self._row_lo), np.array(self._row_hi)))
-        options: dict = {"presolve": presolve}
+        options: dict[str, float | bool] = {"presolve": presolve}
         if time_limit_s is not None:
             options["time_limit"] = max(float(time_limit_s), 1e-3)
         if mip_rel_gap is not None:
             options["mip_rel_gap"] = mip_rel_gap
-        return milp(
+        return solve_milp(
             np.array(self.objective),
+            options,
             integrality=np.array(self.integer),
             bounds=Bounds(np.array(self.lower), np.array(self.upper)),
             constraints=constraints,
-            options=options,
         )

@@ -1,6 +1,6 @@
-"""The planning model of MODEL.md as typed objects.
+"""The planning model of docs/model.md as typed objects.
 
-The same shapes as the HTTP contract (API.md), so one class parses a request
+The same shapes as the HTTP contract (docs/api.md), so one class parses a request
 body, a YAML/JSON file and a test fixture. Units: rates in tuples per second,
 CPU in percent of one machine (100 = the whole machine), ``e`` in seconds of
 the machine's whole CPU per tuple.
@@ -115,22 +115,62 @@ class ProfileEntry(_Model):
     rate_range: tuple[NonNegativeFloat, NonNegativeFloat] | None = None
 
 
+VersionNumber = Annotated[int, Field(ge=1, le=2**62)]
+"""A stored profile set's version: 1, 2, 3, ... per name."""
+
+
 class ProfileSet(_Model):
     name: Name
     entries: list[ProfileEntry] = Field(min_length=1, max_length=100_000)
     source: dict = Field(default_factory=dict, description="Where the profiles came from (e.g. the aggregation run).")
+    version: VersionNumber | None = Field(
+        default=None,
+        description="The stored version, set by the service (1, 2, 3, ... per name); ignored in a PUT body.",
+    )
+
+
+class StoredProfileSet(ProfileSet):
+    """The answer to a PUT of a profile set: the version that holds the body."""
+
+    created: bool = Field(description="True when this PUT added `version`; false when the body equals the newest "
+                          "stored version, which is answered instead and nothing is stored.")
+
+
+class ProfileSetVersion(_Model):
+    """One stored version of a profile set, without its entries."""
+
+    version: VersionNumber
+    created_at: str = Field(description="When it was stored, ISO 8601 UTC.")
+    entry_count: int = Field(ge=0)
+    digest: str = Field(description="sha256 of the entries and source: equal digests, equal content.")
+    plans: int = Field(ge=0, description="Stored plans made with this version (it cannot be deleted while any are).")
+
+
+class ProfileSetVersions(_Model):
+    name: Name
+    versions: list[ProfileSetVersion]
+
+
+class ProfileVersionRef(_Model):
+    """The stored profile set and version a plan was made with."""
+
+    name: Name
+    version: VersionNumber
 
 
 class ProfileRef(_Model):
-    """Either the name of a stored ProfileSet or the entries inline."""
+    """Either the name of a stored ProfileSet (its newest version, or ``version``) or the entries inline."""
 
     name: Name | None = None
+    version: VersionNumber | None = Field(default=None, description="With `name`: this stored version instead of the newest.")
     entries: list[ProfileEntry] | None = Field(default=None, min_length=1, max_length=100_000)
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "ProfileRef":
+    def _exactly_one(self) -> ProfileRef:
         if (self.name is None) == (self.entries is None):
             raise ValueError("profiles must give exactly one of 'name' (a stored profile set) or 'entries' (inline)")
+        if self.version is not None and self.name is None:
+            raise ValueError("profiles.version needs profiles.name: inline entries have no version")
         return self
 
 
@@ -211,6 +251,10 @@ class Evaluation(_Model):
 class Plan(Evaluation):
     id: str | None = None
     strategy: str
+    profiles: ProfileVersionRef | None = Field(
+        default=None,
+        description="The stored profile set version this plan's figures come from; absent for inline entries.",
+    )
 
 
 Placement = dict[str, list[str]]

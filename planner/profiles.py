@@ -1,4 +1,4 @@
-"""The profile table: the cost of one profile key on one machine type (MODEL.md, "Profile").
+"""The profile table: the cost of one profile key on one machine type (docs/model.md, "Profile").
 
 A ProfileSet arrives as a flat list of entries; the planner looks them up by
 (profile key, machine type) all the time, so they are indexed once here.
@@ -25,7 +25,7 @@ class ProfileTable:
         }
 
     @classmethod
-    def from_entries(cls, entries: Iterable[ProfileEntry]) -> "ProfileTable":
+    def from_entries(cls, entries: Iterable[ProfileEntry]) -> ProfileTable:
         """Index the entries; the same (profile, machine type) pair twice is a fault, not a silent overwrite."""
         by_pair: dict[tuple[str, str], ProfileEntry] = {}
         for entry in entries:
@@ -46,7 +46,7 @@ class ProfileTable:
     def alpha(self, profile: str) -> float:
         """Output tuples per input tuple of a profile key.
 
-        MODEL.md makes alpha a property of the key, not of the machine type; the
+        docs/model.md makes alpha a property of the key, not of the machine type; the
         measured entries of one key may differ slightly per type, so their mean is used.
         """
         try:

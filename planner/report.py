@@ -184,8 +184,7 @@ def instances_table(results: list[ScenarioResult], strategies: Iterable[str] = (
         table.add_column(s)
     for r in results:
         table.add_row(r.name, *[
-            ", ".join(f"{c} {n}" for c, n in r.plans[s].instances.items()) if isinstance(r.plans.get(s), Plan) else "error"
-            for s in strategies
+            _instances(r.plans.get(s)) for s in strategies
         ])
     return table
 
@@ -195,3 +194,8 @@ def errors(results: list[ScenarioResult]) -> list[str]:
     out += [f"{r.name} optimal: {r.yardstick.optimal_note}" for r in results
             if r.yardstick.optimal is None and r.yardstick.optimal_note != "not run"]
     return out
+
+
+def _instances(plan: Plan | str | None) -> str:
+    """"component count, ..." of a plan, or "error" where the strategy failed."""
+    return ", ".join(f"{c} {n}" for c, n in plan.instances.items()) if isinstance(plan, Plan) else "error"

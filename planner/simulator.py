@@ -1,4 +1,4 @@
-"""The simulator: scores any placement with the same closed form (MODEL.md, "Load and constraints").
+"""The simulator: scores any placement with the same closed form (docs/model.md, "Load and constraints").
 
 For a fixed placement every load is linear in the input rate R: machine w
 carries ``U_w(R) = a_w * R + b_w`` and instance i uses ``a_i * R + b_i``. So
@@ -7,6 +7,11 @@ the largest sustainable rate is
     R_max = min( min_w (cap_w * u_max - b_w) / a_w ,  min_i (thread_cap_i * u_max - b_i) / a_i )
 
 with the thread cap ``100 / cores`` where a type declares cores. No search.
+
+This module is the one place that computes loads and rates: the strategies
+(also the incremental ones, on a (component x machine) instance-count matrix),
+validation and the service call it, and ``LOAD_SLACK_PCT`` is the one
+tolerance under which a load counts as within its limit.
 
 Edge cases, decided here:
 - A placement whose fixed costs (MET) alone overload a machine or thread
@@ -18,6 +23,7 @@ Edge cases, decided here:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 
@@ -27,12 +33,169 @@ from planner.model import (
     Cluster,
     Evaluation,
     MachineLoad,
-    PlanOptions,
     Placement,
+    PlanOptions,
+    ProfileEntry,
     Topology,
 )
 from planner.problem import Problem
 from planner.profiles import ProfileTable
+
+LOAD_SLACK_PCT = 1e-9
+"""CPU percent by which a load may exceed its limit and still count as within it (floating point noise)."""
+
+RATE_REL_TOL = 1e-9
+"""Relative difference under which two input rates count as equal."""
+
+
+@overload
+def instance_cpu_pct(cost_pct: float, met_pct: float, input_rate: float) -> float: ...
+@overload
+def instance_cpu_pct(cost_pct: np.ndarray, met_pct: np.ndarray | float, input_rate: np.ndarray | float) -> np.ndarray: ...
+@overload
+def instance_cpu_pct(cost_pct: np.ndarray | float, met_pct: np.ndarray | float, input_rate: np.ndarray) -> np.ndarray: ...
+
+
+def instance_cpu_pct(cost_pct, met_pct, input_rate):
+    """CPU percent of one instance fed ``input_rate`` tuples/s: ``cost * rate + MET`` (the paper's TCU).
+
+    ``cost_pct`` is 100 * e (percent per tuple/s), ``met_pct`` its fixed percent; arrays broadcast.
+    """
+    return cost_pct * input_rate + met_pct
+
+
+def entry_cpu_pct(entry: ProfileEntry, input_rate: float) -> float:
+    """TCU = 100 e IR + MET: CPU percent of one instance of a profiled key fed ``input_rate`` tuples/s."""
+    return instance_cpu_pct(100.0 * entry.e, entry.met, input_rate)
+
+
+def entry_rate_at_cpu(entry: ProfileEntry, cpu_pct: float) -> float:
+    """Tuples/s at which one instance of a profiled key uses ``cpu_pct`` percent (inf where e = 0)."""
+    return float(rate_limits(np.array([cpu_pct]), np.array([100.0 * entry.e]), np.array([entry.met]))[0])
+
+
+def rate_limits(limit_pct: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Largest R with ``a * R + b <= limit``, elementwise: inf if a = 0 and b fits, -1 if b alone is over.
+
+    The closed form's one formula for where a linear load meets its limit; ``b``
+    may exceed the limit by ``LOAD_SLACK_PCT`` and still fit.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (limit_pct - b) / a
+    r = np.where(a > 0, r, np.where(b <= limit_pct + LOAD_SLACK_PCT, np.inf, -1.0))
+    return np.where(np.isnan(r), np.inf, r)
+
+
+@overload
+def fits_within(load_pct: float, limit_pct: float) -> bool: ...
+@overload
+def fits_within(load_pct: np.ndarray, limit_pct: np.ndarray | float) -> np.ndarray: ...
+@overload
+def fits_within(load_pct: np.ndarray | float, limit_pct: np.ndarray) -> np.ndarray: ...
+
+
+def fits_within(load_pct, limit_pct):
+    """Whether each load is within its limit (percent), up to ``LOAD_SLACK_PCT``."""
+    return load_pct <= limit_pct + LOAD_SLACK_PCT
+
+
+@dataclass(frozen=True)
+class InstanceRates:
+    """Input per unit R of one instance of every component, for given instance counts."""
+
+    each_instance: np.ndarray
+    """(C,) what every instance gets: its part of the split input plus the ``all`` input."""
+    first_extra: np.ndarray
+    """(C,) what instance 0 gets on top (``global`` streams)."""
+
+
+def instance_rates(problem: Problem, counts: np.ndarray) -> InstanceRates:
+    """Per unit R: the input of any instance and the extra of instance 0, per component, at these counts."""
+    shares = problem.shares(counts)
+    return InstanceRates(shares.split / np.maximum(counts, 1) + shares.each, shares.first)
+
+
+def hosted_loads(cost_cm: np.ndarray, met_cm: np.ndarray, hosts: np.ndarray, rates: InstanceRates,
+                 first_machine: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a_w, b_w) of an instance-count matrix: machine w carries ``a_w * R + b_w`` percent.
+
+    ``cost_cm``/``met_cm`` are (component x machine) costs, ``hosts`` instances of
+    c on w, ``first_machine`` the machine of instance 0 of each component (-1: none yet).
+    """
+    a = np.einsum("cm,cm,c->m", cost_cm, hosts, rates.each_instance)
+    with_first = np.flatnonzero((rates.first_extra > 0) & (first_machine >= 0))
+    np.add.at(a, first_machine[with_first], cost_cm[with_first, first_machine[with_first]] * rates.first_extra[with_first])
+    b = np.einsum("cm,cm->m", met_cm, hosts)
+    return a, b
+
+
+def thread_room(cost_cm: np.ndarray, met_cm: np.ndarray, thread_limit_m: np.ndarray) -> np.ndarray:
+    """(C, M) tuples/s one instance of c can take on w before its thread cap (inf: no cap or no cost; < 0: never fits)."""
+    return rate_limits(thread_limit_m[None, :], cost_cm, met_cm)
+
+
+def threadrate_limits(room_cm: np.ndarray, hosts: np.ndarray, rates: InstanceRates, first_machine: np.ndarray) -> np.ndarray:
+    """(C,) per component: the largest R before one of its instances reaches its thread cap."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(hosts > 0, room_cm, np.inf).min(axis=1) / rates.each_instance
+        per = np.where(rates.each_instance > 0, per, np.inf)
+        c = np.arange(len(per))
+        zero = room_cm[c, first_machine] / (rates.each_instance + rates.first_extra)
+        per = np.where(rates.first_extra > 0, np.minimum(per, zero), per)
+    return per
+
+
+@dataclass(frozen=True)
+class HostedRate:
+    """The closed form of an instance-count matrix: R_max and the figures a local search reads."""
+
+    rate: float
+    """R_max, tuples/s."""
+    machine_limits: np.ndarray
+    """(M,) the largest R each machine allows."""
+    thread_limits: np.ndarray
+    """(C,) the largest R each component's instances allow (thread caps)."""
+    a: np.ndarray
+    b: np.ndarray
+    rates: InstanceRates
+    counts: np.ndarray
+
+
+@dataclass(frozen=True)
+class HostedModel:
+    """A problem's per (component, machine) costs, for scoring instance-count matrices quickly."""
+
+    problem: Problem
+    cost: np.ndarray
+    """(C, M) percent per tuple/s of an instance of c on w."""
+    met: np.ndarray
+    """(C, M) fixed percent of an instance of c on w."""
+    thread_limit: np.ndarray
+    """(M,) thread cap percent of w."""
+    thread_room: np.ndarray
+    """(C, M) tuples/s an instance of c can take on w before its thread cap."""
+
+    @classmethod
+    def of(cls, problem: Problem) -> HostedModel:
+        cost = problem.cost[:, problem.machine_type]
+        met = problem.met[:, problem.machine_type]
+        limit = problem.thread_limit[problem.machine_type]
+        return cls(problem, cost, met, limit, thread_room(cost, met, limit))
+
+    def loads(self, hosts: np.ndarray, first_machine: np.ndarray, counts: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, InstanceRates]:
+        counts = hosts.sum(axis=1) if counts is None else counts
+        rates = instance_rates(self.problem, counts)
+        a, b = hosted_loads(self.cost, self.met, hosts, rates, first_machine)
+        return a, b, rates
+
+    def max_rate(self, hosts: np.ndarray, first_machine: np.ndarray) -> HostedRate:
+        """R_max of ``hosts`` (instances per component and machine) with instance 0 of c on ``first_machine[c]``."""
+        counts = hosts.sum(axis=1)
+        a, b, rates = self.loads(hosts, first_machine, counts)
+        machine = rate_limits(self.problem.limit, a, b)
+        thread = threadrate_limits(self.thread_room, hosts, rates, first_machine)
+        return HostedRate(float(min(machine.min(), thread.min())), machine, thread, a, b, rates, counts)
 
 
 @dataclass(frozen=True)
@@ -52,10 +215,11 @@ class LinearLoads:
 
 
 def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
+    """Every instance's load and every machine's, as linear functions of R."""
     comp, inst, mach = problem.placement_arrays(placement)
     counts = problem.counts_of(placement)
-    split, each, first = problem.shares(counts)
-    rate = split[comp] / counts[comp] + each[comp] + np.where(inst == 0, first[comp], 0.0)
+    shares = problem.shares(counts)
+    rate = shares.split[comp] / counts[comp] + shares.each[comp] + np.where(inst == 0, shares.first[comp], 0.0)
     mtype = problem.machine_type[mach]
     a_i = problem.cost[comp, mtype] * rate
     b_i = problem.met[comp, mtype]
@@ -74,18 +238,10 @@ def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
     )
 
 
-def _rate_limits(limit: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Largest R with a*R + b <= limit, elementwise: inf if a = 0 and it fits, negative if b alone is over."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = (limit - b) / a
-    r = np.where(a > 0, r, np.where(b <= limit, np.inf, -1.0))
-    return np.where(np.isnan(r), np.inf, r)
-
-
 def max_rate(problem: Problem, loads: LinearLoads) -> tuple[float, str]:
     """(R_max in tuples/s, what limits it: a machine id or 'component:index' at its thread cap)."""
-    machine_r = _rate_limits(problem.limit, loads.a_w, loads.b_w)
-    thread_r = _rate_limits(loads.thread_limit_i, loads.a_i, loads.b_i)
+    machine_r = rate_limits(problem.limit, loads.a_w, loads.b_w)
+    thread_r = rate_limits(loads.thread_limit_i, loads.a_i, loads.b_i)
     w = int(np.argmin(machine_r))
     best, bottleneck = float(machine_r[w]), problem.machine_ids[w]
     if thread_r.size:
@@ -140,8 +296,8 @@ def evaluate_problem(problem: Problem, placement: Placement, stats: dict | None 
     """Score a placement of a compiled problem (see ``evaluate``)."""
     loads = linear_loads(problem, placement)
     rate, bottleneck = max_rate(problem, loads)
-    machine_util = loads.a_w * rate + loads.b_w
-    instance_cpu = loads.a_i * rate + loads.b_i
+    machine_util = instance_cpu_pct(loads.a_w, loads.b_w, rate)
+    instance_cpu = instance_cpu_pct(loads.a_i, loads.b_i, rate)
     component_ir = problem.component_rates(loads.counts) * rate
     assignments = [
         Assignment(
@@ -228,7 +384,7 @@ class MachineRateLoad:
 
 def loads_at_problem_rate(problem: Problem, placement: Placement, rate: float) -> list[MachineRateLoad]:
     loads = linear_loads(problem, placement)
-    cpu = loads.a_i * rate + loads.b_i
+    cpu = instance_cpu_pct(loads.a_i, loads.b_i, rate)
     per_machine: list[list[InstanceRateLoad]] = [[] for _ in range(problem.n_machines)]
     for k in range(len(cpu)):
         tl = float(loads.thread_limit_i[k])
@@ -243,7 +399,7 @@ def loads_at_problem_rate(problem: Problem, placement: Placement, rate: float) -
                 over_by=0.0 if np.isinf(tl) else max(0.0, float(cpu[k]) - tl),
             )
         )
-    util = loads.a_w * rate + loads.b_w
+    util = instance_cpu_pct(loads.a_w, loads.b_w, rate)
     return [
         MachineRateLoad(id=m.id, type=m.type, utilization=float(util[w]), limit=float(problem.limit[w]), instances=per_machine[w])
         for w, m in enumerate(problem.cluster.machines)

@@ -12,6 +12,7 @@ from planner.errors import PlanningError
 from planner.model import Cluster, PlanOptions, Topology
 from planner.profiles import ProfileTable
 from planner.rates import find_cycle, unit_rates
+from planner.simulator import entry_cpu_pct, fits_within
 
 
 def _first_duplicate(values: list[str]) -> str | None:
@@ -82,7 +83,7 @@ def validate_profiles(topology: Topology, cluster: Cluster, profiles: ProfileTab
         if c.is_system:
             continue
         for t in types:
-            if profiles.get(c.profile, t) is None:
+            if c.profile is None or profiles.get(c.profile, t) is None:
                 raise PlanningError(f"no profile for {c.profile} on machine type {t} (component {c.id})")
 
 
@@ -105,12 +106,12 @@ def validate_capacity(topology: Topology, cluster: Cluster, profiles: ProfileTab
         least = None
         for t in used:
             entry = profiles.get(c.profile, t) if c.profile is not None else None
-            cpu = 0.0 if entry is None else 100.0 * entry.e * rates[c.id] / count * options.initial_rate + entry.met
+            cpu = 0.0 if entry is None else entry_cpu_pct(entry, rates[c.id] / count * options.initial_rate)
             mtype = types[t]
             limit = mtype.capacity * u_max
             if mtype.thread_cap is not None:
                 limit = min(limit, mtype.thread_cap * u_max)
-            if cpu <= limit and (least is None or cpu < least):
+            if fits_within(cpu, limit) and (least is None or cpu < least):
                 least = cpu
         if least is None:
             raise PlanningError(
@@ -119,7 +120,7 @@ def validate_capacity(topology: Topology, cluster: Cluster, profiles: ProfileTab
             )
         least_total += least * count
     capacity = sum(types[t].capacity * u_max * n for t, n in machines_per_type.items())
-    if least_total > capacity:
+    if not fits_within(least_total, capacity):
         raise PlanningError(
             f"the cluster cannot host one instance of every component: they need at least {least_total:.1f}% CPU "
             f"at the initial rate and the machines offer {capacity:.1f}%"

@@ -24,6 +24,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from bench.files import write_atomic
 from planner.model import ProfileEntry, ProfileSet
 from planner.profiles import MACHINE_BASE_LOAD
 from spark_profiling.errors import ProfilingError
@@ -227,12 +228,9 @@ def check_writable(out: Path) -> None:
 
 
 def write_profile_set(out: Path, profile_set: ProfileSet) -> None:
-    """Write the set as JSON atomically (a reader never sees half a file)."""
+    """Write the set as JSON atomically (a reader never sees half a file), owner-only (bench.files)."""
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_name(f".{out.name}.partial")
-        partial.write_text(profile_set.model_dump_json(indent=2) + "\n")
-        os.replace(partial, out)
+        write_atomic(out, profile_set.model_dump_json(indent=2) + "\n")
     except OSError as exc:
         raise ProfilingError(f"cannot write {out}: {exc.strerror or exc}.") from None
 
@@ -283,6 +281,7 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """spark-submit entry point; the same options as ``hetsched aggregate``."""
+    from planner.client import put_summary
     from spark_profiling.publish import TOKEN_ENV, URL_ENV, put_profile_set
     from spark_profiling.report import summary_lines
 
@@ -306,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}")
         if args.put:
             stored = put_profile_set(profile_set, args.put, args.planner, args.token)
-            print(f"stored profile set {stored.name!r} ({len(stored.entries)} entries) in the planner")
+            print(put_summary(stored, "in the planner"))
     except ProfilingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

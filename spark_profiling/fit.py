@@ -1,6 +1,6 @@
 """The least-squares line through one pair's intervals, from sums alone, and the ProfileEntry it gives.
 
-MODEL.md: one instance fed ``IR`` tuples/s uses ``TCU = 100 * e * IR + MET`` percent of the
+docs/model.md: one instance fed ``IR`` tuples/s uses ``TCU = 100 * e * IR + MET`` percent of the
 machine. So a line of CPU percent (y) against input rate (x) has slope ``100 * e`` and intercept
 ``MET``. The sums (n, Σx, Σy, Σxy, Σx², Σy²) are all the fit needs, which is why the Spark job
 aggregates only them and never brings raw rows to the driver. The same sums of two more lines (the

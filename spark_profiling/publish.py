@@ -1,15 +1,16 @@
-"""Storing a ProfileSet in the planner (``PUT /v1/profiles/{name}``, API.md) through the planner's client."""
+"""Storing a ProfileSet in the planner (``PUT /v1/profiles/{name}``, docs/api.md) through the planner's client."""
 from __future__ import annotations
 
 from planner.client import DEFAULT_URL, TOKEN_ENV, URL_ENV, PlannerClient, PlannerClientError
-from planner.model import ProfileSet
+from planner.model import ProfileSet, StoredProfileSet
 from spark_profiling.errors import ProfilingError
 
 __all__ = ["DEFAULT_URL", "TOKEN_ENV", "URL_ENV", "put_profile_set"]
 
 
-def put_profile_set(profile_set: ProfileSet, name: str, planner_url: str | None = None, token: str | None = None) -> ProfileSet:
-    """Store the set under ``name`` (created or replaced) and return what the planner stored.
+def put_profile_set(profile_set: ProfileSet, name: str, planner_url: str | None = None, token: str | None = None) -> StoredProfileSet:
+    """Store the set as the next version of ``name`` and return that version (``created`` False: the
+    newest version already held this content, so none was added).
 
     ``planner_url``/``token`` default to $HETSCHED_PLANNER_URL / $HETSCHED_PLANNER_TOKEN.
     """

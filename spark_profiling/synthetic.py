@@ -2,7 +2,7 @@
 
 Each (profile key, machine type) pair has a true ``e``, ``MET`` and ``alpha``; a task of that
 pair fed ``IR`` tuples/s burns ``(e * IR + MET / 100) * machine_cores`` CPU seconds per second,
-which is MODEL.md's ``TCU = 100 * e * IR + MET`` percent of the machine. The records carry what a
+which is docs/model.md's ``TCU = 100 * e * IR + MET`` percent of the machine. The records carry what a
 collector would see: cumulative counters sampled every few seconds, noise on the CPU readings,
 offered rates in steps, worker restarts (new pid), counter resets (same pid, counters drop) and,
 on request, bad rows of every kind :mod:`spark_profiling.records` names.

@@ -12,8 +12,12 @@ from planner.problem import Problem
 from planner.profiles import ProfileTable
 from planner.random_requests import RandomRequest, random_request
 from planner.strategies import STRATEGIES
-from planner.strategies.optimal import MAX_MACHINES, MAX_PLACED_COMPONENTS, OPTIMALITY_GAP, solve
+from planner.strategies.optimal import DEFAULT_TUNING, OptimalTuning, solve
 from planner.validation import validate
+
+OPTIMALITY_GAP = DEFAULT_TUNING.optimality_gap
+MAX_PLACED_COMPONENTS = DEFAULT_TUNING.max_placed_components
+MAX_MACHINES = DEFAULT_TUNING.max_machines
 
 RELATIVE = 1e-9
 """Rounding slack for comparisons that hold exactly."""
@@ -44,7 +48,7 @@ def test_milp_optimum_equals_brute_force_on_tiny_random_requests(seed):
         pytest.skip("this random draw cannot host its topology")
     cap = 3 if problem.n_machines == 2 else 2
     exact = brute_force(problem, max_instances=cap)
-    milp = solve(problem, max_instances=cap)
+    milp = solve(problem, OptimalTuning(max_instances_per_component=cap))
     assert exact.placements_tried > 1
     assert_optimal(milp.input_rate, exact.input_rate)
     assert milp.upper_bound >= exact.input_rate * (1 - RELATIVE)
@@ -63,7 +67,7 @@ def test_all_and_global_groupings_match_brute_force(seed):
     if problem is None:
         pytest.skip("this random draw cannot host its topology")
     exact = brute_force(problem, max_instances=2)
-    assert_optimal(solve(problem, max_instances=2).input_rate, exact.input_rate)
+    assert_optimal(solve(problem, OptimalTuning(max_instances_per_component=2)).input_rate, exact.input_rate)
 
 
 def _all_grouping_request(split_input: bool) -> Problem:
@@ -93,7 +97,7 @@ def _all_grouping_request(split_input: bool) -> Problem:
 def test_all_grouped_component_feeding_others_matches_brute_force(split_input):
     problem = _all_grouping_request(split_input)
     exact = brute_force(problem, max_instances=3)
-    milp = solve(problem, max_instances=3)
+    milp = solve(problem, OptimalTuning(max_instances_per_component=3))
     assert_optimal(milp.input_rate, exact.input_rate)
     if not split_input:
         assert len(milp.placement["b1"]) == 1
@@ -133,7 +137,7 @@ def test_optimal_is_at_least_the_paper_on_a_small_cluster_of_the_papers_machine_
     entries = scenario.profiles.entries
     paper = make_plan(scenario.topology, cluster, entries, "paper")
     profiles = ProfileTable.from_entries(entries)
-    optimal = solve(Problem.build(scenario.topology, cluster, profiles, PlanOptions()), max_instances=max(paper.instances.values()))
+    optimal = solve(Problem.build(scenario.topology, cluster, profiles, PlanOptions()), OptimalTuning(max_instances_per_component=max(paper.instances.values())))
     bound = lp_upper_bound(scenario.topology, cluster, profiles)
     assert paper.input_rate <= optimal.input_rate * (1 + RELATIVE)
     assert optimal.input_rate <= bound * (1 + RELATIVE)
@@ -192,7 +196,7 @@ def test_fixed_parallelism_is_kept():
     assert plan.instances["c2"] == 2
     assert len([a for a in plan.assignments if a.component == "c1"]) == 3
     problem = Problem.build(topology, cluster, ProfileTable.from_entries(entries), PlanOptions())
-    capped = solve(problem, max_instances=3)
+    capped = solve(problem, OptimalTuning(max_instances_per_component=3))
     assert [len(capped.placement[c]) for c in ("c1", "c2")] == [3, 2]
     assert_optimal(capped.input_rate, brute_force(problem, max_instances=3).input_rate)
 

@@ -9,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.api import make_plan
-from planner.model import InstanceAssignment
 from spark_profiling.collector.attribution import attribute
 from spark_profiling.collector.design import ACKER, Round, ClusterMachine, design
 from spark_profiling.collector.pinning import check_pinned, pin_request

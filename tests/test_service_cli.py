@@ -1,7 +1,8 @@
-"""``hetsched profiles`` and ``hetsched plan --url`` against a real service, and their one-line errors."""
+"""``hetsched profiles``, ``hetsched plans`` and ``hetsched plan --url`` against a real service, and their one-line errors."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 
 import pytest
@@ -9,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from hetsched.cli import _register, app
-from tests.fixtures.service import GUARDED_TOKEN, small_profiles
+from tests.fixtures.service import GUARDED_TOKEN, small_plan_request, small_profiles
 
 _register()
 runner = CliRunner()
@@ -31,7 +32,8 @@ def test_profiles_put_get_list_round_trip(planner_service, tmp_path):
     yaml_file.write_text(yaml.safe_dump(source))
     result = _run("profiles", "put", "cli-micro", str(yaml_file), "--url", planner_service.url)
     assert result.exit_code == 0, result.output
-    assert f"stored profile set cli-micro ({len(source['entries'])} entries)" in result.output
+    assert result.output.strip() == (f"stored profile set cli-micro ({len(source['entries'])} entries) as version 1 "
+                                     f"at {planner_service.url}")
 
     listing = _run("profiles", "list", "--url", planner_service.url)
     assert "cli-micro" in listing.output.splitlines()
@@ -53,8 +55,53 @@ def test_profiles_put_accepts_a_bare_list_of_entries_and_the_url_from_the_enviro
     assert len(json.loads(out.read_text())["entries"]) == len(small_profiles()["entries"])
 
 
+def test_profiles_versions_get_by_version_and_delete(planner_service, tmp_path):
+    url = ("--url", planner_service.url)
+    first, second = tmp_path / "v1.json", tmp_path / "v2.json"
+    first.write_text(json.dumps(small_profiles("cli-ver")))
+    second.write_text(json.dumps({**small_profiles("cli-ver"), "source": {"run": 2}}))
+    assert _run("profiles", "put", "cli-ver", str(first), *url).output.startswith("stored profile set cli-ver (6 entries) as version 1")
+    assert _run("profiles", "put", "cli-ver", str(second), *url).output.startswith("stored profile set cli-ver (6 entries) as version 2")
+    unchanged = _run("profiles", "put", "cli-ver", str(second), *url)
+    assert unchanged.exit_code == 0
+    assert unchanged.output.strip() == f"profile set cli-ver (6 entries) unchanged at {planner_service.url}: version 2 holds the same content"
+
+    listing = _run("profiles", "versions", "cli-ver", *url)
+    assert listing.exit_code == 0, listing.output
+    rows = [re.fullmatch(r"version (\d+)  stored (\S+Z)  6 entries  0 plans  (sha256:[0-9a-f]{12})", line)
+            for line in listing.output.strip().splitlines()]
+    assert all(rows) and [row[1] for row in rows] == ["1", "2"] and rows[0][3] != rows[1][3]
+
+    old = json.loads(_run("profiles", "get", "cli-ver", "--version", "1", *url).output)
+    assert old["version"] == 1 and old["source"] == small_profiles()["source"]
+    assert json.loads(_run("profiles", "get", "cli-ver", *url).output)["version"] == 2
+
+    assert _run("profiles", "delete", "cli-ver", "--version", "2", *url).output.strip() == "deleted version 2 of profile set cli-ver"
+    assert json.loads(_run("profiles", "get", "cli-ver", *url).output)["version"] == 1
+
+
+def test_plans_get_and_delete(planner_service):
+    with planner_service.http() as http:
+        http.put("/v1/profiles/cli-plans", json=small_profiles("cli-plans"))
+        plan = http.post("/v1/plans", json=small_plan_request(profiles={"name": "cli-plans"})).json()
+    url = ("--url", planner_service.url)
+    shown = _run("plans", "get", plan["id"], *url)
+    assert shown.exit_code == 0 and json.loads(shown.output)["profiles"] == {"name": "cli-plans", "version": 1}
+    refused = _run("profiles", "delete", "cli-plans", "--version", "1", *url)
+    assert refused.exit_code == 1
+    assert refused.output.strip() == (f"error: profile set 'cli-plans' version 1 is named by 1 stored plan ({plan['id']}): "
+                                      "delete it first")
+    assert _run("plans", "delete", plan["id"], *url).output.strip() == f"deleted plan {plan['id']}"
+    assert _run("plans", "get", plan["id"], *url).output.strip() == f"error: plan '{plan['id']}' does not exist"
+    assert _run("profiles", "delete", "cli-plans", "--version", "1", *url).exit_code == 0
+
+
 @pytest.mark.parametrize("args, message", [
     (("profiles", "get", "no-such-set"), "error: profile set 'no-such-set' does not exist"),
+    (("profiles", "versions", "no-such-set"), "error: profile set 'no-such-set' does not exist"),
+    (("profiles", "get", "no-such-set", "--version", "2"), "error: profile set 'no-such-set' does not exist"),
+    (("profiles", "delete", "no-such-set", "--version", "2"), "error: profile set 'no-such-set' does not exist"),
+    (("plans", "delete", "no-such-plan"), "error: plan 'no-such-plan' does not exist"),
 ])
 def test_server_answers_become_one_line(planner_service, args, message):
     result = _run(*args, "--url", planner_service.url)

@@ -1,14 +1,16 @@
-"""Every endpoint of API.md through a real ``hetsched serve`` process on a loopback port."""
+"""Every endpoint of docs/api.md through a real ``hetsched serve`` process on a loopback port."""
 from __future__ import annotations
 
 import asyncio
 import copy
+import tomllib
+from importlib import metadata
 
 import httpx
 import pytest
 
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
-from tests.fixtures.service import small_plan_request, small_profiles
+from tests.fixtures.service import REPO, small_plan_request, small_profiles
 
 
 @pytest.fixture
@@ -35,17 +37,24 @@ def test_the_service_listens_on_loopback_by_default(planner_service):
     assert planner_service.url.startswith("http://127.0.0.1:")
 
 
-def test_health_is_open_and_says_ok(http):
-    body = http.get("/healthz").json()
-    assert body["status"] == "ok" and body["version"]
+def test_health_is_open_and_says_ok_with_the_installed_version(http):
+    response = http.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body == {"status": "ok", "version": metadata.version("hetsched")}
+    assert body["version"] == tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"], (
+        "the installed hetsched is not this checkout's version: run make setup again")
 
 
 def test_openapi_lists_every_endpoint_of_the_contract(http):
     paths = http.get("/openapi.json").json()["paths"]
     assert set(paths["/v1/plans"]) == {"post"}
-    assert set(paths["/v1/plans/{plan_id}"]) == {"get"}
+    assert set(paths["/v1/plans/{plan_id}"]) == {"get", "delete"}
     assert set(paths["/v1/evaluations"]) == {"post"}
     assert set(paths["/v1/profiles/{name}"]) == {"put", "get"}
+    assert set(paths["/v1/profiles/{name}/versions"]) == {"get"}
+    assert set(paths["/v1/profiles/{name}/versions/{version}"]) == {"get", "delete"}
+    assert "409" in paths["/v1/profiles/{name}/versions/{version}"]["delete"]["responses"]
     assert set(paths["/v1/profiles"]) == {"get"}
     assert set(paths["/healthz"]) == {"get"}
     assert "201" in paths["/v1/plans"]["post"]["responses"]
@@ -53,7 +62,7 @@ def test_openapi_lists_every_endpoint_of_the_contract(http):
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
 
 
-def test_profile_sets_are_stored_replaced_and_listed(http):
+def test_profile_sets_are_stored_superseded_and_listed(http):
     first = small_profiles("http-profiles")
     response = http.put("/v1/profiles/http-profiles", json=first)
     assert response.status_code == 200
@@ -63,7 +72,7 @@ def test_profile_sets_are_stored_replaced_and_listed(http):
     replaced["source"] = {"run": "second"}
     assert http.put("/v1/profiles/http-profiles", json=replaced).status_code == 200
     stored = http.get("/v1/profiles/http-profiles").json()
-    assert stored["entries"][0]["e"] == 0.5 and stored["source"] == {"run": "second"}
+    assert stored["entries"][0]["e"] == 0.5 and stored["source"] == {"run": "second"} and stored["version"] == 2
     assert "http-profiles" in http.get("/v1/profiles").json()["profiles"]
 
 

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import socket
+import subprocess
+import sys
 import zipfile
 from collections import Counter
 from io import StringIO
@@ -65,9 +68,12 @@ def test_every_component_runs_through_streamparse_run_from_this_package():
             assert (PACKAGE_DIR / f"{module.split('.')[1]}.py").exists()
 
 
-@pytest.mark.parametrize("text", ["Linear", "rolling-count", "RollingCount", " unique_visitor "])
-def test_lookup_ignores_case_and_separators(text):
-    assert lookup(text).name in CATALOG
+@pytest.mark.parametrize(("text", "name"), [
+    ("Linear", "linear"), ("DIAMOND", "diamond"), ("rolling-count", "rolling_count"), ("RollingCount", "rolling_count"),
+    (" unique_visitor ", "unique_visitor"), ("Unique-Visitor", "unique_visitor"),
+])
+def test_lookup_ignores_case_and_separators(text, name):
+    assert lookup(text) is CATALOG[name]
 
 
 def test_unknown_topology_lists_the_known_ones():
@@ -140,7 +146,12 @@ def test_windowed_bolts_tick_at_the_emit_frequency():
 
 def test_streamparse_run_is_the_virtualenvs():
     run = default_streamparse_run()
-    assert run.is_absolute() and run.exists()
+    assert run == Path(sys.prefix).resolve() / "bin" / "streamparse_run"
+    assert os.access(run, os.X_OK)
+    interpreter = Path(run.read_text().splitlines()[0].removeprefix("#!").strip())
+    assert interpreter.parent.parent.resolve() == Path(sys.prefix).resolve(), f"{run} runs {interpreter}, not this venv's Python"
+    done = subprocess.run([str(run), "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "streamparse_run" in done.stdout, done.stderr
 
 
 @pytest.mark.parametrize("request_, fault", [
@@ -210,13 +221,15 @@ def test_pacer_emits_at_the_rate_and_forgives_long_stalls():
 
 def test_sliding_windows_forget_the_oldest_slot():
     counts = SlidingCounts(slots=2)
-    counts.add("a"); counts.add("a"); counts.add("b")
+    for key in ("a", "a", "b"):
+        counts.add(key)
     assert counts.totals_then_advance() == {"a": 2, "b": 1}
     counts.add("a")
     assert counts.totals_then_advance() == {"a": 3, "b": 1}
     assert counts.totals_then_advance() == {"a": 1}
     sets = SlidingSets(slots=2)
-    sets.add("u", 1); sets.add("u", 1); sets.add("u", 2)
+    for visitor in (1, 1, 2):
+        sets.add("u", visitor)
     assert sets.sizes_then_advance() == {"u": 2}
     assert slot_count(9, 3) == 3 and slot_count(300, 60) == 5 and slot_count(1, 5) == 1
 

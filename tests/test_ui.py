@@ -278,7 +278,7 @@ def test_chromium_draws_the_plan_its_machines_and_the_executors_on_each(served_p
     expected = Counter((plan["id"], a["machine"], f"{a['component']} #{a['index']}") for a in plan["assignments"])
     assert page.chips == expected
     text = " ".join(page.text)
-    assert "small-micro" in text and "started without --nimbus" in text
+    assert "small-micro v1" in text and "started without --nimbus" in text
     assert f"{plan['input_rate']:.2f}".rstrip("0").rstrip(".") in text.replace(",", "")
 
 

@@ -1,6 +1,7 @@
 """The FastAPI application: routers, error handlers and guards put together from the settings."""
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,6 +17,8 @@ from planner.service.routers.health import service_version
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
 
+log = logging.getLogger("hetsched.service")
+
 PLANNING_THREADS = max(2, os.cpu_count() or 2)
 """Plans computed at once; more callers wait their turn (planning is CPU-bound)."""
 
@@ -23,10 +26,13 @@ PLANNING_THREADS = max(2, os.cpu_count() or 2)
 def create_app(settings: ServiceSettings | None = None, storage: Storage | None = None) -> FastAPI:
     """The service for ``settings``; opens the database now so a bad path fails at start, not at the first call."""
     settings = settings or ServiceSettings()
-    storage = storage or Storage(settings.db_path)
+    storage = storage or Storage(settings.db_path, settings.retention)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        dropped = storage.apply_retention()
+        if dropped.plans or dropped.profile_versions:
+            log.info("retention at start: deleted %d plans and %d profile set versions", dropped.plans, dropped.profile_versions)
         yield
         storage.close()
 
@@ -48,7 +54,7 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     if settings.token:
         app.add_middleware(BearerToken, token=settings.token)
-    app.openapi = lambda: _openapi(app, settings)
+    app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]  # FastAPI's documented override
     return app
 
 

@@ -4,7 +4,8 @@ The body is always ``{"detail": "<sentence naming the fault>", "error": "<code>"
 schema errors add ``"errors": [{"loc": [...], "msg": "...", "type": "..."}]`` with
 the field at fault. Codes: ``invalid_request`` (schema, 422), ``planning_error``
 (the core's PlanningError, 422), ``time_limit`` (the search stopped at the time
-limit, 422), ``not_found`` (404), ``unauthorized`` (401), ``body_too_large`` (413),
+limit, 422), ``not_found`` (404), ``in_use`` (409: a profile set version that
+stored plans name cannot be deleted), ``unauthorized`` (401), ``body_too_large`` (413),
 ``method_not_allowed`` (405), ``busy`` and ``storage`` (503), ``internal`` (500, a bug).
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ class ErrorBody(BaseModel):
     """The body of every non-2xx answer."""
 
     detail: str = Field(description="One plain sentence that names the fault.")
-    error: str = Field(description="A stable code: invalid_request, planning_error, time_limit, not_found, unauthorized, body_too_large, ...")
+    error: str = Field(description="A stable code: invalid_request, planning_error, time_limit, not_found, in_use, unauthorized, body_too_large, ...")
     errors: list[FieldError] | None = Field(default=None, description="Schema errors only: every field at fault.")
 
 
@@ -53,15 +54,20 @@ def not_found(detail: str) -> ServiceError:
     return ServiceError(404, "not_found", detail)
 
 
+def in_use(detail: str) -> ServiceError:
+    return ServiceError(409, "in_use", detail)
+
+
 def error_response(status_code: int, error: str, detail: str, headers: dict[str, str] | None = None,
                    errors: list[dict[str, Any]] | None = None) -> JSONResponse:
-    body = ErrorBody(detail=detail, error=error, errors=errors).model_dump(exclude_none=True)
+    body = ErrorBody(detail=detail, error=error,
+                     errors=None if errors is None else [FieldError.model_validate(e) for e in errors]).model_dump(exclude_none=True)
     return JSONResponse(body, status_code=status_code, headers=headers)
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "A token is configured and the call has none or a wrong one."},
-    404: {"model": ErrorBody, "description": "No such plan, profile set or path."},
+    404: {"model": ErrorBody, "description": "No such plan, profile set, profile set version or path."},
     413: {"model": ErrorBody, "description": "The body is over the service's size limit."},
     422: {"model": ErrorBody, "description": "The body breaks the schema (the field at fault in `errors`), cannot be planned, or its search ran past the time limit (one sentence in `detail`)."},
     503: {"model": ErrorBody, "description": "No planning slot came free in time (busy, with Retry-After), or the database failed."},
@@ -142,9 +148,9 @@ async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(ServiceError, _on_service_error)
-    app.add_exception_handler(RequestValidationError, _on_validation_error)
-    app.add_exception_handler(PlanningError, _on_planning_error)
-    app.add_exception_handler(StarletteHTTPException, _on_http_exception)
-    app.add_exception_handler(StorageError, _on_storage_error)
+    app.exception_handler(ServiceError)(_on_service_error)
+    app.exception_handler(RequestValidationError)(_on_validation_error)
+    app.exception_handler(PlanningError)(_on_planning_error)
+    app.exception_handler(StarletteHTTPException)(_on_http_exception)
+    app.exception_handler(StorageError)(_on_storage_error)
     app.add_exception_handler(Exception, _on_unexpected)

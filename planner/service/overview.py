@@ -3,7 +3,7 @@
 Pure functions turn plans, profile sets and Nimbus' answers into the views the page renders; the
 reading (the database, Nimbus) sits in the few functions at the end. The database is read through
 its own read-only connection, so showing plans never writes to it (a plan's ``used_at`` stays as
-the planner left it).
+the planner left it: looking at a plan is not using it, for retention).
 """
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ class PlanView(BaseModel):
     input_rate: float = Field(description="R, tuples/s.")
     weighted_utilization: float
     bottleneck: str | None
+    profiles: str | None = Field(default=None, description="The stored profile set and version it was made with ('micro v2'); None: inline profiles.")
     feasible: bool
     instances: dict[str, int]
     machine_types: list[MachineTypeGroup]
@@ -130,6 +131,7 @@ def plan_view(plan: Plan, created_at: float) -> PlanView:
     return PlanView(
         id=plan.id or "", topology=plan.topology, strategy=plan.strategy, created_at=created_at,
         input_rate=plan.input_rate, weighted_utilization=plan.weighted_utilization, bottleneck=plan.bottleneck,
+        profiles=f"{plan.profiles.name} v{plan.profiles.version}" if plan.profiles else None,
         feasible=bool(plan.stats.get("feasible", plan.input_rate > 0)), instances=plan.instances,
         machine_types=[MachineTypeGroup(machine_type=t, machines=ms) for t, ms in groups.items()],
     )
@@ -140,7 +142,7 @@ def profile_set_view(profile_set: ProfileSet) -> ProfileSetView:
     rows = [ProfileRow(profile=e.profile, machine_type=e.machine_type, e=e.e, met=e.met, r2=e.r2,
                        samples=e.samples, rate_range=e.rate_range)
             for e in sorted(profile_set.entries, key=lambda e: (e.profile, e.machine_type))]
-    return ProfileSetView(name=profile_set.name, version=getattr(profile_set, "version", None),
+    return ProfileSetView(name=profile_set.name, version=profile_set.version,
                           worst_r2=min(fits) if fits else None, entries=rows)
 
 

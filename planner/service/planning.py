@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import anyio
 from anyio import CapacityLimiter
@@ -22,6 +24,7 @@ from planner.model import (
     PlanRequest,
     ProfileEntry,
     ProfileRef,
+    ProfileVersionRef,
 )
 from planner.service.errors import ServiceError, not_found
 from planner.storage import Storage
@@ -34,14 +37,32 @@ GUARD_GRACE_S = 2.0
 """How long past the time limit the service waits for the core before answering without it."""
 
 
-def resolve_profiles(ref: ProfileRef, storage: Storage) -> list[ProfileEntry]:
-    """The inline entries, or those of the stored profile set the request names (404 if none)."""
+@dataclass(frozen=True)
+class ResolvedProfiles:
+    entries: list[ProfileEntry]
+    ref: ProfileVersionRef | None
+    """The stored version the entries are, None for inline entries."""
+
+
+def resolve_profiles(ref: ProfileRef, storage: Storage) -> ResolvedProfiles:
+    """The inline entries, or those of the stored version the request names (its newest without one; 404 if none)."""
     if ref.entries is not None:
-        return ref.entries
-    stored = storage.get_profile_set(ref.name)
+        return ResolvedProfiles(ref.entries, None)
+    if ref.name is None:
+        raise ServiceError(422, "invalid_request", "profiles must give exactly one of 'name' (a stored profile set) or 'entries' (inline)")
+    stored = storage.get_profile_set(ref.name, ref.version)
     if stored is None:
-        raise not_found(f"profile set '{ref.name}' does not exist: store it with PUT /v1/profiles/{ref.name}")
-    return stored.entries
+        if ref.version is None or storage.get_profile_set(ref.name) is None:
+            raise not_found(f"profile set '{ref.name}' does not exist: store it with PUT /v1/profiles/{ref.name}")
+        raise not_found(unknown_version_sentence(ref.name, ref.version, storage))
+    return ResolvedProfiles(stored.entries, ProfileVersionRef(name=stored.name, version=stored.version))
+
+
+def unknown_version_sentence(name: str, version: int, storage: Storage) -> str:
+    """Names the missing version and the ones there are."""
+    there = [v.version for v in storage.profile_set_versions(name)]
+    listed = ", ".join(map(str, there[-10:])) if there else "none"
+    return f"profile set '{name}' has no version {version} (stored versions: {'..., ' if len(there) > 10 else ''}{listed})"
 
 
 def limited_options(options: PlanOptions, service_limit_s: float) -> PlanOptions:
@@ -51,7 +72,7 @@ def limited_options(options: PlanOptions, service_limit_s: float) -> PlanOptions
     return options.model_copy(update={"time_limit_s": limit})
 
 
-async def run_limited(func: Callable[..., T], *args, limit_s: float, limiter: CapacityLimiter, queue_wait_s: float) -> T:
+async def run_limited(func: Callable[..., T], *args: Any, limit_s: float | None, limiter: CapacityLimiter, queue_wait_s: float) -> T:
     """Run ``func(*args)`` in a worker thread once a planning slot is free; past ``limit_s`` answer a PlanningTimeout.
 
     The time limit counts computing only, not the wait for a slot; a wait longer than
@@ -66,7 +87,7 @@ async def run_limited(func: Callable[..., T], *args, limit_s: float, limiter: Ca
         raise ServiceError(503, "busy", f"the planner is busy: no planning slot came free within {queue_wait_s:g} s; "
                            "try again later", headers={"Retry-After": "5"}) from None
     try:
-        with anyio.fail_after(limit_s + GUARD_GRACE_S):
+        with anyio.fail_after(None if limit_s is None else limit_s + GUARD_GRACE_S):
             return await anyio.to_thread.run_sync(functools.partial(func, *args), abandon_on_cancel=True)
     except TimeoutError:
         log.warning("%s overran the time limit of %g s; its thread was left to finish", getattr(func, "__name__", func), limit_s)
@@ -85,10 +106,16 @@ def stored_plan_fits(request: PlanRequest, stored: Plan) -> bool:
     component of the plan is in the request with the plan's instance count (where the request
     fixes one), every component of the request is in the plan except Storm system components
     (``__acker``, ...: a plan made before submission does not know them, the caller places
-    them), and every machine the plan uses is in the cluster.
+    them), every machine the plan uses is in the cluster, and, for a plan made with a stored
+    profile set, the request names that set without a version or with the plan's version (the
+    reused plan is evaluated with its own version, see ``reuse_profiles``).
     """
     if stored.topology != request.topology.name:
         return False
+    if stored.profiles is not None:
+        asked = request.profiles
+        if asked.name != stored.profiles.name or asked.version not in (None, stored.profiles.version):
+            return False
     if request.strategy is not None and request.strategy != stored.strategy:
         return False
     components = {c.id: c for c in request.topology.components}

@@ -20,9 +20,9 @@ planner.strategies.baseline_counts. Heterogeneity-blind by construction.
 """
 from __future__ import annotations
 
-from planner.model import Cluster, PlanOptions, Topology
-from planner.profiles import ProfileTable
-from planner.strategies import StrategyResult
+from planner.model import Cluster, Topology
+from planner.problem import Problem
+from planner.strategies.base import StrategyResult
 from planner.strategies.baseline_counts import paper_counts
 
 
@@ -51,9 +51,10 @@ def even_placement(topology: Topology, cluster: Cluster, counts: dict[str, int],
     return placement
 
 
-def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> StrategyResult:
-    counts, paper_rate = paper_counts(topology, cluster, profiles, options, "even")
+def plan(problem: Problem) -> StrategyResult:
+    """The paper plan's instance counts, dealt round-robin as EvenScheduler deals executors."""
+    counts, paper_rate = paper_counts(problem, "even")
     return StrategyResult(
-        placement=even_placement(topology, cluster, counts),
+        placement=even_placement(problem.topology, problem.cluster, counts),
         stats={"iterations": 0, "counts_from": "paper", "paper_rate": paper_rate},
     )

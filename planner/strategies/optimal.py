@@ -1,8 +1,8 @@
-"""The exact optimum under the planning model (MODEL.md, "optimal"), for small requests.
+"""The exact optimum under the planning model (docs/model.md, "optimal"), for small requests.
 
 The yardstick for every heuristic: the largest input rate R that any choice
 of instance counts and placement sustains, found by mixed-integer programming
-with HiGHS (``scipy.optimize.milp``) and proven to within ``OPTIMALITY_GAP``.
+with HiGHS (``scipy.optimize.milp``) and proven to within ``OptimalTuning.optimality_gap``.
 
 **The model at one rate.** For a fixed rate every instance's CPU is a
 constant, so "which plans sustain rate R?" is a MILP (``_rate_model``):
@@ -21,7 +21,7 @@ constant, so "which plans sustain rate R?" is a MILP (``_rate_model``):
   those n);
 - symmetry: machines of one type are interchangeable (the type fixes
   capacity, cores and profiles). HiGHS detects this permutation symmetry
-  itself; explicit rows ordering their loads (``SYMMETRY_ROWS``) are valid
+  itself; explicit rows ordering their loads (``OptimalTuning.symmetry_rows``) are valid
   but made HiGHS do more work on the random suite (12 requests: 251 against
   207 CPU seconds; one hard proof: 64k against 35k LP iterations), so they
   are off. Merging the machines of a type into one variable would not be
@@ -35,13 +35,13 @@ Otherwise that plan sustains at least ``lambda / theta`` (loads are
 ``a R + b`` with ``b >= 0``), often far more; its closed-form R_max (the
 simulator's) becomes the new ``R_lo``. The first rate tried is half the LP
 bound (planner.bounds). Only proofs lower the upper bound, so the
-``upper_bound`` reported is always proven; the gap (``OPTIMALITY_GAP``,
+``upper_bound`` reported is always proven; the gap (``optimality_gap``,
 0.01 %) stays well above the solver's tolerances.
 
 **Instance counts** are searched up to the most that any plan sustaining the
 rate could host (every instance costs its MET; planner.bounds computes the
-bound from the fluid relaxation), and at most ``max_instances``
-(``MAX_INSTANCES_PER_COMPONENT`` by default: where MET is 0 more instances
+bound from the fluid relaxation), and at most
+``OptimalTuning.max_instances_per_component`` (64 by default: where MET is 0 more instances
 always refine the split, so some cap is needed). ``stats["capped_components"]``
 names components where that cap, not the cluster, limited the search.
 
@@ -54,7 +54,7 @@ machines the plan uses.
 
 **Limits and time.** Requests above the size limits below are refused with
 a PlanningError that says so. The search honours ``options.time_limit_s``
-(default ``DEFAULT_TIME_LIMIT_S``); when time runs out before the optimum is
+(default ``OptimalTuning.default_time_limit_s``); when time runs out before the optimum is
 proven it raises PlanningTimeout naming the best rate found and the proven
 upper bound, rather than return an unproven plan under the name "optimal".
 """
@@ -68,40 +68,53 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.bounds import instance_limit, least_counts, lp_upper_bound_problem, most_instances_at_rate
+from planner.bounds import (
+    instance_limit,
+    least_counts,
+    lp_upper_bound_problem,
+    most_instances_at_rate,
+)
 from planner.errors import PlanningError, PlanningTimeout
 from planner.linear_model import LinearModel
-from planner.model import Cluster, PlanOptions, Placement, Topology
+from planner.model import Placement
 from planner.problem import Problem
-from planner.profiles import ProfileTable
 from planner.simulator import linear_loads, max_rate
-from planner.strategies import StrategyResult
+from planner.strategies.base import DEFAULT_STRATEGY, StrategyResult
 
 log = logging.getLogger(__name__)
 
-MAX_PLACED_COMPONENTS = 8
-"""Components with a CPU cost the exact search accepts."""
-MAX_MACHINES = 16
-MAX_COMPONENT_MACHINE_PAIRS = 64
-MAX_INSTANCES_PER_COMPONENT = 64
-"""Largest instance count searched for one component whose parallelism is free."""
-MAX_COUNT_COMBINATIONS = 16
-"""Largest number of instance-count combinations of ``all``-grouped components enumerated outside the MILP."""
-DEFAULT_TIME_LIMIT_S = 60.0
-OPTIMALITY_GAP = 1e-4
-"""Relative gap between the plan returned and the proven upper bound at which the search stops.
 
-Well above HiGHS's feasibility tolerances (1e-6 and below), so that a rate a
-plan misses by a rounding error is never mistaken for one it reaches."""
-FEW_INSTANCES = 4
-"""Instance counts up to this are searched first (see ``_Search.plan_at``)."""
-THETA_GAP = 0.01
-"""HiGHS stops minimising the peak utilisation within this relative gap: theta only steers the search."""
-SMALL_JUMP = 0.01
-"""A capped plan that sustains less than this much (relative) above the rate asked raises the cap next time."""
-SYMMETRY_ROWS = False
-"""Order the loads of machines of one type. Off: HiGHS finds this symmetry itself (its symmetry detection is
-on by default), and with the rows on it did more work on the random suite (see the module docstring)."""
+@dataclass(frozen=True)
+class OptimalTuning:
+    """The exact search's size limits, gaps and steering; the defaults are what the benchmarks ran with."""
+
+    max_placed_components: int = 8
+    """Components with a CPU cost the exact search accepts."""
+    max_machines: int = 16
+    max_component_machine_pairs: int = 64
+    max_instances_per_component: int = 64
+    """Largest instance count searched for one component whose parallelism is free."""
+    max_count_combinations: int = 16
+    """Largest number of instance-count combinations of ``all``-grouped components enumerated outside the MILP."""
+    default_time_limit_s: float = 60.0
+    """Seconds the search may take when ``options.time_limit_s`` is not set."""
+    optimality_gap: float = 1e-4
+    """Relative gap between the plan returned and the proven upper bound at which the search stops.
+
+    Well above HiGHS's feasibility tolerances (1e-6 and below), so that a rate a
+    plan misses by a rounding error is never mistaken for one it reaches."""
+    few_instances: int = 4
+    """Instance counts up to this are searched first (see ``_Search.plan_at``)."""
+    theta_gap: float = 0.01
+    """HiGHS stops minimising the peak utilisation within this relative gap: theta only steers the search."""
+    small_jump: float = 0.01
+    """A capped plan that sustains less than this much (relative) above the rate asked raises the cap next time."""
+    symmetry_rows: bool = False
+    """Order the loads of machines of one type. Off: HiGHS finds this symmetry itself (its symmetry detection is
+    on by default), and with the rows on it did more work on the random suite (see the module docstring)."""
+
+
+DEFAULT_TUNING = OptimalTuning()
 
 
 @dataclass
@@ -159,8 +172,12 @@ class _Roles:
 
 def _roles(problem: Problem) -> _Roles:
     used = np.unique(problem.machine_type)
-    split, each, _ = problem.shares(least_counts(problem))
-    placed, enumerated, single, free = [], [], [], []
+    shares = problem.shares(least_counts(problem))
+    split, each = shares.split, shares.each
+    placed: list[int] = []
+    enumerated: list[int] = []
+    single: list[int] = []
+    free: list[int] = []
     for c in range(problem.n_components):
         if not problem.cost[c, used].any() and not problem.met[c, used].any():
             free.append(c)
@@ -171,24 +188,18 @@ def _roles(problem: Problem) -> _Roles:
     return _Roles(placed, enumerated, single, free)
 
 
-def _fallback_strategy() -> str:
-    from planner.strategies import DEFAULT_STRATEGY  # read late: the registry imports this module
-
-    return DEFAULT_STRATEGY
-
-
-def _check_size(problem: Problem, roles: _Roles) -> None:
+def _check_size(problem: Problem, roles: _Roles, tuning: OptimalTuning) -> None:
     n_placed, n_machines = len(roles.placed), problem.n_machines
     if (
-        n_placed > MAX_PLACED_COMPONENTS
-        or n_machines > MAX_MACHINES
-        or n_placed * n_machines > MAX_COMPONENT_MACHINE_PAIRS
+        n_placed > tuning.max_placed_components
+        or n_machines > tuning.max_machines
+        or n_placed * n_machines > tuning.max_component_machine_pairs
     ):
         raise PlanningError(
-            f"the optimal strategy is limited to {MAX_PLACED_COMPONENTS} components with a CPU cost, "
-            f"{MAX_MACHINES} machines and {MAX_COMPONENT_MACHINE_PAIRS} component-machine pairs; "
+            f"the optimal strategy is limited to {tuning.max_placed_components} components with a CPU cost, "
+            f"{tuning.max_machines} machines and {tuning.max_component_machine_pairs} component-machine pairs; "
             f"this request has {n_placed} components and {n_machines} machines ({n_placed * n_machines} pairs); "
-            f"use strategy {_fallback_strategy()} for a plan and the LP upper bound (planner.bounds) to rate it"
+            f"use strategy {DEFAULT_STRATEGY} for a plan and the LP upper bound (planner.bounds) to rate it"
         )
 
 
@@ -199,6 +210,11 @@ def _least_count(cost_rate_split: float, base: float, limit: float) -> int | Non
     if cost_rate_split <= 0:
         return 1
     return max(1, math.ceil(cost_rate_split / (limit - base) - 1e-9))
+
+
+def _enough(least: int | None, n: int) -> bool:
+    """Whether ``n`` instances are enough, given the least count that fits (None: no count fits)."""
+    return least is not None and least <= n
 
 
 @dataclass
@@ -212,7 +228,7 @@ class _Vars:
 
 
 def _rate_model(
-    problem: Problem, roles: _Roles, rate: float, counts: np.ndarray, caps: dict[int, int]
+    problem: Problem, roles: _Roles, rate: float, counts: np.ndarray, caps: dict[int, int], symmetry_rows: bool = False
 ) -> tuple[LinearModel, _Vars] | None:
     """The MILP of the plans that sustain ``rate`` tuples/s, least peak utilisation first.
 
@@ -222,12 +238,13 @@ def _rate_model(
     model = LinearModel()
     v = _Vars()
     theta = model.var(hi=1.0, cost=1.0)
-    split, each, first = problem.shares(counts)
+    shares = problem.shares(counts)
+    split, each, first = shares.split, shares.each, shares.first
     k_limit = instance_limit(problem)
     machines = range(problem.n_machines)
     types = [int(t) for t in np.unique(problem.machine_type)]
     on_type = {t: [w for w in machines if problem.machine_type[w] == t] for t in types}
-    load: list[dict[int, float]] = [dict() for _ in machines]
+    load: list[dict[int, float]] = [{} for _ in machines]
     for c in roles.placed:
         fixed = roles.pinned_count(problem, c, counts)
         s, a, g = split[c], each[c], first[c]
@@ -238,8 +255,8 @@ def _rate_model(
         }
         fits: dict[int, set[int]] = {}  # n -> machine types where one instance fits when c has n
         for n in [fixed] if fixed else range(1, caps[c] + 1):
-            regular = {t for t in types if least[t] is not None and least[t] <= n}
-            if regular and (g == 0 or any(least_first[t] is not None and least_first[t] <= n for t in types)):
+            regular = {t for t in types if _enough(least[t], n)}
+            if regular and (g == 0 or any(_enough(least_first[t], n) for t in types)):
                 fits[n] = regular
         if not fits:
             return None
@@ -262,12 +279,12 @@ def _rate_model(
                 model.row({v.host[c, w]: 1.0, **{v.x[c, w, n]: -1.0 for n in fits if (c, w, n) in v.x}}, hi=0.0)
             model.row({v.host[c, w]: 1.0 for w in machines}, 1.0, 1.0)
             for t in types:
-                too_few = [n for n in fits if least_first[t] is None or least_first[t] > n]
+                too_few = [n for n in fits if not _enough(least_first[t], n)]
                 if too_few:
                     model.row({**{v.host[c, w]: 1.0 for w in on_type[t]}, **{v.count[c, n]: 1.0 for n in too_few}}, hi=1.0)
     for w in machines:
         model.row({**load[w], theta: -float(problem.limit[w])}, hi=0.0)
-    for t in types if SYMMETRY_ROWS else []:
+    for t in types if symmetry_rows else []:
         for w, w_next in zip(on_type[t], on_type[t][1:]):
             diff = dict(load[w])
             for col, coef in load[w_next].items():
@@ -284,7 +301,7 @@ def _placement_from(
     for c in roles.placed:
         n = next(n for (cc, n), var in vars_.count.items() if cc == c and solution[var] > 0.5)
         per_machine = {
-            w: int(round(solution[vars_.x[c, w, n]])) if (c, w, n) in vars_.x else 0 for w in range(problem.n_machines)
+            w: round(float(solution[vars_.x[c, w, n]])) if (c, w, n) in vars_.x else 0 for w in range(problem.n_machines)
         }
         machines: list[int] = []
         hosts = [w for w in range(problem.n_machines) if (c, w) in vars_.host and solution[vars_.host[c, w]] > 0.5]
@@ -322,15 +339,15 @@ def _instance_caps(
     return caps, capped
 
 
-def _count_combinations(problem: Problem, roles: _Roles, caps: dict[int, int]) -> list[np.ndarray]:
+def _count_combinations(problem: Problem, roles: _Roles, caps: dict[int, int], most: int) -> list[np.ndarray]:
     base = least_counts(problem)
     ranges = [range(1, caps[c] + 1) for c in roles.enumerated]
     total = math.prod(len(r) for r in ranges)
-    if total > MAX_COUNT_COMBINATIONS:
+    if total > most:
         names = ", ".join(problem.component_ids[c] for c in roles.enumerated)
         raise PlanningError(
             f"the optimal strategy enumerates the instance counts of components with an 'all' input grouping "
-            f"that feed others ({names}) and is limited to {MAX_COUNT_COMBINATIONS} combinations; this request "
+            f"that feed others ({names}) and is limited to {most} combinations; this request "
             f"has {total}; fix their parallelism"
         )
     combos = []
@@ -347,8 +364,7 @@ class _Search:
 
     problem: Problem
     roles: _Roles
-    max_instances: int
-    gap: float
+    tuning: OptimalTuning
     time_limit_s: float
     deadline: float
     low: float = 0.0
@@ -357,7 +373,7 @@ class _Search:
     """Proven: no plan (within the caps) sustains this rate."""
     floor: float = 0.0
     """The next rate tried is at least this (see ``step``)."""
-    few: int = FEW_INSTANCES
+    few: int = DEFAULT_TUNING.few_instances
     """Instance caps below this are known to admit no plan at the rates still to try."""
     best: Placement | None = None
     solves: int = 0
@@ -367,7 +383,7 @@ class _Search:
         """The next rate to try: half the bound until a first plan is found, then just above the best plan."""
         if self.best is None:
             return self.high / 2.0
-        return max(self.low * (1.0 + self.gap), self.floor)
+        return max(self.low * (1.0 + self.tuning.optimality_gap), self.floor)
 
     def done(self) -> bool:
         return self.best is not None and self.target >= self.high
@@ -383,7 +399,7 @@ class _Search:
         raise PlanningTimeout(
             f"the optimal strategy ran past its time limit of {self.time_limit_s:g} s after {self.solves} MILP "
             f"solves without proving the optimum ({found}; no plan reaches {self.high:.6g} tuples/s); "
-            f"raise options.time_limit_s or use strategy {_fallback_strategy()}"
+            f"raise options.time_limit_s or use strategy {DEFAULT_STRATEGY}"
         )
 
     def step(self) -> None:
@@ -410,13 +426,13 @@ class _Search:
         if self.best is None or found_rate > self.low:
             self.low, self.best = found_rate, placement
         if found_rate < rate:
-            self.floor = rate * (1.0 + self.gap)
+            self.floor = rate * (1.0 + self.tuning.optimality_gap)
 
     def plan_at(self, rate: float) -> tuple[Placement, float] | None:
         """A plan that sustains ``rate`` tuples/s and its R_max, or None when the MILPs prove there is none.
 
         Plans with few instances per component are looked for first, with
-        the caps doubling from ``FEW_INSTANCES``: their models are small,
+        the caps doubling from ``few_instances``: their models are small,
         such plans are usually the best, and HiGHS picks the least-utilised
         one, which sustains the most beyond ``rate``. A cap with no plan at
         this rate has none at any higher rate either, so later steps skip
@@ -425,22 +441,22 @@ class _Search:
         every count up to the caps run, and then its first plan is enough:
         its main job is the proof.
         """
-        caps = _instance_caps(self.problem, self.roles, rate, self.max_instances)
+        caps = _instance_caps(self.problem, self.roles, rate, self.tuning.max_instances_per_component)
         if caps is None:
             return None
         full = caps[0]
         while any(n > self.few for n in full.values()):
-            found = self._solve_at(rate, {c: min(n, self.few) for c, n in full.items()}, THETA_GAP)
+            found = self._solve_at(rate, {c: min(n, self.few) for c, n in full.items()}, self.tuning.theta_gap)
             if found is not None:
-                if found[1] < rate * (1.0 + SMALL_JUMP):
+                if found[1] < rate * (1.0 + self.tuning.small_jump):
                     self.few *= 2
                 return found
             self.few *= 2
         return self._solve_at(rate, full, 1.0)
 
     def _solve_at(self, rate: float, caps: dict[int, int], theta_gap: float) -> tuple[Placement, float] | None:
-        for counts in _count_combinations(self.problem, self.roles, caps):
-            built = _rate_model(self.problem, self.roles, rate, counts, caps)
+        for counts in _count_combinations(self.problem, self.roles, caps, self.tuning.max_count_combinations):
+            built = _rate_model(self.problem, self.roles, rate, counts, caps, self.tuning.symmetry_rows)
             if built is None:
                 continue
             model, vars_ = built
@@ -461,25 +477,22 @@ class _Search:
         return None
 
 
-def solve(
-    problem: Problem,
-    max_instances: int = MAX_INSTANCES_PER_COMPONENT,
-    gap: float = OPTIMALITY_GAP,
-    time_limit_s: float | None = None,
-) -> OptimalSolution:
-    """The best plan of a compiled, validated problem (instance counts up to ``max_instances`` per component)."""
+def solve(problem: Problem, tuning: OptimalTuning = DEFAULT_TUNING, time_limit_s: float | None = None) -> OptimalSolution:
+    """The best plan of a compiled, validated problem (instance counts up to ``tuning.max_instances_per_component``)."""
     start = time.perf_counter()
-    limit_s = time_limit_s if time_limit_s is not None else DEFAULT_TIME_LIMIT_S
+    limit_s = time_limit_s if time_limit_s is not None else tuning.default_time_limit_s
     roles = _roles(problem)
-    _check_size(problem, roles)
+    _check_size(problem, roles, tuning)
     lp_bound = lp_upper_bound_problem(problem)
-    search = _Search(problem, roles, max_instances, gap, limit_s, start + limit_s, high=lp_bound * (1.0 + 1e-7))
+    search = _Search(problem, roles, tuning, limit_s, start + limit_s, high=lp_bound * (1.0 + 1e-7),
+                     few=tuning.few_instances)
     while not search.done():
         if search.best is None and search.high < lp_bound * 1e-9:
             raise PlanningError("the cluster cannot host one instance of every component at any input rate")
         search.step()
-    caps = _instance_caps(problem, roles, search.low, max_instances)
+    caps = _instance_caps(problem, roles, search.low, tuning.max_instances_per_component)
     caps_used, capped = caps if caps is not None else ({}, [])
+    assert search.best is not None
     return OptimalSolution(
         placement=search.best,
         input_rate=search.low,
@@ -492,11 +505,7 @@ def solve(
     )
 
 
-def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> StrategyResult:
+def plan(problem: Problem, tuning: OptimalTuning = DEFAULT_TUNING) -> StrategyResult:
     """The exact best instance counts and placement (small requests only; see the module docstring)."""
-    problem = Problem.build(topology, cluster, profiles, options)
-    solution = solve(problem, time_limit_s=options.time_limit_s)
+    solution = solve(problem, tuning, time_limit_s=problem.options.time_limit_s)
     return StrategyResult(placement=solution.placement, stats=solution.to_stats())
-
-
-optimal = plan

@@ -1,6 +1,6 @@
-"""The paper's algorithm, faithful: FirstAssignment then MaximizeThroughput (MODEL.md, "The paper's algorithm").
+"""The paper's algorithm, faithful: FirstAssignment then MaximizeThroughput (docs/model.md, "The paper's algorithm").
 
-Where the paper is loose, MODEL.md decides and this follows it: the new
+Where the paper is loose, docs/model.md decides and this follows it: the new
 instance goes where it *fits* (least predicted CPU, then most remaining
 capacity, then machine id), all instances of a component are re-split when
 one is added, the step stops on a relative tolerance, and an iteration guard
@@ -15,24 +15,26 @@ from __future__ import annotations
 import numpy as np
 
 from planner.errors import PlanningError
-from planner.model import Cluster, PlanOptions, Topology
 from planner.problem import Problem
-from planner.profiles import ProfileTable
-from planner.strategies import Deadline, StrategyResult
-from planner.strategies.state import EPS, PlacementState, machine_rank
+from planner.simulator import fits_within, instance_cpu_pct
+from planner.strategies.base import Deadline, StrategyResult
+from planner.strategies.state import PlacementState, machine_rank
 
 
-def first_assignment(problem: Problem, rate: float) -> PlacementState:
+def first_assignment(problem: Problem, rate: float, deadline: Deadline | None = None) -> PlacementState:
     """One instance of each component (all of a fixed one) on the machine where its predicted CPU is least."""
     state = PlacementState(problem)
     counts = np.where(problem.fixed > 0, problem.fixed, 1)
-    inst_rate, first = state.instance_rates(counts)
+    rates = state.instance_rates(counts)
     load = np.zeros(problem.n_machines)
     for c in range(problem.n_components):
+        if deadline is not None:
+            deadline.check()
         for i in range(int(counts[c])):
-            cpu = state.coef[c] * (inst_rate[c] + (first[c] if i == 0 else 0.0)) * rate + state.met[c]
+            per_tuple_s = (rates.each_instance[c] + (rates.first_extra[c] if i == 0 else 0.0)) * rate
+            cpu = instance_cpu_pct(state.cost[c], state.met[c], per_tuple_s)
             remaining = problem.limit - load
-            fits = (cpu <= remaining + EPS) & (cpu <= state.thread_limit + EPS)
+            fits = fits_within(cpu, remaining) & fits_within(cpu, state.thread_limit)
             w = machine_rank(problem, cpu, -remaining, fits)
             if w is None:
                 raise PlanningError(
@@ -48,15 +50,15 @@ def _violation(state: PlacementState, rate: float) -> tuple[int, int] | None:
     """(first over-utilised machine, component of its hottest task), or None if every load is within its limit."""
     problem = state.problem
     a, b = state.linear_loads()
-    load = a * rate + b
+    load = instance_cpu_pct(a, b, rate)
     cpu, cpu0 = state.instance_cpu(rate)
     hosted = state.hosts > 0
     hottest_cpu = np.where(hosted, cpu, -np.inf)
     for c, machines in enumerate(state.machines_of):
         if machines:
             hottest_cpu[c, machines[0]] = max(hottest_cpu[c, machines[0]], cpu0[c])
-    machine_over = load > problem.limit + EPS
-    thread_over = (hottest_cpu > state.thread_limit[None, :] + EPS).any(axis=0)
+    machine_over = ~fits_within(load, problem.limit)
+    thread_over = (~fits_within(hottest_cpu, state.thread_limit[None, :])).any(axis=0)
     over = np.flatnonzero(machine_over | thread_over)
     if over.size == 0:
         return None
@@ -70,15 +72,15 @@ def _place_new_instance(state: PlacementState, component: int, rate: float) -> i
     counts = state.counts.copy()
     counts[component] += 1
     a, b = state.linear_loads(counts)
-    inst_rate, _ = state.instance_rates(counts)
-    remaining = problem.limit - (a * rate + b)
-    cpu = state.coef[component] * inst_rate[component] * rate + state.met[component]
-    fits = (cpu <= remaining + EPS) & (cpu <= state.thread_limit + EPS)
+    rates = state.instance_rates(counts)
+    remaining = problem.limit - instance_cpu_pct(a, b, rate)
+    cpu = instance_cpu_pct(state.cost[component], state.met[component], rates.each_instance[component] * rate)
+    fits = fits_within(cpu, remaining) & fits_within(cpu, state.thread_limit)
     return machine_rank(problem, cpu, -remaining, fits)
 
 
 def maximize_throughput(state: PlacementState, rate: float, deadline: Deadline) -> tuple[PlacementState, float, int, str]:
-    """Algorithm 2 with MODEL.md's fixes; returns (final state, its input rate, iterations, why it stopped)."""
+    """Algorithm 2 with docs/model.md's fixes; returns (final state, its input rate, iterations, why it stopped)."""
     problem = state.problem
     options = problem.options
     scale = 1.0
@@ -107,10 +109,11 @@ def maximize_throughput(state: PlacementState, rate: float, deadline: Deadline) 
         current, rate = final.copy(), final_rate
 
 
-def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> StrategyResult:
-    problem = Problem.build(topology, cluster, profiles, options)
+def plan(problem: Problem) -> StrategyResult:
+    """FirstAssignment at ``options.initial_rate``, then MaximizeThroughput (tuned by PlanOptions' tolerance and iteration guard)."""
+    options = problem.options
     deadline = Deadline("paper", options.time_limit_s)
-    state = first_assignment(problem, options.initial_rate)
+    state = first_assignment(problem, options.initial_rate, deadline)
     final, rate, iterations, stopped = maximize_throughput(state, options.initial_rate, deadline)
     return StrategyResult(
         placement=final.placement(),

@@ -29,10 +29,10 @@ from collections import deque
 import numpy as np
 
 from planner.errors import PlanningError
-from planner.model import Cluster, PlanOptions, Topology
+from planner.model import Topology
 from planner.problem import Problem
-from planner.profiles import ProfileTable
-from planner.strategies import StrategyResult
+from planner.simulator import instance_cpu_pct
+from planner.strategies.base import Deadline, StrategyResult
 from planner.strategies.baseline_counts import paper_counts
 
 ACKER = "__acker"
@@ -71,18 +71,20 @@ def cpu_points(problem: Problem, counts: dict[str, int], rate: float, reference_
     """CPU points each executor declares: its predicted CPU percent on the reference type at ``rate``."""
     t = problem.type_names.index(reference_type)
     count_arr = np.array([counts[c] for c in problem.component_ids])
-    split, each, first = problem.shares(count_arr)
+    shares = problem.shares(count_arr)
     points: dict[str, list[float]] = {}
     for ci, cid in enumerate(problem.component_ids):
         n = counts[cid]
-        per = [split[ci] / n + each[ci] + (first[ci] if i == 0 else 0.0) for i in range(n)]
-        points[cid] = [float(problem.cost[ci, t] * r * rate + problem.met[ci, t]) for r in per]
+        per = [shares.split[ci] / n + shares.each[ci] + (shares.first[ci] if i == 0 else 0.0) for i in range(n)]
+        points[cid] = [float(instance_cpu_pct(problem.cost[ci, t], problem.met[ci, t], r * rate)) for r in per]
     return points
 
 
-def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> StrategyResult:
-    problem = Problem.build(topology, cluster, profiles, options)
-    counts, paper_rate = paper_counts(topology, cluster, profiles, options, "resource_aware")
+def plan(problem: Problem) -> StrategyResult:
+    """The paper plan's instance counts, placed as Storm's RAS would place them (see the module docstring)."""
+    topology, cluster, options = problem.topology, problem.cluster, problem.options
+    deadline = Deadline("resource_aware", options.time_limit_s)
+    counts, paper_rate = paper_counts(problem, "resource_aware")
     reference = options.reference_machine_type or cluster.machine_types[0].name
     points = cpu_points(problem, counts, paper_rate, reference)
     capacity = {t.name: t.capacity for t in cluster.machine_types}
@@ -92,7 +94,8 @@ def plan(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: 
     placed = np.zeros(len(machine_ids), dtype=np.int64)
     id_rank = np.argsort(np.argsort(np.array(machine_ids, dtype=object)))
     placement: dict[str, list[str | None]] = {c: [None] * counts[c] for c in counts}
-    for comp, index in executor_order(topology, counts):
+    for placed_so_far, (comp, index) in enumerate(executor_order(topology, counts)):
+        deadline.check(placed_so_far)
         need = points[comp][index]
         share = available / available.sum() if available.sum() > 0 else np.zeros_like(available)
         order = np.lexsort((id_rank, -share, -placed))

@@ -1,9 +1,10 @@
 """A placement under construction, as a (component x machine) instance-count matrix.
 
 Strategies that grow a placement one instance at a time need the machine
-loads after every step; this keeps them as ``a_w * R + b_w`` (planner.simulator)
-in arrays, so a step costs O(components x machines) numpy work, not a rescore.
-Instance 0 of a component is the first one placed (it alone gets ``global`` streams).
+loads after every step; this keeps them as ``a_w * R + b_w`` in arrays (the
+simulator's closed form on an instance-count matrix, planner.simulator), so a
+step costs O(components x machines) numpy work, not a rescore. Instance 0 of a
+component is the first one placed (it alone gets ``global`` streams).
 """
 from __future__ import annotations
 
@@ -11,30 +12,47 @@ import numpy as np
 
 from planner.model import Placement
 from planner.problem import Problem
-
-EPS = 1e-9
-"""Slack in percent under which a load counts as within its limit (floating point noise)."""
+from planner.simulator import (
+    HostedModel,
+    InstanceRates,
+    hosted_loads,
+    instance_cpu_pct,
+    instance_rates,
+)
 
 
 class PlacementState:
-    def __init__(self, problem: Problem):
+    """Instances placed so far: how many of each component on each machine, and which one is instance 0."""
+
+    def __init__(self, problem: Problem, model: HostedModel | None = None):
         self.problem = problem
+        self.model = model or HostedModel.of(problem)
         c, m = problem.n_components, problem.n_machines
         self.hosts = np.zeros((c, m), dtype=np.int64)
         self.machines_of: list[list[int]] = [[] for _ in range(c)]
         self.counts = np.zeros(c, dtype=np.int64)
-        # Per (component, machine): CPU percent per tuple/s and fixed percent of one instance there.
-        self.coef = problem.cost[:, problem.machine_type]
-        self.met = problem.met[:, problem.machine_type]
-        self.thread_limit = problem.thread_limit[problem.machine_type]
 
-    def copy(self) -> "PlacementState":
-        other = object.__new__(PlacementState)
-        other.problem = self.problem
+    @property
+    def cost(self) -> np.ndarray:
+        """(C, M) percent per tuple/s of an instance of c on w."""
+        return self.model.cost
+
+    @property
+    def met(self) -> np.ndarray:
+        """(C, M) fixed percent of an instance of c on w."""
+        return self.model.met
+
+    @property
+    def thread_limit(self) -> np.ndarray:
+        """(M,) thread cap percent of every machine."""
+        return self.model.thread_limit
+
+    def copy(self) -> PlacementState:
+        other = PlacementState.__new__(PlacementState)
+        other.problem, other.model = self.problem, self.model
         other.hosts = self.hosts.copy()
         other.machines_of = [list(ms) for ms in self.machines_of]
         other.counts = self.counts.copy()
-        other.coef, other.met, other.thread_limit = self.coef, self.met, self.thread_limit
         return other
 
     def add(self, component: int, machine: int) -> None:
@@ -42,29 +60,24 @@ class PlacementState:
         self.machines_of[component].append(machine)
         self.counts[component] += 1
 
-    def instance_rates(self, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(rate of any instance, extra rate of instance 0) per component, per unit R."""
-        counts = self.counts if counts is None else counts
-        split, each, first = self.problem.shares(counts)
-        return split / np.maximum(counts, 1) + each, first
+    def first_machines(self) -> np.ndarray:
+        """Machine of instance 0 per component, -1 where none is placed yet."""
+        return np.array([ms[0] if ms else -1 for ms in self.machines_of], dtype=np.int64)
 
-    def linear_loads(self, counts: np.ndarray | None = None, hosts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def instance_rates(self, counts: np.ndarray | None = None) -> InstanceRates:
+        """Input per unit R of any instance and the extra of instance 0, per component."""
+        return instance_rates(self.problem, self.counts if counts is None else counts)
+
+    def linear_loads(self, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(a_w, b_w): machine load = a_w * R + b_w percent."""
-        hosts = self.hosts if hosts is None else hosts
-        rate, first = self.instance_rates(counts)
-        a = np.einsum("cm,cm,c->m", self.coef, hosts, rate)
-        for c, machines in enumerate(self.machines_of):
-            if first[c] and machines:
-                a[machines[0]] += self.coef[c, machines[0]] * first[c]
-        b = np.einsum("cm,cm->m", self.met, hosts)
-        return a, b
+        return hosted_loads(self.cost, self.met, self.hosts, self.instance_rates(counts), self.first_machines())
 
     def instance_cpu(self, rate: float) -> tuple[np.ndarray, np.ndarray]:
         """(CPU percent of one ordinary instance of c on w, CPU percent of instance 0 of c on its machine), at input rate ``rate``."""
-        inst_rate, first = self.instance_rates()
-        cpu = self.coef * (inst_rate * rate)[:, None] + self.met
+        rates = self.instance_rates()
+        cpu = instance_cpu_pct(self.cost, self.met, (rates.each_instance * rate)[:, None])
         cpu0 = np.array([
-            cpu[c, ms[0]] + self.coef[c, ms[0]] * first[c] * rate if ms else 0.0
+            instance_cpu_pct(self.cost[c, ms[0]], cpu[c, ms[0]], rates.first_extra[c] * rate) if ms else 0.0
             for c, ms in enumerate(self.machines_of)
         ])
         return cpu, cpu0

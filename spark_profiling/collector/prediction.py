@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.model import ProfileEntry
+from planner.simulator import entry_cpu_pct
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class ErrorSummary:
 
 def predicted_cpu(entry: ProfileEntry, input_rate: float, base_load: float = 0.0) -> float:
     """A machine's CPU with one instance fed ``input_rate`` tuples/s on it, percent of the machine."""
-    return base_load + 100.0 * entry.e * input_rate + entry.met
+    return base_load + entry_cpu_pct(entry, input_rate)
 
 
 def point(entry: ProfileEntry, offered: float, input_rate: float, measured: float, base_load: float = 0.0) -> PredictionPoint:

@@ -8,10 +8,12 @@ machine's CPU was shared out, :mod:`.attribution`), ``round`` and ``step``.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from bench.files import open_private_append
 from spark_profiling.records import FIELD_NAMES
 
 
@@ -53,14 +55,14 @@ def record(run_id: str, sample: TaskSample) -> dict[str, Any]:
 
 
 class RecordWriter:
-    """Appends records to a JSON lines file, one flushed line per record, so a stopped run keeps what it had."""
+    """Appends records to a JSON lines file (0600, its folder 0700 if new), one flushed line per record, so a
+    stopped or killed run keeps what it had; fsynced when closed."""
 
     def __init__(self, path: Path, run_id: str) -> None:
         self.path = Path(path)
         self.run_id = run_id
         self.count = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] = self.path.open("a", encoding="utf-8")
+        self._file: IO[str] = open_private_append(self.path)
 
     def write(self, sample: TaskSample) -> None:
         self._file.write(json.dumps(record(self.run_id, sample)) + "\n")
@@ -68,7 +70,13 @@ class RecordWriter:
         self.count += 1
 
     def close(self) -> None:
-        self._file.close()
+        if self._file.closed:
+            return
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        finally:
+            self._file.close()
 
     def __enter__(self) -> "RecordWriter":
         return self

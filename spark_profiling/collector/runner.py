@@ -27,6 +27,7 @@ from planner.model import Topology
 from spark_profiling.collector.attribution import attribute
 from spark_profiling.collector.design import ACKER, Design, Round, ClusterMachine, design
 from spark_profiling.collector.pinning import check_pinned, pin_request
+from bench.files import private_folder
 from spark_profiling.collector.recorder import RecordWriter, TaskSample
 from spark_profiling.collector.steps import (
     StepObservation, fractions, next_rate, predicted_capacity, refined_capacity, saturation,
@@ -223,7 +224,7 @@ class Experiment:
         self._require_quotas()
         self._check_planner()
         self._check_alone()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(self.out_dir)
         report = ExperimentReport(
             run_id=self.run_id,
             topology=self.entry.name,

@@ -5,7 +5,6 @@ was measured when and how (cluster, rounds, rates, saturation, load average of t
 """
 from __future__ import annotations
 
-import json
 import signal
 import threading
 import time
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.files import write_json_atomic
 from cluster.storm_config import SCHEDULERS
 from observe.machines import ClusterHandle
 from observe.nimbus import Nimbus, NimbusError
@@ -123,7 +123,11 @@ def profile(
     with stop_on_signals():
         report = experiment.run()
     experiment_path = Path(out_dir) / f"experiment-{report.run_id}.json"
-    experiment_path.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    try:
+        write_json_atomic(experiment_path, report.as_dict())
+    except OSError as exc:
+        raise ProfilingError(f"cannot write the experiment report {experiment_path}: {exc.strerror or exc}; "
+                             f"its records are in {report.records_path}.") from None
     if not aggregate:
         return ProfilingResult(report, experiment_path, None, None, None, None)
 

@@ -35,9 +35,9 @@ async def evaluate(
 ) -> Evaluation:
     started = time.perf_counter()
     try:
-        entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+        profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
         options = limited_options(request.options, settings.time_limit_s)
-        evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries,
+        evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, profiles.entries,
                                        request.assignments, options, limit_s=options.time_limit_s, limiter=limiter,
                                        queue_wait_s=settings.queue_wait_s)
     except (PlanningError, ServiceError) as exc:

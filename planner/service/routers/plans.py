@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from anyio import CapacityLimiter
@@ -11,12 +11,13 @@ from fastapi import APIRouter, Body, Depends, Response
 
 from planner.api import evaluate_assignments, make_plan
 from planner.errors import PlanningError
-from planner.model import Plan, PlanOptions, PlanRequest, ProfileEntry
+from planner.model import Plan, PlanOptions, PlanRequest
 from planner.service import examples
 from planner.service.deps import get_planning_limiter, get_settings, get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
 from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import (
+    ResolvedProfiles,
     limited_options,
     ordered_assignments,
     resolve_profiles,
@@ -45,35 +46,40 @@ async def create_plan(
     With ``plan_id`` naming a stored plan that fits this request (same topology, components
     and instance counts, machines still there), that plan's placement is re-evaluated on
     this request's cluster and profiles and returned under its own id; otherwise a new plan
-    is made and stored.
+    is made and stored. The plan records the stored profile set version it was made with
+    (``profiles``); a request naming a set without ``version`` uses its newest version, and a
+    reused plan keeps the version it was made with.
     """
     started = time.perf_counter()
     try:
-        entries = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+        profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
         options = limited_options(request.options, settings.time_limit_s)
-        plan = await _reuse(request, entries, options, storage, limiter, settings)
+        plan = await _reuse(request, profiles, options, storage, limiter, settings)
         if plan is None:
-            plan = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options,
-                                     limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
-            plan = await anyio.to_thread.run_sync(storage.save_plan, plan)
+            fresh = await run_limited(make_plan, request.topology, request.cluster, profiles.entries, request.strategy,
+                                      options, limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
+            plan = await anyio.to_thread.run_sync(storage.save_plan, fresh.model_copy(update={"profiles": profiles.ref}))
     except (PlanningError, ServiceError) as exc:
         log.info("plan topology=%s strategy=%s machines=%d failed elapsed_ms=%.1f: %s", request.topology.name,
                  request.strategy or DEFAULT_STRATEGY, len(request.cluster.machines),
                  (time.perf_counter() - started) * 1000, exc)
         raise
     answer = json_answer(plan.model_dump_json(), status_code=201)
-    log.info("plan topology=%s strategy=%s machines=%d instances=%d elapsed_ms=%.1f id=%s%s",
+    log.info("plan topology=%s strategy=%s machines=%d instances=%d elapsed_ms=%.1f id=%s%s%s",
              plan.topology, plan.strategy, len(request.cluster.machines), len(plan.assignments),
-             (time.perf_counter() - started) * 1000, plan.id, " (stored placement reused)" if plan.stats.get("reused_plan") else "")
+             (time.perf_counter() - started) * 1000, plan.id,
+             f" profiles={plan.profiles.name} version={plan.profiles.version}" if plan.profiles else "",
+             " (stored placement reused)" if plan.stats.get("reused_plan") else "")
     return answer
 
 
-async def _reuse(request: PlanRequest, entries: list[ProfileEntry], options: PlanOptions, storage: Storage,
+async def _reuse(request: PlanRequest, profiles: ResolvedProfiles, options: PlanOptions, storage: Storage,
                  limiter: CapacityLimiter, settings: ServiceSettings) -> Plan | None:
     """The stored plan ``request.plan_id``, re-evaluated for this request, if it fits (``stored_plan_fits``).
 
     System components the stored plan does not cover are placed as a fresh plan of this
-    request places them; every other instance stays where the stored plan put it.
+    request places them; every other instance stays where the stored plan put it. A plan made
+    with a stored profile set version is evaluated with that version, not the newest.
     """
     if request.plan_id is None:
         return None
@@ -82,7 +88,14 @@ async def _reuse(request: PlanRequest, entries: list[ProfileEntry], options: Pla
         log.info("plan_id %s: %s; planning afresh", request.plan_id,
                  "no such plan" if stored is None else "the stored plan does not fit this request")
         return None
-    limits = {"limit_s": options.time_limit_s, "limiter": limiter, "queue_wait_s": settings.queue_wait_s}
+    if stored.profiles is not None and stored.profiles != profiles.ref:
+        own = await anyio.to_thread.run_sync(storage.get_profile_set, stored.profiles.name, stored.profiles.version)
+        if own is None:
+            log.info("plan_id %s: its profile set version is gone; planning afresh", request.plan_id)
+            return None
+        profiles = ResolvedProfiles(own.entries, stored.profiles)
+    entries = profiles.entries
+    limits: dict[str, Any] = {"limit_s": options.time_limit_s, "limiter": limiter, "queue_wait_s": settings.queue_wait_s}
     instances = list(stored.assignments)
     uncovered = {c.id for c in request.topology.components if c.id not in stored.instances}
     if uncovered:
@@ -90,7 +103,7 @@ async def _reuse(request: PlanRequest, entries: list[ProfileEntry], options: Pla
         instances += [a for a in fresh.assignments if a.component in uncovered]
     evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries,
                                    ordered_assignments(request, instances), options, **limits)
-    return Plan(**evaluation.model_dump(exclude={"stats"}), id=stored.id, strategy=stored.strategy,
+    return Plan(**evaluation.model_dump(exclude={"stats"}), id=stored.id, strategy=stored.strategy, profiles=profiles.ref,
                 stats={**evaluation.stats, "reused_plan": True, "placed_afresh": sorted(uncovered)})
 
 
@@ -100,6 +113,15 @@ def get_plan(plan_id: str, storage: Storage = Depends(get_storage)) -> Response:
     if body is None:
         raise not_found(f"plan '{plan_id}' does not exist")
     return json_answer(body)
+
+
+@router.delete("/{plan_id}", status_code=204, responses={404: {"model": ErrorBody, "description": "No plan has this id."}})
+def delete_plan(plan_id: str, storage: Storage = Depends(get_storage)) -> Response:
+    """Delete the stored plan (a topology submitted with its id is then planned afresh)."""
+    if not storage.delete_plan(plan_id):
+        raise not_found(f"plan '{plan_id}' does not exist")
+    log.info("plan %s deleted", plan_id)
+    return Response(status_code=204)
 
 
 def json_answer(body: str, status_code: int = 200) -> Response:

@@ -94,6 +94,7 @@ function planCard(p) {
       el("span", {}, "input rate R ", el("b", {}, `${num(p.input_rate, 2)} tuples/s`)),
       el("span", {}, "weighted utilisation ", el("b", {}, `${num(p.weighted_utilization, 1)} %`)),
       el("span", {}, "bottleneck ", el("b", {}, p.bottleneck || "none")),
+      el("span", {}, "profiles ", el("b", {}, p.profiles || "inline")),
       el("span", {}, "instances ", el("b", {}, counts)),
       p.feasible ? null : el("span", { class: "weak" }, "not feasible"),
       el("span", {}, `stored ${new Date(p.created_at * 1000).toLocaleString()}`)),

@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The part of the planner's Plan (API.md) that the plugin acts on: where every instance goes.
+ * The part of the planner's Plan (docs/api.md) that the plugin acts on: where every instance goes.
  *
  * @param id          the stored plan's id, or null
  * @param strategy    the strategy that made it, or null

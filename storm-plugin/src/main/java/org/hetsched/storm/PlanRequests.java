@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Builds the PlanRequest body of {@code POST /v1/plans} (API.md) for one topology.
+ * Builds the PlanRequest body of {@code POST /v1/plans} (docs/api.md) for one topology.
  *
  * <p>Every component is sent with its executor count as a fixed parallelism: the plugin cannot
  * change executor counts, so for Nimbus a plan is a placement. A topology's stored plan id goes

@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Talks to the planning service (API.md): {@code POST /v1/plans}, {@code GET /v1/plans/{id}} and
+ * Talks to the planning service (docs/api.md): {@code POST /v1/plans}, {@code GET /v1/plans/{id}} and
  * {@code GET /v1/profiles/{name}}.
  *
  * <p>Every call is bounded by one time budget covering connect, request and answer, so a slow

@@ -21,7 +21,8 @@ import java.util.concurrent.Executors;
 
 /**
  * A real HTTP server on 127.0.0.1 standing in for the planning service, answering as a test tells it:
- * good plans, or each of the faults the plugin must survive.
+ * good plans, or each of the faults the plugin must survive. A plan request that breaks the service's
+ * basic rules ({@link PlanRequestSchema}) is answered 422 as the service would, whatever the test's behaviour.
  *
  * <p>Reads of a profile set ({@code GET /v1/profiles/{name}}, which the plugin makes before asking for a
  * new plan) are answered by the server itself with {@link #profileReadAnswer} and kept apart in
@@ -162,6 +163,17 @@ final class FakePlanner implements AutoCloseable {
         return plan;
     }
 
+    /** A plan request: answered 422 as the service would where it breaks {@link PlanRequestSchema}, before any behaviour. */
+    private static boolean isPlanRequest(Call call) {
+        return call.method().equals("POST") && call.path().equals("/v1/plans");
+    }
+
+    /** The service's answer to a request body it refuses (planner/service/errors.py). */
+    static Answer refusal(String fault) {
+        ObjectNode body = JSON.createObjectNode().put("detail", fault).put("error", "invalid_request");
+        return Answer.json(422, body);
+    }
+
     private void handle(HttpExchange exchange) throws IOException {
         try (exchange) {
             byte[] in = exchange.getRequestBody().readAllBytes();
@@ -170,7 +182,8 @@ final class FakePlanner implements AutoCloseable {
                     exchange.getRequestHeaders().getFirst("Authorization"), body);
             boolean profileRead = call.method().equals("GET") && call.path().startsWith(PROFILES);
             (profileRead ? profileReads : calls).add(call);
-            Answer answer = (profileRead ? profileReadAnswer : behaviour).answer(call);
+            String fault = isPlanRequest(call) ? PlanRequestSchema.fault(call.body()) : null;
+            Answer answer = fault != null ? refusal(fault) : (profileRead ? profileReadAnswer : behaviour).answer(call);
             if (answer.delayMillis() > 0) {
                 try {
                     Thread.sleep(answer.delayMillis());

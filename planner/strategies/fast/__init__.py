@@ -1,0 +1,50 @@
+"""The ``fast`` strategy: plan on machine types with a small LP, round to instances, then polish with the closed form.
+
+Its steps are its modules: ``fluid_lp`` (1), ``sizing`` (2), ``packing`` (3),
+``polish`` (4), ``orchestration`` (the order and the candidates), ``tuning``
+(every knob, with the defaults the benchmarks ran with).
+
+Why it is fast: machines of one type are interchangeable in the model, so the
+hard part (how much of each component each type should carry) is a linear
+program over (component x machine type) flows, whose size does not grow with
+the number of machines. Why it is good: that LP is the fluid optimum; what is
+left is rounding to equal-sized instances, which a local search on the
+closed-form ``R_max`` (planner.simulator) repairs.
+
+1. Fluid LP: maximise R subject to every component's flow ``beta_c * R``
+   being spread over the types, each type's total load (per-tuple cost plus
+   the MET of the instances the flow needs) within its machines' capacity.
+   With each type's largest possible instance size this is an upper bound on
+   R (``stats["fluid_bound"]``) when no component has fixed parallelism.
+2. Instance size: all instances of a component get the same share (shuffle
+   splits evenly), so one size per component must fit the thread cap of every
+   type it runs on: the largest that fits the types its LP flow uses, then a
+   coordinate search over the other types' sizes re-solves the LP with the MET
+   each choice really costs. Smaller limits (1/2, 1/4, 1/8 of a machine) are
+   tried as well: big instances pay the MET less often, small ones pack better.
+3. Packing, for each size choice: at a target rate, the instances are spread
+   over the machines of each type as the LP flows say, biggest first onto the
+   least loaded machines; a bisection on the target keeps the packing with the
+   highest closed-form rate.
+4. Polish: while it helps, add an instance of a component on the bottleneck,
+   or move or swap one off the bottleneck machine, whichever raises the
+   closed-form R_max most; on a plateau (several machines tied) take the move
+   that relieves the bottleneck without making a new one. Where the bottleneck
+   is the thread cap of an instance 0 that a ``global`` stream feeds whole,
+   first move that instance to the type where R rises most (searched with and
+   without this move; the better end is kept). Every step is
+   checked with the exact closed form, so R_max never goes down; the best
+   placement seen is returned. On small requests every packing is polished.
+
+Components fed by an ``all`` grouping or by ``global`` streams only keep one
+instance (more would only add load, or get nothing); components without cost
+(system components) one instance on the least loaded machine; fixed
+parallelism is kept and only placed. On small requests the local search also
+starts from the ``paper`` plan, so ``fast`` never ends below it there.
+"""
+from __future__ import annotations
+
+from planner.strategies.fast.orchestration import plan
+from planner.strategies.fast.tuning import FastTuning
+
+__all__ = ["FastTuning", "plan"]

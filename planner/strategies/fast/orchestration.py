@@ -1,0 +1,158 @@
+"""The order of ``fast``'s steps: fluid bound, sizes and packings per size limit, then polish the best candidates.
+
+Components fed by an ``all`` grouping or by ``global`` streams only keep one
+instance (more would only add load, or get nothing); fixed parallelism is
+kept and only placed. On small requests every packing is polished, and the
+local search also starts from the ``paper`` plan, so ``fast`` never ends below
+it there. Where a ``global`` stream feeds an instance 0, the search runs with
+and without moving that instance; the better end is kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from planner.errors import PlanningError, PlanningTimeout
+from planner.model import Placement
+from planner.problem import Problem
+from planner.simulator import RATE_REL_TOL, HostedModel
+from planner.strategies import paper
+from planner.strategies.base import Deadline, StrategyResult
+from planner.strategies.fast.fluid_lp import UNBOUNDED, FluidInput, fluid_lp
+from planner.strategies.fast.machine_types import MachineTypes
+from planner.strategies.fast.packing import Packing, best_packing
+from planner.strategies.fast.polish import Layout, polish
+from planner.strategies.fast.sizing import (
+    Counts,
+    SizeChoice,
+    choose_sizes,
+    instance_sizes,
+)
+from planner.strategies.fast.tuning import DEFAULT_TUNING, FastTuning
+
+NO_RATE = "the cluster cannot carry the topology at any input rate: the fixed costs (MET) exceed the machines"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A starting layout for the local search, and where it came from."""
+
+    packing: Packing
+    size_choice: SizeChoice | None
+    """The instance sizes it was packed with; None for the paper plan."""
+
+    @property
+    def label(self) -> str:
+        if self.size_choice is None:
+            return "paper plan"
+        return f"packing, instances at most 1/{self.size_choice.divisor} machine"
+
+    @property
+    def lp_rate(self) -> float:
+        """The LP rate of its instance sizes, tuples/s (0 for the paper plan)."""
+        return 0.0 if self.size_choice is None else self.size_choice.lp.rate
+
+
+def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResult:
+    """Plan with the fluid LP, round to instances, polish with the closed form (see planner.strategies.fast)."""
+    deadline = Deadline("fast", problem.options.time_limit_s)
+    types = MachineTypes.of(problem)
+    shares = problem.one_each_shares
+    unit_input = shares.split + shares.each + shares.first
+    one_only = ((shares.each > 0) | ((shares.split == 0) & (shares.first > 0))) & (problem.fixed == 0)
+    counts = Counts(np.where(problem.fixed > 0, problem.fixed, np.where(one_only, 1, 0)), one_only)
+    active = (types.cost > 0).any(axis=1) & (unit_input > 0)
+    if not active.any():
+        raise PlanningError(UNBOUNDED)
+    fluid = FluidInput(types, unit_input, active, _rate_cap(types, counts, unit_input, shares.first))
+
+    # 1. Fluid bound with each type's largest instance size.
+    bound = fluid_lp(fluid, types.largest_instance, deadline)
+    if bound is None:
+        raise PlanningError(NO_RATE)
+    lp_solves = 1
+
+    # 2-3. Per size limit: instance sizes, then the best packing by bisection on the rate.
+    model = HostedModel.of(problem)
+    candidates: list[Candidate] = []
+    for divisor in tuning.size_divisors:
+        choice, solves = choose_sizes(fluid, counts, divisor, divisor == tuning.size_divisors[0], deadline)
+        lp_solves += solves
+        if choice is None or any(np.array_equal(choice.size, c.size_choice.size)
+                                 for c in candidates if c.size_choice is not None):
+            continue
+        packing = best_packing(model, fluid, counts, choice.lp.flows, choice.lp.rate,
+                               partial(instance_sizes, fluid, counts, choice.size), tuning, deadline)
+        candidates.append(Candidate(packing, choice))
+        deadline.check(0)
+    if not candidates:
+        raise PlanningError(NO_RATE)
+
+    # 4. Local search: from the best packing, or, where the search is cheap, from each packing and the paper plan.
+    candidates.sort(key=lambda cand: -cand.packing.rate)
+    if problem.n_components * problem.n_machines > tuning.polish_all_max_cells:
+        candidates = candidates[:1]
+    else:
+        candidates += _paper_start(problem, model, deadline)
+    free = (problem.fixed == 0) & ~one_only
+    first_moves = (True, False) if (shares.first > 0).any() else (False,)
+    iterations = 0
+    best: tuple[float, Layout, Candidate] | None = None
+    for candidate in candidates:
+        for move_first in first_moves:
+            layout, steps = polish(model, candidate.packing.layout, free, move_first, deadline,
+                                   problem.options.max_iterations, tuning)
+            iterations += steps
+            rate = model.max_rate(layout.hosts, layout.first_machine).rate
+            if best is None or rate > best[0] * (1 + RATE_REL_TOL):
+                best = (rate, layout, candidate)
+    assert best is not None
+    _, layout, start = best
+    stats: dict[str, Any] = {
+        "iterations": iterations,
+        "lp_solves": lp_solves,
+        "lp_rate": start.lp_rate,
+        "start": start.label,
+        "rounded_rate": start.packing.rate,
+    }
+    if not (problem.fixed > 0).any() and not problem.has_all_grouping:
+        stats["fluid_bound"] = bound.rate
+    return StrategyResult(placement=_placement(problem, layout), stats=stats)
+
+
+def _rate_cap(types: MachineTypes, counts: Counts, unit_input: np.ndarray, first_extra: np.ndarray) -> float:
+    """An instance that alone takes a stream (fixed count, ``global`` to instance 0) caps R by its best type."""
+    best_size = types.largest_instance.max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        caps = [counts.fixed[c] * best_size[c] / unit_input[c]
+                for c in np.flatnonzero((counts.fixed > 0) & (unit_input > 0))]
+        caps += [best_size[c] / first_extra[c] for c in np.flatnonzero(first_extra > 0)]
+    return float(min(caps, default=np.inf))
+
+
+def _paper_start(problem: Problem, model: HostedModel, deadline: Deadline) -> list[Candidate]:
+    """The paper strategy's placement as a starting point, or none if it fails (a time-out still stops ``fast``)."""
+    rate = problem.options.initial_rate
+    try:
+        state, _, _, _ = paper.maximize_throughput(paper.first_assignment(problem, rate, deadline), rate, deadline)
+    except PlanningTimeout:
+        raise
+    except PlanningError:
+        return []
+    layout = Layout(state.hosts.copy(), state.first_machines())
+    return [Candidate(Packing(model.max_rate(layout.hosts, layout.first_machine).rate, layout), None)]
+
+
+def _placement(problem: Problem, layout: Layout) -> Placement:
+    """Machine ids per component, instance 0 first."""
+    ids = problem.machine_ids
+    placement: Placement = {}
+    for c, cid in enumerate(problem.component_ids):
+        first = layout.first_machine[c]
+        rest = [w for w in np.flatnonzero(layout.hosts[c])
+                for _ in range(int(layout.hosts[c, w]) - (1 if w == first else 0))]
+        placement[cid] = [ids[w] for w in [first, *rest]]
+    return placement

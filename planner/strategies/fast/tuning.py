@@ -1,0 +1,27 @@
+"""Every knob of the ``fast`` strategy in one typed object."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FastTuning:
+    """How hard ``fast`` searches; the defaults are what benchmarks/planner_*.py measured."""
+
+    size_divisors: tuple[int, ...] = (1, 2, 4, 8)
+    """Instance size limits tried: at most the thread cap and 1/d of a machine. Big instances pay the MET
+    less often, small ones pack better; each is packed and scored, and the best is polished."""
+    polish_work_cells: int = 2_000_000
+    """Local search budget in (component x machine) array cells: each step costs about that many."""
+    min_polish_steps: int = 100
+    """Local search steps allowed whatever the budget."""
+    polish_all_max_cells: int = 500
+    """Up to this many (component x machine) cells every candidate packing is polished, not only the best,
+    and the paper plan is a candidate as well."""
+    packing_steps: int = 7
+    """Bisection steps on the packing target rate between ``packing_low`` and 1 times the LP rate."""
+    packing_low: float = 0.8
+    """Lowest packing target, as a fraction of the LP rate."""
+
+
+DEFAULT_TUNING = FastTuning()
