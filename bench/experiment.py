@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from bench import report
 from bench.errors import BenchError
-from bench.files import private_folder, write_atomic
+from planner.durable import private_folder, write_atomic
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas, load_profile_set, require_pairs
 from bench.run import RunContext, RunResult, run

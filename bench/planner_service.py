@@ -15,7 +15,7 @@ from pathlib import Path
 
 from planner.client import PlannerClient, PlannerClientError
 from bench.errors import BenchError
-from bench.files import open_private_append
+from planner.durable import open_private_append
 
 STARTUP_TIMEOUT_S = 90.0
 _LISTENING = re.compile(r"Uvicorn running on (http://[\d.]+:\d+)")

@@ -7,7 +7,7 @@ from typing import Any
 
 import matplotlib
 
-from bench.files import private_folder, write_atomic
+from planner.durable import private_folder, write_atomic
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  the backend must be chosen first

@@ -1,6 +1,6 @@
 """A bench's result as JSON (every figure and setting) and as rich tables. Pure, but for reading and writing the file.
 
-The bench rewrites its ``bench.json`` after every run (:mod:`bench.files`, atomically), with
+The bench rewrites its ``bench.json`` after every run (:mod:`planner.durable`, atomically), with
 ``complete`` false until it ends: a bench killed half-way leaves a result whose finished runs
 can be printed, and whose ``expected_runs`` say which runs it did not reach.
 """
@@ -14,7 +14,7 @@ from rich.table import Table
 
 from bench import measure
 from bench.errors import BenchError
-from bench.files import write_json_atomic
+from planner.durable import write_json_atomic
 from bench.settings import SCHEDULERS
 from bench.run import RunResult
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench.files import write_atomic
+from planner.durable import write_atomic
 from planner.model import ProfileEntry, ProfileSet
 from planner.profiles import MACHINE_BASE_LOAD
 from spark_profiling.errors import ProfilingError
@@ -228,7 +228,7 @@ def check_writable(out: Path) -> None:
 
 
 def write_profile_set(out: Path, profile_set: ProfileSet) -> None:
-    """Write the set as JSON atomically (a reader never sees half a file), owner-only (bench.files)."""
+    """Write the set as JSON atomically (a reader never sees half a file), owner-only (planner.durable)."""
     try:
         write_atomic(out, profile_set.model_dump_json(indent=2) + "\n")
     except OSError as exc:

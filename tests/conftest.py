@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.service",
     "tests.fixtures.cluster",
     "tests.fixtures.spark",
+    "tests.fixtures.bench",
 ]

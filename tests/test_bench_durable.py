@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bench import experiment, files, measure, plots, report
+from bench import experiment, measure, plots, report
+from planner import durable as files
 from bench.errors import BenchError
 from bench.run import RunResult
 from bench.schedulers import RunSpec
 from hetsched.cli import _register, app
 from spark_profiling.collector.recorder import RecordWriter
-from tests.test_bench_faults import StandInCluster, bench, profiles_file, stand_in  # noqa: F401  fixtures
+from tests.fixtures.bench import StandInCluster, bench
 
 _register()
 runner = CliRunner()
@@ -73,7 +74,7 @@ def test_an_interrupt_during_a_write_leaves_the_old_file(tmp_path, monkeypatch):
 
 _REWRITER = """
 import sys
-from bench.files import write_json_atomic
+from planner.durable import write_json_atomic
 n = 0
 while True:
     n += 1

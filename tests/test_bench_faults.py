@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
-from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -15,62 +13,9 @@ from bench import experiment
 from bench import run as run_module
 from bench.run import RunContext, RunResult
 from bench.schedulers import RunSpec
-from bench.settings import BenchSettings
-from cluster.errors import ClusterError
+from tests.fixtures.bench import bench
 from planner.model import ProfileEntry, ProfileSet
 from topologies.errors import TopologyError
-
-CORES = {"small": 0.2, "medium": 0.4, "large": 0.8}
-
-
-class StandInCluster:
-    """Records what the bench asks of a cluster; ``fail_up`` makes ``up`` fail like a real start can."""
-
-    instances: list["StandInCluster"] = []
-    fail_up: str | None = None
-
-    def __init__(self, spec, home=None, port_base=None):
-        self.spec = spec
-        self.layout = SimpleNamespace(home=Path(home), machines=[], nimbus_host="127.0.0.1", nimbus_port=1)
-        self.calls: list[str] = []
-        self.scheduler: str | None = None
-        StandInCluster.instances.append(self)
-
-    def is_running(self) -> bool:
-        return self.scheduler is not None
-
-    def up(self, scheduler="default", conf=None, timeout_s=0, report=None):
-        self.calls.append(f"up {scheduler}")
-        if self.fail_up:
-            raise ClusterError(self.fail_up)
-        self.scheduler = scheduler
-        return SimpleNamespace(heterogeneous=True, supervisors=[])
-
-    def status(self):
-        return SimpleNamespace(scheduler=self.scheduler)
-
-    def down(self, purge=False):
-        self.calls.append("down")
-        self.scheduler = None
-
-
-@pytest.fixture
-def stand_in(monkeypatch):
-    StandInCluster.instances = []
-    StandInCluster.fail_up = None
-    monkeypatch.setattr(experiment, "LocalCluster", StandInCluster)
-    return StandInCluster
-
-
-@pytest.fixture
-def profiles_file(tmp_path) -> str:
-    entries = [ProfileEntry(profile=k, machine_type=t, e=ms / 1000 / c, met=2.0 / c)
-               for k, ms in {"spout": 2, "lowCompute": 7, "midCompute": 11, "highCompute": 18.5}.items()
-               for t, c in CORES.items()]
-    path = tmp_path / "profiles.json"
-    path.write_text(ProfileSet(name="fault-test", entries=entries).model_dump_json())
-    return str(path)
-
 
 def planner_stopped(result) -> bool:
     try:
@@ -78,11 +23,6 @@ def planner_stopped(result) -> bool:
     except httpx.HTTPError:
         return True
     return False
-
-
-def bench(tmp_path, profiles_file, schedulers=("default", "planned", "resource_aware")) -> BenchSettings:
-    return BenchSettings(out_dir=tmp_path / "out", topologies=("linear", "star"), schedulers=schedulers,
-                         profiles=profiles_file, window_s=20, warmup_s=0, port_base=17000)
 
 
 def test_a_failed_run_is_reported_and_the_others_go_on(tmp_path, profiles_file, stand_in, monkeypatch):

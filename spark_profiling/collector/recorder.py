@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from bench.files import open_private_append
+from planner.durable import open_private_append
 from spark_profiling.records import FIELD_NAMES
 
 

@@ -27,7 +27,7 @@ from planner.model import Topology
 from spark_profiling.collector.attribution import attribute
 from spark_profiling.collector.design import ACKER, Design, Round, ClusterMachine, design
 from spark_profiling.collector.pinning import check_pinned, pin_request
-from bench.files import private_folder
+from planner.durable import private_folder
 from spark_profiling.collector.recorder import RecordWriter, TaskSample
 from spark_profiling.collector.steps import (
     StepObservation, fractions, next_rate, predicted_capacity, refined_capacity, saturation,

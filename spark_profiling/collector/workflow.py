@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.files import write_json_atomic
+from planner.durable import write_json_atomic
 from cluster.storm_config import SCHEDULERS
 from observe.machines import ClusterHandle
 from observe.nimbus import Nimbus, NimbusError
