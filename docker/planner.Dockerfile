@@ -2,9 +2,8 @@
 # Build context: the repository root (see .dockerignore).
 FROM python:3.11-slim
 
-# The virtualenv sits at the same path as in docker/supervisor.Dockerfile, so a topology submitted
-# from this container (`hetsched submit`) names /opt/hetsched/venv/bin/streamparse_run, which the
-# supervisors have.
+# The virtualenv sits at the same path as in docker/supervisor.Dockerfile; a topology submitted from
+# this container (`hetsched submit`) names `streamparse_run`, which the supervisors find on their PATH.
 ENV VIRTUAL_ENV=/opt/hetsched/venv \
     PATH=/opt/hetsched/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
