@@ -12,6 +12,7 @@ def _register() -> None:
     from hetsched import serve_cmd  # noqa: F401  planning service: hetsched serve
     from hetsched import profiles_cmd  # noqa: F401  planning service: hetsched profiles put|get|list
     from hetsched import topology_cmd  # noqa: F401  topologies: hetsched submit|kill|topologies
+    from hetsched import ops_cmd  # noqa: F401  operating a cluster: hetsched supervisors|placement
     from hetsched import profile_cmd  # noqa: F401  profiling: hetsched aggregate
     from hetsched import cluster_cmd  # noqa: F401  local cluster: hetsched cluster up|down|status|logs
     from hetsched import compose_cmd  # noqa: F401  compose deployment: hetsched cluster compose
