@@ -17,7 +17,7 @@ from pathlib import Path
 from planner.model import Plan, ProfileSet
 
 DB_ENV = "HETSCHED_DB"
-DEFAULT_DB = Path("var") / "hetsched.db"
+DATA_HOME_ENV = "XDG_DATA_HOME"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (
@@ -54,8 +54,12 @@ class StorageError(RuntimeError):
 
 
 def default_db_path() -> Path:
-    """``$HETSCHED_DB`` if set, else ``./var/hetsched.db`` (git-ignored)."""
-    return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
+    """``$HETSCHED_DB`` if set, else ``hetsched/hetsched.db`` in the user's data folder (``$XDG_DATA_HOME``, else
+    ``~/.local/share``): outside any checkout, so a ``git clean`` or a fresh clone does not lose the plans."""
+    if os.environ.get(DB_ENV):
+        return Path(os.environ[DB_ENV])
+    data_home = os.environ.get(DATA_HOME_ENV) or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "hetsched" / "hetsched.db"
 
 
 def new_plan_id() -> str:

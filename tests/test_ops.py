@@ -239,3 +239,10 @@ def test_an_unknown_profile_set_is_refused_at_submit(planner_service):
 def test_a_relative_multilang_command_is_refused_before_nimbus():
     result = runner.invoke(app, ["submit", "linear", "--multilang-command", "venv/bin/streamparse_run", "--nimbus", "127.0.0.1:1"])
     assert result.exit_code == 1 and "is a relative path" in result.output
+
+
+def test_the_planner_logs_each_stored_plan_read(planner_service):
+    """The plugin's GET of a stored plan leaves a line in the planner's log, as plugin.md says."""
+    with planner_service.http() as http:
+        assert http.get("/v1/plans/no-such-plan").status_code == 404
+    assert "read plan id=no-such-plan failed: no such plan" in planner_service.log()
