@@ -246,3 +246,24 @@ def test_the_planner_logs_each_stored_plan_read(planner_service):
     with planner_service.http() as http:
         assert http.get("/v1/plans/no-such-plan").status_code == 404
     assert "read plan id=no-such-plan failed: no such plan" in planner_service.log()
+
+
+def test_counts_warns_of_a_window_shorter_than_two_stats_reports(fake_nimbus):
+    fake_nimbus.topology_conf = {"hetsched.topology": "linear", "executor.metrics.frequency.secs": 60}
+    result = runner.invoke(app, ["counts", "linear", "--window", "1", "--nimbus", "127.0.0.1:6627"])
+    assert result.exit_code == 0, result.output
+    assert "executors report counts every 60 s" in result.output and "use --window 130 or more" in result.output
+    assert "stats every 60 s" in result.output
+
+
+def test_the_default_database_is_in_the_user_s_data_folder_not_the_checkout(monkeypatch, tmp_path):
+    from planner.storage import DB_ENV, default_db_path
+
+    monkeypatch.delenv(DB_ENV, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_db_path() == tmp_path / "data" / "hetsched" / "hetsched.db"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert default_db_path() == Path.home() / ".local" / "share" / "hetsched" / "hetsched.db"
+    assert not default_db_path().is_relative_to(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv(DB_ENV, str(tmp_path / "mine.db"))
+    assert default_db_path() == tmp_path / "mine.db"
