@@ -7,9 +7,9 @@ FROM python:3.11-slim
 # topologies from this container (docs/docker-compose.md).
 ARG HETSCHED_EXTRAS=""
 
-# The virtualenv sits at the same path as in docker/supervisor.Dockerfile, so a topology submitted
-# from this container (`hetsched submit`, with the topologies extra) names
-# /opt/hetsched/venv/bin/streamparse_run, which the supervisors have.
+# The virtualenv sits at the same path as in docker/supervisor.Dockerfile; a topology submitted from
+# this container (`hetsched submit`, with the topologies extra) names `streamparse_run`, which the
+# supervisors find on their PATH.
 ENV VIRTUAL_ENV=/opt/hetsched/venv \
     PATH=/opt/hetsched/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \

@@ -17,8 +17,14 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="Heterogeneit
 TOPOLOGY_COMMANDS = ("submit", "kill", "topologies", "counts")
 """The commands of hetsched.topology_cmd, which imports streamparse when loaded."""
 
+OPS_COMMANDS = ("supervisors", "placement")
+"""The commands of hetsched.ops_cmd, which read Nimbus through streamparse's Thrift bindings when loaded."""
+
+STREAMPARSE_MODULES = {"hetsched.topology_cmd": TOPOLOGY_COMMANDS, "hetsched.ops_cmd": OPS_COMMANDS}
+"""Modules that import streamparse when loaded: without it their commands are placeholders naming the extra."""
+
 COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
-    **{name: ("topologies",) for name in TOPOLOGY_COMMANDS},
+    **{name: ("topologies",) for name in TOPOLOGY_COMMANDS + OPS_COMMANDS},
     # The local cluster talks to Nimbus through streamparse's Thrift client; `cluster compose` only writes files.
     **{f"cluster {name}": ("topologies",) for name in ("up", "status", "down", "logs")},
     "aggregate": ("spark",),
@@ -34,6 +40,7 @@ COMMAND_MODULES = (
     "hetsched.profiles_cmd",  # planning service: hetsched profiles put|get|list|versions|delete
     "hetsched.plans_cmd",  # planning service: hetsched plans get|delete
     "hetsched.topology_cmd",  # topologies: hetsched submit|kill|topologies|counts (imports streamparse)
+    "hetsched.ops_cmd",  # operating a cluster: hetsched supervisors|placement (imports streamparse)
     "hetsched.profile_cmd",  # profiling: hetsched aggregate|profile
     "hetsched.cluster_cmd",  # local cluster: hetsched cluster up|down|status|logs
     "hetsched.compose_cmd",  # compose deployment: hetsched cluster compose
@@ -102,8 +109,8 @@ def _register() -> None:
     if _registered:
         return
     for module in COMMAND_MODULES:
-        if module == "hetsched.topology_cmd" and missing_modules(COMMAND_EXTRAS["submit"]):
-            for command in TOPOLOGY_COMMANDS:
+        if module in STREAMPARSE_MODULES and missing_modules(("topologies",)):
+            for command in STREAMPARSE_MODULES[module]:
                 _placeholder(command, COMMAND_EXTRAS[command])
         else:
             importlib.import_module(module)

@@ -89,7 +89,7 @@ def _is_loopback(host: str) -> bool:
 def serve(
     host: str = typer.Option(DEFAULT_HOST, help="Address to listen on; loopback unless you mean otherwise."),
     port: int = typer.Option(DEFAULT_PORT, min=0, max=65535, help="TCP port (0: any free port, printed at start)."),
-    db: Optional[Path] = typer.Option(None, envvar=DB_ENV, help="SQLite file for plans and profile sets (default: ./var/hetsched.db)."),
+    db: Optional[Path] = typer.Option(None, envvar=DB_ENV, help="SQLite file for plans and profile sets (default: $XDG_DATA_HOME/hetsched/hetsched.db, else ~/.local/share/hetsched/hetsched.db)."),
     token: Optional[str] = typer.Option(None, envvar=TOKEN_ENV, help="Require 'Authorization: Bearer TOKEN' on every /v1 call (visible in ps: prefer --token-file)."),
     token_file: Optional[Path] = typer.Option(None, envvar=TOKEN_FILE_ENV, help="Read the token from this file (readable by its owner only)."),
     insecure_no_token: bool = typer.Option(False, "--insecure-no-token", help="Listen beyond loopback without a token: anyone who reaches the port may plan and overwrite profile sets."),

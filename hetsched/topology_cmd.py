@@ -13,7 +13,7 @@ from planner.client import URL_ENV
 from topologies.catalog import CATALOG
 from topologies.errors import TopologyError
 from topologies.locate import NIMBUS_ENV, nimbus_address
-from topologies.submission import SubmitRequest, parse_conf, parse_parallelism
+from topologies.submission import MULTILANG_COMMAND, MULTILANG_ENV, SubmitRequest, parse_conf, parse_parallelism
 
 console = Console()
 
@@ -51,12 +51,16 @@ def submit(
     name: Optional[str] = typer.Option(None, "--name", help="Name to run under (default: the topology's own)."),
     sample_rate: float = typer.Option(1.0, "--sample-rate", help="topology.stats.sample.rate (1.0: exact counts)."),
     force: bool = typer.Option(False, "--force", help="Kill a running topology of the same name first, and wait for it to go."),
+    multilang_command: str = typer.Option(MULTILANG_COMMAND, "--multilang-command", envvar=MULTILANG_ENV, help="What workers run for each Python component: a name on the supervisors' PATH, or an absolute path on every supervisor host."),
     nimbus: Optional[str] = NimbusOption,
 ) -> None:
     """Build the topology jar, upload it and submit TOPOLOGY with the given or planned parallelism."""
+    from topologies.plans import check_profile_set
     from topologies.submit import submit as do_submit
 
     try:
+        if profiles is not None and planner:
+            check_profile_set(profiles, planner)
         request = SubmitRequest(
             topology=topology,
             name=name,
@@ -69,7 +73,7 @@ def submit(
             profiles=profiles,
             planner_url=planner if plan else None,
         )
-        result = do_submit(request, nimbus_address(nimbus), force=force)
+        result = do_submit(request, nimbus_address(nimbus), force=force, multilang_command=multilang_command)
     except TopologyError as exc:
         raise _fail(str(exc)) from None
 
@@ -129,19 +133,28 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
 @app.command("counts")
 def counts(
     name: str = typer.Argument(..., help="Name the topology runs under."),
-    window: float = typer.Option(30.0, "--window", min=1.0, help="Seconds to watch; each executor's counts are taken between the first and last stats update it showed."),
+    window: Optional[float] = typer.Option(None, "--window", min=1.0, help="Seconds to watch (default: two stats reports and a third, from executor.metrics.frequency.secs: 30 s at 10 s, 140 s at Storm's 60 s); each executor counts between the first and last stats report it showed."),
     nimbus: Optional[str] = NimbusOption,
 ) -> None:
     """Tuples each component of a running topology handled within a window (Nimbus counts)."""
     from topologies.submit import window_counts
 
+    def announce(chosen) -> None:
+        if chosen.too_short:
+            Console(stderr=True).print(
+                f"[yellow]warning:[/yellow] executors report counts every {chosen.stats_frequency_s:g} s "
+                f"(executor.metrics.frequency.secs), so a {chosen.seconds:g} s window sees at most one report and counts "
+                f"nothing; use --window {2 * chosen.stats_frequency_s + 10:g} or more", highlight=False, soft_wrap=True)
+        status.update(f"counting {name} for {chosen.seconds:g} s (stats every {chosen.stats_frequency_s:g} s)")
+
     try:
         address = nimbus_address(nimbus)
-        with console.status(f"counting {name} for {window:g} s"):
-            topology, rates = window_counts(name, address, window)
+        with console.status(f"counting {name}") as status:
+            topology, chosen, rates = window_counts(name, address, window, on_window=announce)
     except TopologyError as exc:
         raise _fail(str(exc)) from None
-    table = Table(title=f"{name} ({topology}), watched for {window:g} s", title_justify="left")
+    table = Table(title=f"{name} ({topology}), watched for {chosen.seconds:g} s, stats every {chosen.stats_frequency_s:g} s",
+                  title_justify="left")
     for column in ("component", "role", "executors measured", "tuples", "seconds", "tuples/s", "acked", "failed"):
         table.add_column(column, justify="left" if column in ("component", "role") else "right")
     for r in rates:
@@ -149,5 +162,5 @@ def counts(
                       f"{r.per_second:.1f}", str(r.acked), str(r.failed))
     console.print(table)
     if any(r.measured_executors < r.executors for r in rates):
-        console.print("an executor whose counts did not move twice counts nothing: watch longer than two Nimbus stats "
-                      "updates (executor.metrics.frequency.secs)", highlight=False)
+        console.print(f"an executor whose counts did not move twice counts nothing: watch longer than two stats reports "
+                      f"({2 * chosen.stats_frequency_s:g} s here, executor.metrics.frequency.secs)", highlight=False)

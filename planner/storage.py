@@ -28,7 +28,7 @@ from pathlib import Path
 from planner.model import Plan, ProfileSet, ProfileSetVersion
 
 DB_ENV = "HETSCHED_DB"
-DEFAULT_DB = Path("var") / "hetsched.db"
+DATA_HOME_ENV = "XDG_DATA_HOME"
 SCHEMA_VERSION = 1
 """0: one row per profile set name, replaced by every put (before versions). 1: versions."""
 SECONDS_PER_DAY = 86_400.0
@@ -117,8 +117,12 @@ class RetentionResult:
 
 
 def default_db_path() -> Path:
-    """``$HETSCHED_DB`` if set, else ``./var/hetsched.db`` (git-ignored)."""
-    return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
+    """``$HETSCHED_DB`` if set, else ``hetsched/hetsched.db`` in the user's data folder (``$XDG_DATA_HOME``, else
+    ``~/.local/share``): outside any checkout, so a ``git clean`` or a fresh clone does not lose the plans."""
+    if os.environ.get(DB_ENV):
+        return Path(os.environ[DB_ENV])
+    data_home = os.environ.get(DATA_HOME_ENV) or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "hetsched" / "hetsched.db"
 
 
 def new_plan_id() -> str:

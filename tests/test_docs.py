@@ -26,6 +26,7 @@ import yaml
 from cluster.spec import load_spec
 from hetsched.cli import _register, app
 from planner.model import PlanRequest, ProfileSet
+from tests.fixtures import storm_conf
 from tests.fixtures.docs import (
     DOCS,
     REPO,
@@ -43,7 +44,7 @@ DOC_URL = "http://127.0.0.1:8765"
 ANY = "..."
 EXAMPLES = DOCS / "examples"
 REQUIRED_PAGES = ["README.md", "plugin.md", "planner.md", "api.md", "model.md", "profiling.md", "submitting.md",
-                  "docker-compose.md"]
+                  "docker-compose.md", "operating.md"]
 BLOCK_TIMEOUT_S = 600
 """Only against a hang: on a loaded machine one `hetsched` start can take half a minute."""
 
@@ -269,6 +270,30 @@ def test_yaml_examples_are_valid_and_use_known_settings():
                 assert defaults["MACHINE_TYPE_KEY"] in meta and defaults["MACHINE_ID_KEY"] in meta, block.where
                 not_strings = {k: v for k, v in meta.items() if not isinstance(v, str)}
                 assert not not_strings, f"{block.where}: Storm wants strings in supervisor.scheduler.meta, got {not_strings}"
+            faults = storm_conf.violations(settings, STORM_RULES, keys)
+            assert not faults, f"{block.where}: Storm 2.8.3 would refuse this storm.yaml: {'; '.join(faults)}"
+
+
+STORM_RULES = storm_conf.load_rules()
+
+
+@pytest.mark.parametrize("settings, fault", [
+    ({"supervisor.scheduler.meta": {"machine-type": "small", "cores": 0.2}}, "supervisor.scheduler.meta: {'machine-type': 'small', 'cores': 0.2} fails Storm's IsMapEntryType"),
+    ({"supervisor.cpu.capacity": "20"}, "supervisor.cpu.capacity: '20' fails Storm's IsPositiveNumber"),
+    ({"executor.metrics.frequency.secs": 10.5}, "executor.metrics.frequency.secs: 10.5 fails Storm's IsInteger"),
+    ({"nimbus.seeds": "nimbus"}, "nimbus.seeds: 'nimbus' fails Storm's IsStringList"),
+    ({"supervisor.cpu.capacty": 20.0}, "supervisor.cpu.capacty is not a Storm 2.8.3 setting"),
+])
+def test_the_storm_yaml_check_refuses_what_storm_refuses(settings, fault):
+    found = storm_conf.violations(settings, STORM_RULES, known_keys())
+    assert any(fault in f for f in found), found
+
+
+def test_the_storm_rules_are_those_of_the_storm_release_the_project_runs():
+    from cluster.storm_home import STORM_VERSION
+
+    assert json.loads(storm_conf.RULES_FILE.read_text())["storm"] == STORM_VERSION
+    assert len(STORM_RULES) > 400 and STORM_RULES["supervisor.scheduler.meta"][0]["name"] == "IsMapEntryType"
 
 
 # --- command lines ------------------------------------------------------------------------------------
@@ -363,6 +388,7 @@ def test_quoted_plugin_messages_are_the_plugin_s_own():
     java = "\n".join(p.read_text() for p in (REPO / "storm-plugin" / "src" / "main").rglob("*.java"))
     page = (DOCS / "plugin.md").read_text()
     for fragment in ("hetsched: planner at ", "placed by planner (", "planner not used (",
-                     "scheduled evenly by Storm's DefaultScheduler", " supervisors in ", "machine type from scheduler meta '"):
+                     "scheduled evenly by Storm's DefaultScheduler", " supervisors in ", "machine type from scheduler meta '",
+                     "stored plan ", " not used (", "; asking for a new plan"):
         assert fragment in page, f"docs/plugin.md no longer quotes {fragment!r}"
         assert fragment in java, f"the plugin no longer says {fragment!r}, which docs/plugin.md quotes"

@@ -30,7 +30,14 @@ from topologies.jar import PACKAGE_DIR, build_jar, source_files
 from observe.nimbus import parse_address
 from topologies.pacing import Pacer
 from topologies.plans import plan_parallelism
-from topologies.submission import SubmitRequest, build_submission, default_streamparse_run, parse_conf, parse_parallelism
+from topologies.submission import (
+    MULTILANG_COMMAND,
+    SubmitRequest,
+    build_submission,
+    default_streamparse_run,
+    parse_conf,
+    parse_parallelism,
+)
 from topologies.windows import SlidingCounts, SlidingSets, slot_count
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,14 +111,14 @@ def test_jar_is_the_same_for_the_same_sources(tmp_path):
 def test_submission_sets_parallelism_shell_command_and_config_without_touching_the_catalog():
     request = SubmitRequest("linear", parallelism={"low": 2, "high": 5}, rate=40.0, workers=3,
                             conf={"topology.max.spout.pending": 10, keys.cpu_ms_key("highCompute"): 8})
-    submission = build_submission(request, Path("/venv/bin/streamparse_run"))
+    submission = build_submission(request, "/opt/venv/bin/streamparse_run")
     assert submission.parallelism == {"spout": 1, "low": 2, "mid": 1, "high": 5}
     assert submission.topology.bolts["high"].common.parallelism_hint == 5
     assert CATALOG["linear"].topology.thrift_topology.bolts["high"].common.parallelism_hint == 1
     for spec in [*submission.topology.spouts.values()]:
-        assert spec.spout_object.shell.execution_command == "/venv/bin/streamparse_run"
+        assert spec.spout_object.shell.execution_command == "/opt/venv/bin/streamparse_run"
     for spec in submission.topology.bolts.values():
-        assert spec.bolt_object.shell.execution_command == "/venv/bin/streamparse_run"
+        assert spec.bolt_object.shell.execution_command == "/opt/venv/bin/streamparse_run"
     assert CATALOG["linear"].topology.thrift_topology.bolts["high"].bolt_object.shell.execution_command == "streamparse_run"
     conf = submission.conf
     assert conf[keys.COMPONENT_PROFILES] == {"spout": "spout", "low": "lowCompute", "mid": "midCompute", "high": "highCompute"}
@@ -152,6 +159,23 @@ def test_streamparse_run_is_the_virtualenvs():
     assert interpreter.parent.parent.resolve() == Path(sys.prefix).resolve(), f"{run} runs {interpreter}, not this venv's Python"
     done = subprocess.run([str(run), "--help"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "streamparse_run" in done.stdout, done.stderr
+
+
+def test_workers_find_the_multilang_command_on_their_path_not_at_the_submitter_s():
+    submission = build_submission(SubmitRequest("diamond"))
+    commands = {spec.spout_object.shell.execution_command for spec in submission.topology.spouts.values()}
+    commands |= {spec.bolt_object.shell.execution_command for spec in submission.topology.bolts.values()}
+    assert commands == {MULTILANG_COMMAND} and "/" not in MULTILANG_COMMAND
+
+
+@pytest.mark.parametrize("command, fault", [
+    ("", "must be one program"),
+    ("python -m streamparse.run", "must be one program"),
+    ("venv/bin/streamparse_run", "is a relative path"),
+])
+def test_a_multilang_command_workers_cannot_run_is_refused(command, fault):
+    with pytest.raises(TopologyError, match=fault):
+        build_submission(SubmitRequest("linear"), command)
 
 
 @pytest.mark.parametrize("request_, fault", [

@@ -1,10 +1,14 @@
 """A stored plan as the parallelism of a submit: every component's instance count from the planner."""
 from __future__ import annotations
 
+import logging
+
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import Plan, SYSTEM_PREFIX
 from topologies.catalog import CatalogEntry
 from topologies.errors import TopologyError
+
+log = logging.getLogger(__name__)
 
 
 def fetch_plan(plan_id: str, planner_url: str | None = None) -> Plan:
@@ -45,3 +49,29 @@ def plan_profiles_name(plan: Plan) -> str | None:
     """The profile set the plan was made with, where the planner recorded it."""
     name = plan.stats.get("profiles") if isinstance(plan.stats, dict) else None
     return name if isinstance(name, str) and name else None
+
+
+def check_profile_set(name: str, planner_url: str) -> None:
+    """Refuse a profile set the planner does not have, which the plugin would only find at scheduling.
+
+    A planner that does not answer is not a refusal: Nimbus may reach a planner this host cannot.
+    """
+    with PlannerClient(planner_url, timeout_s=10.0) as client:
+        try:
+            client.get_profile_set(name)
+        except PlannerClientError as exc:
+            if exc.status == 404:
+                names = _names(client)
+                raise TopologyError(f"the planner at {client.url} has no profile set {name!r}"
+                                    + (f" (it has {', '.join(names)})" if names else " (it has none)")
+                                    + "; store it with `hetsched profiles put` or name another with --profiles") from None
+            if exc.status is not None:
+                raise TopologyError(str(exc)) from None
+            log.warning("profile set %r not checked: %s", name, exc)
+
+
+def _names(client: PlannerClient) -> list[str]:
+    try:
+        return client.profile_set_names()
+    except (PlannerClientError, ValueError, KeyError, TypeError):
+        return []

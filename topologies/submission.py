@@ -45,9 +45,28 @@ class Submission:
     parallelism: dict[str, int]
 
 
+MULTILANG_COMMAND = "streamparse_run"
+"""What Storm runs for each Python component, found on the worker's PATH (the supervisor's): no path of
+the submitter's machine reaches the cluster. The local cluster puts the project's virtualenv first on its
+daemons' PATH; other clusters put a virtualenv with streamparse there, or name one with ``--multilang-command``."""
+MULTILANG_ENV = "HETSCHED_MULTILANG_COMMAND"
+
+
 def default_streamparse_run() -> Path:
-    """``streamparse_run`` of the virtualenv this process runs in (the project's ``.venv``)."""
+    """``streamparse_run`` of the virtualenv this process runs in: for starting components here (tests), never sent to Storm."""
     return Path(sys.prefix).resolve() / "bin" / "streamparse_run"
+
+
+def check_multilang_command(command: str) -> str:
+    """A program name looked up on the worker's PATH, or an absolute path on every supervisor host."""
+    text = command.strip()
+    if not text or any(c.isspace() for c in text):
+        raise TopologyError(f"the multi-lang command {command!r} must be one program (a name on the workers' PATH or an "
+                            "absolute path), without spaces or arguments")
+    if "/" in text and not text.startswith("/"):
+        raise TopologyError(f"the multi-lang command {command!r} is a relative path, which workers would resolve in "
+                            "their own code folder; give a name on their PATH or an absolute path")
+    return text
 
 
 def parse_parallelism(text: str | None) -> dict[str, int]:
@@ -141,12 +160,15 @@ def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]
     return conf
 
 
-def build_submission(request: SubmitRequest, streamparse_run: Path | None = None) -> Submission:
-    """Check the request against the topology and build what Nimbus gets."""
+def build_submission(request: SubmitRequest, multilang_command: str | None = None) -> Submission:
+    """Check the request against the topology and build what Nimbus gets.
+
+    ``multilang_command`` is what the workers run for each Python component (default :data:`MULTILANG_COMMAND`).
+    """
     entry = lookup(request.topology)
     _check(request, entry)
     conf = topology_conf(request, entry)
-    run = str(streamparse_run or default_streamparse_run())
+    run = check_multilang_command(MULTILANG_COMMAND if multilang_command is None else multilang_command)
 
     topology = copy.deepcopy(entry.topology.thrift_topology)
     parallelism: dict[str, int] = {}

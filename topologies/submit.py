@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,11 @@ def apply_plan(request: SubmitRequest) -> SubmitRequest:
     return request
 
 
-def submit(request: SubmitRequest, address: NimbusAddress, force: bool = False, streamparse_run: Path | None = None,
+def submit(request: SubmitRequest, address: NimbusAddress, force: bool = False, multilang_command: str | None = None,
            leader_timeout_s: float = 60.0) -> SubmitResult:
     """Build the jar, upload it and submit the topology with the requested (or planned) parallelism."""
     request = apply_plan(request)
-    submission = build_submission(request, streamparse_run)
+    submission = build_submission(request, multilang_command)
     with connect(address, leader_timeout_s) as nimbus:
         running = nimbus.find(submission.name)
         if running is not None and not force:
@@ -102,15 +103,57 @@ def running_topologies(address: NimbusAddress, leader_timeout_s: float = 60.0) -
         return nimbus.topologies()
 
 
-def window_counts(name: str, address: NimbusAddress, window_s: float,
-                  leader_timeout_s: float = 60.0) -> tuple[str, list[ComponentRate]]:
-    """The catalog name of a running topology and what each component did within the window."""
+STATS_FREQUENCY_KEY = "executor.metrics.frequency.secs"
+STORM_STATS_FREQUENCY_S = 60.0
+"""Storm's default: a stock cluster's executors report counts to Nimbus once a minute (the local cluster: 10 s)."""
+
+
+@dataclass(frozen=True)
+class CountWindow:
+    seconds: float
+    stats_frequency_s: float
+    """How often executors report counts to Nimbus on this topology (``executor.metrics.frequency.secs``)."""
+    chosen: bool
+    """The window was chosen from the frequency, not given."""
+
+    @property
+    def too_short(self) -> bool:
+        """An executor counts only between two of its reports, so a window needs more than two report periods."""
+        return self.seconds <= 2 * self.stats_frequency_s
+
+
+def stats_frequency_s(topology_conf: dict, nimbus_conf: dict) -> float:
+    """Seconds between executors' stats reports: the topology's setting, else Nimbus's, else Storm's default."""
+    for conf in (topology_conf, nimbus_conf):
+        value = conf.get(STATS_FREQUENCY_KEY)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return STORM_STATS_FREQUENCY_S
+
+
+def count_window(window_s: float | None, frequency_s: float) -> CountWindow:
+    """The given window, or two report periods and a third of one more (30 s at 10 s, 140 s at Storm's 60 s)."""
+    if window_s is not None:
+        return CountWindow(window_s, frequency_s, chosen=False)
+    return CountWindow(round(2 * frequency_s + max(10.0, frequency_s / 3)), frequency_s, chosen=True)
+
+
+def window_counts(name: str, address: NimbusAddress, window_s: float | None,
+                  leader_timeout_s: float = 60.0,
+                  on_window: Callable[[CountWindow], None] = lambda w: None) -> tuple[str, CountWindow, list[ComponentRate]]:
+    """The catalog name of a running topology, the window watched, and what each component did within it.
+
+    ``on_window`` hears the window before the watch starts (to warn of one too short to count anything).
+    """
     with connect(address, leader_timeout_s) as nimbus:
         running = nimbus.find(name)
         if running is None:
             raise TopologyError(f"no topology named {name!r} is running on Nimbus {address}")
-        catalog_name = nimbus.topology_conf(running.id).get(TOPOLOGY_KEY)
+        conf = nimbus.topology_conf(running.id)
+        catalog_name = conf.get(TOPOLOGY_KEY)
         if not catalog_name:
             raise TopologyError(f"topology {name!r} was not submitted by hetsched (no {TOPOLOGY_KEY} in its config)")
         entry = lookup(catalog_name)
-        return entry.name, window_rates(nimbus, name, entry, window_s)
+        window = count_window(window_s, stats_frequency_s(conf, {} if STATS_FREQUENCY_KEY in conf else nimbus.nimbus_conf()))
+        on_window(window)
+        return entry.name, window, window_rates(nimbus, name, entry, window.seconds)

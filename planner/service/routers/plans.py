@@ -110,6 +110,7 @@ async def _reuse(request: PlanRequest, profiles: ResolvedProfiles, options: Plan
 @router.get("/{plan_id}", response_model=Plan, responses={404: {"model": ErrorBody, "description": "No plan has this id."}})
 def get_plan(plan_id: str, storage: Storage = Depends(get_storage)) -> Response:
     body = storage.plan_json(plan_id)
+    log.info("read plan id=%s%s", plan_id, "" if body is not None else " failed: no such plan")
     if body is None:
         raise not_found(f"plan '{plan_id}' does not exist")
     return json_answer(body)

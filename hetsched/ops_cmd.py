@@ -1,0 +1,270 @@
+"""``hetsched supervisors|placement``: what an operator checks on a running cluster, from Nimbus (and the planner)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from hetsched.cli import app
+from hetsched.inventory import (
+    Declaration,
+    ExecutorPlace,
+    MachineLoad,
+    MetaKeys,
+    SupervisorRow,
+    declaration_of,
+    declarations_without_supervisor,
+    executor_places,
+    machine_loads,
+    supervisor_rows,
+    user_parallelism,
+)
+from observe.nimbus import ClusterSummary, NimbusAddress, connect
+from planner.client import URL_ENV
+from topologies import conf as keys
+from topologies.errors import TopologyError
+from topologies.locate import NIMBUS_ENV, nimbus_address
+
+console = Console()
+
+NimbusOption = typer.Option(None, "--nimbus", help=f"Nimbus host:port (default: ${NIMBUS_ENV}, else the local cluster's Nimbus).")
+StormYamlOption = typer.Option(None, "--storm-yaml", help="A supervisor's storm.yaml, to read its supervisor.scheduler.meta (Nimbus does not report it); repeatable. The local cluster's are read without it.")
+JsonOption = typer.Option(False, "--json", help="Print JSON instead of tables.")
+LEADER_TIMEOUT_S = 10.0
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(1)
+
+
+def _local_cluster(address: NimbusAddress) -> Any:
+    """The running local cluster whose Nimbus is ``address``, else None."""
+    try:
+        from cluster import running_cluster
+
+        local = running_cluster()
+    except Exception:  # no local cluster package, spec or home: nothing to read
+        return None
+    if local is None or (local.layout.nimbus_host, local.layout.nimbus_port) != (address.host, address.port):
+        return None
+    return local
+
+
+def read_declarations(files: list[Path], local: Any) -> list[Declaration]:
+    """Supervisors' declarations from the given storm.yaml files, and from the local cluster's own."""
+    paths = list(files)
+    if local is not None:
+        paths += [local.layout.conf_file(m.id) for m in local.layout.machines if local.layout.conf_file(m.id).is_file()]
+    found = []
+    for path in paths:
+        try:
+            conf = yaml.safe_load(Path(path).read_text())
+        except OSError as exc:
+            raise TopologyError(f"cannot read --storm-yaml {path}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise TopologyError(f"--storm-yaml {path} is not YAML: {str(exc).splitlines()[0]}") from None
+        try:
+            found.append(declaration_of(conf, str(path)))
+        except ValueError as exc:
+            raise TopologyError(str(exc)) from None
+    return found
+
+
+def _cluster_state(nimbus: Optional[str]) -> tuple[NimbusAddress, ClusterSummary, dict[str, Any], Any]:
+    address = nimbus_address(nimbus)
+    with connect(address, LEADER_TIMEOUT_S) as client:
+        return address, client.summary(), client.nimbus_conf(), _local_cluster(address)
+
+
+# --- hetsched supervisors --------------------------------------------------------------------------------
+
+
+@app.command("supervisors")
+def supervisors(
+    nimbus: Optional[str] = NimbusOption,
+    storm_yaml: Optional[List[Path]] = StormYamlOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Each supervisor with its declared machine (id, type, cores), its slots, and what is wrong with its declaration."""
+    try:
+        address, summary, nimbus_conf, local = _cluster_state(nimbus)
+        declarations = read_declarations(storm_yaml or [], local)
+    except TopologyError as exc:
+        raise _fail(str(exc)) from None
+    rows = supervisor_rows(summary, declarations, MetaKeys.from_nimbus_conf(nimbus_conf))
+    strays = declarations_without_supervisor(summary, declarations)
+    if as_json:
+        print(json.dumps({"nimbus": str(address), "supervisors": [r.as_json() for r in rows],
+                          "files_without_supervisor": [d.source for d in strays]}, indent=2))
+        return
+    print_supervisors(console, address, rows)
+    for d in strays:
+        console.print(f"{d.source}: Nimbus lists no supervisor on {d.host} (not running, or another "
+                      "storm.local.hostname)", highlight=False, markup=False, soft_wrap=True)
+
+
+def print_supervisors(out: Console, address: NimbusAddress, rows: list[SupervisorRow]) -> None:
+    if not rows:
+        out.print(f"Nimbus {address} lists no supervisors", highlight=False)
+        return
+    table = Table(title=f"supervisors of Nimbus {address}", title_justify="left")
+    for column in ("host", "machine id", "type", "cores", "cpu capacity", "slots used", "free"):
+        table.add_column(column, justify="left" if column in ("host", "machine id", "type") else "right")
+    for r in rows:
+        table.add_row(r.host, r.machine_id or "?", r.machine_type or "?", _number(r.cores), _number(r.cpu_capacity_cores),
+                      f"{r.used_slots}/{r.slots}", str(r.free_slots))
+    out.print(table)
+    out.print("cores: declared in supervisor.scheduler.meta (the plugin's); cpu capacity: supervisor.cpu.capacity / 100 "
+              "(only Storm's ResourceAwareScheduler reads it)", highlight=False)
+    for r in rows:
+        for fault in r.faults:
+            out.print(f"  {r.host}: {fault}", highlight=False, markup=False, soft_wrap=True)
+
+
+# --- hetsched placement ----------------------------------------------------------------------------------
+
+
+@app.command("placement")
+def placement(
+    name: str = typer.Argument(..., help="Name the topology runs under."),
+    nimbus: Optional[str] = NimbusOption,
+    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planner for the predicted load (default: the topology's hetsched.planner.url; none: no prediction)."),
+    storm_yaml: Optional[List[Path]] = StormYamlOption,
+    measure: float = typer.Option(5.0, "--measure", min=0.0, help="Seconds to measure each machine's CPU, where the cluster can (the local cluster); 0: not."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Where a running topology's executors are: component, executor, worker, machine; per machine its predicted and measured CPU."""
+    try:
+        address, summary, nimbus_conf, local = _cluster_state(nimbus)
+        declarations = read_declarations(storm_yaml or [], local)
+        running = next((t for t in summary.topologies if t.name == name), None)
+        if running is None:
+            names = ", ".join(sorted(t.name for t in summary.topologies)) or "none"
+            raise TopologyError(f"no topology named {name!r} is running on Nimbus {address} (running: {names})")
+        with connect(address, LEADER_TIMEOUT_S) as client:
+            info = client.topology_info(running.id)
+            topology_conf = client.topology_conf(running.id)
+    except TopologyError as exc:
+        raise _fail(str(exc)) from None
+    rows = supervisor_rows(summary, declarations, MetaKeys.from_nimbus_conf(nimbus_conf))
+    machine_of_host = {r.host: r.machine_id for r in rows if r.machine_id}
+    places = executor_places(info, machine_of_host)
+    loads = machine_loads(places, {r.machine_id: r.machine_type for r in rows if r.machine_id and r.machine_type})
+    notes: list[str] = []
+    loads = predicted(loads, places, rows, topology_conf, planner, notes)
+    loads = measured(loads, local, measure, notes)
+    if as_json:
+        print(json.dumps({"topology": name, "id": running.id, "nimbus": str(address),
+                          "scheduler_status": info.sched_status or "",
+                          "executors": [asdict(p) for p in places], "machines": [asdict(m) for m in loads],
+                          "notes": notes}, indent=2))
+        return
+    print_placement(console, name, running.id, info.sched_status or "", places, loads, notes)
+
+
+def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[SupervisorRow],
+              topology_conf: dict[str, Any], planner_url: str | None, notes: list[str]) -> list[MachineLoad]:
+    """Each machine's CPU as the planner predicts it for this placement (POST /v1/evaluations), where it can."""
+    from planner.client import PlannerClient, PlannerClientError
+    from planner.model import Cluster, EvaluationRequest, InstanceAssignment, Machine, MachineType, ProfileRef
+    from topologies.catalog import lookup, planner_topology
+
+    url = planner_url or topology_conf.get(keys.PLANNER_URL)
+    profiles = topology_conf.get(keys.PROFILES)
+    catalog_name = topology_conf.get(keys.TOPOLOGY)
+    why_not = ("no planner (give --planner)" if not url else
+               f"no profile set ({keys.PROFILES} is not in the topology's conf)" if not profiles else
+               f"not a catalog topology (no {keys.TOPOLOGY} in its conf)" if not catalog_name else None)
+    user = [p for p in places if not p.component.startswith("__")]
+    unknown = sorted({p.host or "(not placed)" for p in user if not p.machine})
+    if why_not is None and unknown:
+        why_not = f"the machine of {', '.join(unknown)} is unknown (give its storm.yaml with --storm-yaml)"
+    if why_not is not None:
+        notes.append(f"no predicted load: {why_not}")
+        return loads
+    declared = [r for r in rows if r.machine_id and r.machine_type]
+    types: dict[str, MachineType] = {}
+    for r in declared:
+        known = types.get(r.machine_type)
+        types[r.machine_type] = MachineType(name=r.machine_type, cores=r.cores if known is None else known.cores,
+                                            slots=max(r.slots, known.slots if known else 1))
+    try:
+        request = EvaluationRequest(
+            topology=planner_topology(lookup(catalog_name), user_parallelism(places)),
+            cluster=Cluster(machine_types=list(types.values()),
+                            machines=[Machine(id=r.machine_id, type=r.machine_type) for r in declared]),
+            profiles=ProfileRef(name=profiles),
+            assignments=[InstanceAssignment(component=p.component, machine=p.machine) for p in user],
+        )
+        with PlannerClient(url, timeout_s=30.0) as client:
+            evaluation = client.evaluate(request)
+    except (PlannerClientError, TopologyError, ValueError) as exc:
+        notes.append(f"no predicted load: {str(exc).splitlines()[0]}")
+        return loads
+    by_machine = {m.id: m.utilization for m in evaluation.machines}
+    notes.append(f"predicted: CPU percent of each machine at R = {evaluation.input_rate:.1f} tuples/s, the largest input "
+                 f"rate this placement sustains (planner {url}, profile set {profiles}, machine capacity 100, no base load)")
+    return [replace(m, predicted_percent=by_machine.get(m.machine)) for m in loads]
+
+
+def measured(loads: list[MachineLoad], local: Any, seconds: float, notes: list[str]) -> list[MachineLoad]:
+    """Each machine's CPU over ``seconds``, in percent of its quota, where the cluster can tell (the local cluster)."""
+    if seconds <= 0:
+        return loads
+    if local is None:
+        notes.append("no measured load: only the local cluster's machines can be measured from here")
+        return loads
+    from cluster.errors import ClusterError
+    from cluster.handle import LocalClusterHandle
+
+    handle = LocalClusterHandle(local)
+    ids = {m.id: m.cores for m in handle.machines()}
+    wanted = [m for m in loads if m.machine in ids]
+    try:
+        with console.status(f"measuring CPU for {seconds:g} s"):
+            start = {m.machine: handle.cpu_seconds(m.machine) for m in wanted}
+            began = time.monotonic()
+            time.sleep(seconds)
+            used = {m.machine: handle.cpu_seconds(m.machine) - start[m.machine] for m in wanted}
+            elapsed = time.monotonic() - began
+    except ClusterError as exc:
+        notes.append(f"no measured load: {exc}")
+        return loads
+    notes.append(f"measured: CPU percent of each machine's quota over {elapsed:.1f} s, everything on it "
+                 "(supervisor, workers, Python), at the topology's present input rate")
+    return [replace(m, measured_percent=100.0 * used[m.machine] / (elapsed * ids[m.machine])) if m.machine in used else m
+            for m in loads]
+
+
+def print_placement(out: Console, name: str, topology_id: str, status: str, places: list[ExecutorPlace],
+                    loads: list[MachineLoad], notes: list[str]) -> None:
+    table = Table(title=f"{name} ({topology_id})", title_justify="left")
+    for column in ("component", "tasks", "worker", "machine"):
+        table.add_column(column)
+    for p in places:
+        tasks = str(p.task_start) if p.task_start == p.task_end else f"{p.task_start}-{p.task_end}"
+        table.add_row(p.component, tasks, f"{p.host}:{p.port}" if p.host else "(not placed)", p.machine or "?")
+    out.print(table)
+    machines = Table(title="per machine", title_justify="left")
+    for column in ("machine", "host", "type", "executors", "workers", "predicted %", "measured %"):
+        machines.add_column(column, justify="left" if column in ("machine", "host", "type", "workers") else "right")
+    for m in loads:
+        machines.add_row(m.machine, m.host, m.machine_type or "?", str(m.executors), ", ".join(map(str, m.workers)),
+                         _number(m.predicted_percent, ".1f"), _number(m.measured_percent, ".1f"))
+    out.print(machines)
+    if status:
+        out.print(f"scheduler status: {status}", highlight=False, markup=False, soft_wrap=True)
+    for note in notes:
+        out.print(note, highlight=False, markup=False, soft_wrap=True)
+
+
+def _number(value: float | None, spec: str = "g") -> str:
+    return "" if value is None else format(value, spec)

@@ -1,0 +1,269 @@
+"""The operator's commands: ``hetsched supervisors`` and ``hetsched placement`` against a fake Nimbus (Thrift answers
+built from streamparse's own structs), the counts window, the multi-lang command and the profile-set check at submit."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from streamparse import thrift as st
+from typer.testing import CliRunner
+
+import hetsched.ops_cmd  # noqa: F401  registers supervisors/placement on app
+import hetsched.topology_cmd  # noqa: F401
+import observe.nimbus
+from hetsched.cli import app
+from hetsched.inventory import Declaration, MetaKeys, meta_faults, supervisor_rows
+from observe.nimbus import cluster_summary
+from topologies.errors import TopologyError
+from topologies.plans import check_profile_set
+from topologies.submit import STORM_STATS_FREQUENCY_S, count_window, stats_frequency_s
+
+runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+
+HOSTS = {"127.0.0.2": ("small-1", "small", "0.2", 20.0), "127.0.0.3": ("large-1", "large", "1", 100.0)}
+
+
+def supervisor(host: str, used: int = 1, capacity: float = 20.0) -> st.SupervisorSummary:
+    return st.SupervisorSummary(host=host, uptime_secs=30, num_workers=2, num_used_workers=used,
+                                supervisor_id=f"sup-{host}", version="2.8.3",
+                                total_resources={"cpu.pcore.percent": capacity, "memory.mb": 1024.0})
+
+
+def executor(component: str, task: int, host: str, port: int) -> st.ExecutorSummary:
+    return st.ExecutorSummary(executor_info=st.ExecutorInfo(task_start=task, task_end=task), component_id=component,
+                              host=host, port=port, uptime_secs=20)
+
+
+LINEAR_PLACEMENT = [("spout", 1, "127.0.0.3", 6700), ("low", 2, "127.0.0.3", 6700), ("mid", 3, "127.0.0.2", 6700),
+                    ("high", 4, "127.0.0.3", 6700), ("__acker", 5, "127.0.0.2", 6700)]
+
+
+class FakeThriftNimbus:
+    """Answers the Thrift calls the commands make, as streamparse's client would return them."""
+
+    def __init__(self, topology_conf: dict | None = None, nimbus_conf: dict | None = None):
+        self.topology_conf = topology_conf or {}
+        self.nimbus_conf = nimbus_conf or {}
+
+    def getLeader(self):
+        return st.NimbusSummary(host="127.0.0.1", port=6627, uptime_secs=1, isLeader=True, version="2.8.3")
+
+    def getClusterInfo(self):
+        topology = st.TopologySummary(id="linear-1-1", name="linear", num_tasks=5, num_executors=5, num_workers=2,
+                                      uptime_secs=20, status="ACTIVE", sched_status="hetsched: placed by planner (plan p1)")
+        return st.ClusterSummary(supervisors=[supervisor(h, capacity=c) for h, (*_, c) in HOSTS.items()],
+                                 topologies=[topology], nimbuses=[self.getLeader()])
+
+    def getNimbusConf(self):
+        return json.dumps(self.nimbus_conf)
+
+    def getTopologyInfo(self, topology_id):
+        if topology_id != "linear-1-1":
+            raise st.NotAliveException(msg=topology_id)
+        return st.TopologyInfo(id=topology_id, name="linear", uptime_secs=20, status="ACTIVE",
+                               executors=[executor(*e) for e in LINEAR_PLACEMENT], errors={},
+                               sched_status="hetsched: placed by planner (plan p1)")
+
+    def getTopologyConf(self, topology_id):
+        return json.dumps(self.topology_conf)
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def fake_nimbus(monkeypatch):
+    fake = FakeThriftNimbus()
+    monkeypatch.setattr(observe.nimbus, "make_client", lambda *a, **k: fake)
+    return fake
+
+
+@pytest.fixture
+def supervisor_files(tmp_path) -> list[str]:
+    """The storm.yaml of each fake supervisor, as an operator would pass them."""
+    args = []
+    for host, (machine_id, machine_type, cores, _) in HOSTS.items():
+        path = tmp_path / f"{machine_id}.yaml"
+        path.write_text(yaml.safe_dump({"storm.local.hostname": host, "supervisor.scheduler.meta": {
+            "machine-type": machine_type, "machine-id": machine_id, "cores": cores}}))
+        args += ["--storm-yaml", str(path)]
+    return args
+
+
+# --- scheduler meta -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("meta, fault", [
+    (None, "no supervisor.scheduler.meta: planned as machine type 'default'"),
+    (["small"], "is not a map"),
+    ({"machine-type": "small", "machine-id": "s1", "cores": 0.2}, "values of cores are not strings, so Storm 2.8 refuses"),
+    ({"machine-id": "s1"}, "no machine-type: planned as machine type 'default'"),
+    ({"machine-type": "small"}, "no machine-id: plans name it by its supervisor id"),
+    ({"machine-type": "small", "machine-id": "s1", "cores": "a fifth"}, "cores 'a fifth' is not a positive number"),
+])
+def test_each_fault_of_a_scheduler_meta_is_named(meta, fault):
+    assert any(fault in f for f in meta_faults(meta, MetaKeys())), meta_faults(meta, MetaKeys())
+
+
+def test_a_good_meta_has_no_fault_and_the_keys_follow_nimbus_s_settings():
+    assert meta_faults({"machine-type": "small", "machine-id": "small-1", "cores": "0.2"}, MetaKeys()) == []
+    keys = MetaKeys.from_nimbus_conf({"hetsched.machine.type.key": "kind", "hetsched.machine.type.default": "any"})
+    assert (keys.machine_type, keys.machine_id, keys.default_type) == ("kind", "machine-id", "any")
+    assert meta_faults({"kind": "small", "machine-id": "x"}, keys) == []
+
+
+def test_duplicate_ids_and_a_capacity_other_than_the_cores_are_faults():
+    summary = cluster_summary(FakeThriftNimbus().getClusterInfo())
+    declarations = [Declaration(h, {"machine-type": "small", "machine-id": "m", "cores": "0.2"}, f"{h}.yaml") for h in HOSTS]
+    rows = {r.host: r for r in supervisor_rows(summary, declarations, MetaKeys())}
+    assert any("'m' is also declared by 127.0.0.3" in f for f in rows["127.0.0.2"].faults)
+    assert any("cores 0.2 but supervisor.cpu.capacity 100" in f for f in rows["127.0.0.3"].faults)
+    assert not any("capacity" in f for f in rows["127.0.0.2"].faults)
+
+
+# --- hetsched supervisors ------------------------------------------------------------------------------------
+
+def test_supervisors_without_their_files_say_the_meta_is_unknown(fake_nimbus):
+    result = runner.invoke(app, ["supervisors", "--nimbus", "127.0.0.1:6627", "--json"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    assert [(s["host"], s["slots"], s["used_slots"], s["free_slots"], s["cpu_capacity_cores"]) for s in answer["supervisors"]] == [
+        ("127.0.0.2", 2, 1, 1, 0.2), ("127.0.0.3", 2, 1, 1, 1.0)]
+    assert all("Nimbus does not report it" in s["faults"][0] for s in answer["supervisors"])
+
+
+def test_supervisors_with_their_files(fake_nimbus, supervisor_files):
+    result = runner.invoke(app, ["supervisors", "--nimbus", "127.0.0.1:6627", "--json", *supervisor_files])
+    assert result.exit_code == 0, result.output
+    answer = {s["host"]: s for s in json.loads(result.output)["supervisors"]}
+    assert (answer["127.0.0.2"]["machine_id"], answer["127.0.0.2"]["machine_type"], answer["127.0.0.2"]["cores"]) == (
+        "small-1", "small", 0.2)
+    assert answer["127.0.0.3"]["faults"] == [] and answer["127.0.0.2"]["faults"] == []
+    table = runner.invoke(app, ["supervisors", "--nimbus", "127.0.0.1:6627", *supervisor_files])
+    assert table.exit_code == 0 and "small-1" in table.output and "large-1" in table.output
+
+
+def test_supervisors_refuse_a_file_that_is_not_a_supervisor_s(fake_nimbus, tmp_path):
+    path = tmp_path / "nimbus.yaml"
+    path.write_text("nimbus.seeds: [a]\n")
+    result = runner.invoke(app, ["supervisors", "--nimbus", "127.0.0.1:6627", "--storm-yaml", str(path)])
+    assert result.exit_code == 1
+    assert f"{path} has no storm.local.hostname" in result.output and "Traceback" not in result.output
+
+
+def test_supervisors_when_nimbus_does_not_answer():
+    result = runner.invoke(app, ["supervisors", "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1
+    assert "cannot reach Nimbus at 127.0.0.1:1 (from --nimbus)" in result.output
+
+
+# --- hetsched placement -----------------------------------------------------------------------------------------
+
+def test_placement_lists_each_executor_with_its_worker_and_machine(fake_nimbus, supervisor_files):
+    result = runner.invoke(app, ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--json",
+                                 *supervisor_files])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    assert [(e["component"], e["host"], e["port"], e["machine"]) for e in answer["executors"]] == [
+        ("__acker", "127.0.0.2", 6700, "small-1"), ("high", "127.0.0.3", 6700, "large-1"),
+        ("low", "127.0.0.3", 6700, "large-1"), ("mid", "127.0.0.2", 6700, "small-1"),
+        ("spout", "127.0.0.3", 6700, "large-1")]
+    assert [(m["machine"], m["executors"], m["predicted_percent"]) for m in answer["machines"]] == [
+        ("large-1", 3, None), ("small-1", 2, None)]
+    assert answer["notes"] == ["no predicted load: no planner (give --planner)"]
+
+
+def test_placement_asks_the_planner_for_the_predicted_load(fake_nimbus, supervisor_files, planner_service):
+    profiles = json.loads((EXAMPLES / "micro-profiles.json").read_text())
+    with planner_service.http() as http:
+        assert http.put(f"/v1/profiles/{profiles['name']}", json=profiles).status_code in (200, 201)
+    fake_nimbus.topology_conf = {"hetsched.profiles": profiles["name"], "hetsched.topology": "linear"}
+    result = runner.invoke(app, ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--json",
+                                 "--planner", planner_service.url, *supervisor_files])
+    assert result.exit_code == 0, result.output
+    machines = {m["machine"]: m for m in json.loads(result.output)["machines"]}
+    with planner_service.http() as http:
+        evaluation = http.post("/v1/evaluations", json={
+            "topology": {"name": "linear", "components": [
+                {"id": c, "kind": "spout" if c == "spout" else "bolt", "profile": p, "parallelism": 1}
+                for c, p in (("spout", "spout"), ("low", "lowCompute"), ("mid", "midCompute"), ("high", "highCompute"))],
+                "streams": [{"from": "spout", "to": "low"}, {"from": "low", "to": "mid"}, {"from": "mid", "to": "high"}]},
+            "cluster": {"machine_types": [{"name": "small", "cores": 0.2, "slots": 2}, {"name": "large", "cores": 1, "slots": 2}],
+                        "machines": [{"id": "small-1", "type": "small"}, {"id": "large-1", "type": "large"}]},
+            "profiles": {"name": profiles["name"]},
+            "assignments": [{"component": c, "machine": m} for c, m in (("spout", "large-1"), ("low", "large-1"),
+                                                                        ("mid", "small-1"), ("high", "large-1"))],
+        }).json()
+    assert {m["id"]: m["utilization"] for m in evaluation["machines"]} == pytest.approx(
+        {k: m["predicted_percent"] for k, m in machines.items()})
+
+
+def test_placement_of_a_topology_that_does_not_run(fake_nimbus):
+    result = runner.invoke(app, ["placement", "diamond", "--nimbus", "127.0.0.1:6627"])
+    assert result.exit_code == 1
+    assert "no topology named 'diamond' is running on Nimbus 127.0.0.1:6627 (running: linear)" in result.output
+
+
+def test_placement_table(fake_nimbus, supervisor_files):
+    result = runner.invoke(app, ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", *supervisor_files])
+    assert result.exit_code == 0, result.output
+    assert "127.0.0.2:6700" in result.output and "scheduler status: hetsched: placed by planner (plan p1)" in result.output
+
+
+# --- hetsched counts: the window ---------------------------------------------------------------------------------
+
+def test_the_stats_frequency_comes_from_the_topology_then_nimbus_then_storm_s_default():
+    assert stats_frequency_s({"executor.metrics.frequency.secs": 10}, {"executor.metrics.frequency.secs": 60}) == 10
+    assert stats_frequency_s({}, {"executor.metrics.frequency.secs": 30}) == 30
+    assert stats_frequency_s({}, {}) == STORM_STATS_FREQUENCY_S == 60
+
+
+def test_the_window_spans_more_than_two_stats_reports():
+    assert count_window(None, 10).seconds == 30 and not count_window(None, 10).too_short
+    assert count_window(None, 60).seconds > 120 and not count_window(None, 60).too_short
+    assert count_window(30, 60).too_short and not count_window(30, 60).chosen
+
+
+# --- hetsched submit ---------------------------------------------------------------------------------------------
+
+def test_an_unknown_profile_set_is_refused_at_submit(planner_service):
+    with pytest.raises(TopologyError, match=f"the planner at {planner_service.url} has no profile set 'nosuchset'"):
+        check_profile_set("nosuchset", planner_service.url)
+    result = runner.invoke(app, ["submit", "linear", "--profiles", "nosuchset", "--planner", planner_service.url,
+                                 "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1 and "has no profile set 'nosuchset'" in result.output
+
+
+def test_a_relative_multilang_command_is_refused_before_nimbus():
+    result = runner.invoke(app, ["submit", "linear", "--multilang-command", "venv/bin/streamparse_run", "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1 and "is a relative path" in result.output
+
+
+def test_the_planner_logs_each_stored_plan_read(planner_service):
+    """The plugin's GET of a stored plan leaves a line in the planner's log, as plugin.md says."""
+    with planner_service.http() as http:
+        assert http.get("/v1/plans/no-such-plan").status_code == 404
+    assert "read plan id=no-such-plan failed: no such plan" in planner_service.log()
+
+
+def test_counts_warns_of_a_window_shorter_than_two_stats_reports(fake_nimbus):
+    fake_nimbus.topology_conf = {"hetsched.topology": "linear", "executor.metrics.frequency.secs": 60}
+    result = runner.invoke(app, ["counts", "linear", "--window", "1", "--nimbus", "127.0.0.1:6627"])
+    assert result.exit_code == 0, result.output
+    assert "executors report counts every 60 s" in result.output and "use --window 130 or more" in result.output
+    assert "stats every 60 s" in result.output
+
+
+def test_the_default_database_is_in_the_user_s_data_folder_not_the_checkout(monkeypatch, tmp_path):
+    from planner.storage import DB_ENV, default_db_path
+
+    monkeypatch.delenv(DB_ENV, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_db_path() == tmp_path / "data" / "hetsched" / "hetsched.db"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert default_db_path() == Path.home() / ".local" / "share" / "hetsched" / "hetsched.db"
+    assert not default_db_path().is_relative_to(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv(DB_ENV, str(tmp_path / "mine.db"))
+    assert default_db_path() == tmp_path / "mine.db"
