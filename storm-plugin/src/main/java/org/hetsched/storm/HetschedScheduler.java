@@ -158,21 +158,20 @@ public class HetschedScheduler implements IScheduler {
         List<TopologyDetails> replanned = fellBack.keySet().stream().sorted().map(topologies::getById)
                 .filter(t -> t != null && cluster.getUnassignedExecutors(t).isEmpty()).toList();
 
+        Set<String> answered = new HashSet<>();
+        applyAnswers(planned, replanned, cluster, deadline, evenWithReason, answered);
         for (TopologyDetails topology : planned) {
-            startPlanning(topology, cluster, deadline, evenWithReason);
-        }
-        for (TopologyDetails topology : replanned) {
-            startReplanning(topology, cluster);
-        }
-        awaitAnswers(deadline);
-        for (TopologyDetails topology : planned) {
-            if (!evenWithReason.containsKey(topology)) {
-                applyAnswer(topology, cluster, deadline, evenWithReason);
+            if (!answered.contains(topology.getId())) {
+                startPlanning(topology, cluster, deadline, evenWithReason);
             }
         }
         for (TopologyDetails topology : replanned) {
-            applyReplan(topology, cluster, deadline);
+            if (!answered.contains(topology.getId())) {
+                startReplanning(topology, cluster);
+            }
         }
+        awaitAnswers(deadline);
+        applyAnswers(planned, replanned, cluster, deadline, evenWithReason, answered);
 
         EvenScheduling.schedule(cluster, evenWithReason.keySet());
         evenWithReason.forEach((topology, fallback) -> placedEvenly(topology, cluster, fallback));
@@ -302,17 +301,32 @@ public class HetschedScheduler implements IScheduler {
         }
     }
 
+    /** Applies the answers that have come (before new requests are started, so earlier answers are not crowded out). */
+    private void applyAnswers(List<TopologyDetails> planned, List<TopologyDetails> replanned, Cluster cluster,
+                              long deadline, Map<TopologyDetails, Fallback> evenWithReason, Set<String> answered) {
+        for (TopologyDetails topology : planned) {
+            if (!evenWithReason.containsKey(topology) && applyAnswer(topology, cluster, deadline, evenWithReason)) {
+                answered.add(topology.getId());
+            }
+        }
+        for (TopologyDetails topology : replanned) {
+            if (applyReplan(topology, cluster, deadline)) {
+                answered.add(topology.getId());
+            }
+        }
+    }
+
     /** The answer for a topology that needs placing, once there is one: placed by plan, or fallen back. */
-    private void applyAnswer(TopologyDetails topology, Cluster cluster, long deadline,
-                             Map<TopologyDetails, Fallback> evenWithReason) {
+    private boolean applyAnswer(TopologyDetails topology, Cluster cluster, long deadline,
+                                Map<TopologyDetails, Fallback> evenWithReason) {
         PlanJob job = jobs.get(topology.getId());
         if (job == null) {
-            return;
+            return false;
         }
         if (!job.answer().isDone() || nowMillis.getAsLong() > deadline && job.answer().join().plan() != null) {
             leaveWaiting(topology, cluster, "asked the planner at " + clockTime(job.startedMillis())
                     + "; placed when the plan arrives");
-            return;
+            return false;
         }
         jobs.remove(topology.getId());
         PlanAnswer answer = job.answer().join();
@@ -329,14 +343,15 @@ public class HetschedScheduler implements IScheduler {
             cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
             fallBack(topology, cluster, PlanFault.planDoesNotFit("placing the plan failed: " + e), evenWithReason);
         }
+        return true;
     }
 
     /** The answer for a topology running evenly after a planner fault: re-placed by plan, or left as it runs. */
-    private void applyReplan(TopologyDetails topology, Cluster cluster, long deadline) {
+    private boolean applyReplan(TopologyDetails topology, Cluster cluster, long deadline) {
         PlanJob job = jobs.get(topology.getId());
         FellBack fell = fellBack.get(topology.getId());
         if (job == null || fell == null || !job.answer().isDone() || nowMillis.getAsLong() > deadline) {
-            return;
+            return false;
         }
         jobs.remove(topology.getId());
         PlanAnswer answer = job.answer().join();
@@ -344,7 +359,7 @@ public class HetschedScheduler implements IScheduler {
         if (answer.fault() != null && answer.fault().plannerUnavailable()) {
             LOG.debug("hetsched: topology {} still runs evenly; asking the planner again failed: {}",
                     topology.getId(), answer.fault().reason());
-            return;
+            return true;
         }
         Map<WorkerSlot, List<ExecutorDetails>> before = workersOf(cluster, topology.getId());
         try {
@@ -353,8 +368,8 @@ public class HetschedScheduler implements IScheduler {
             }
             String placed = placeByPlan(topology, cluster, answer);
             fellBack.remove(topology.getId());
-            String status = evenly + "; planned at " + clockTime(nowMillis.getAsLong()) + ", "
-                    + placed.replaceFirst("^placed by planner \\((.*?)\\)", "$1");
+            String status = evenly + "; planned at " + clockTime(nowMillis.getAsLong()) + " "
+                    + placed.substring("placed by planner ".length());
             cluster.setStatus(topology.getId(), STATUS + status);
             LOG.info("hetsched: topology {} re-placed by plan after running evenly (its workers restart)", topology.getId());
         } catch (PlanFault | RuntimeException e) {
@@ -365,6 +380,7 @@ public class HetschedScheduler implements IScheduler {
             cluster.setStatus(topology.getId(), STATUS + evenly + "; not planned again: " + reason);
             LOG.warn("hetsched: topology {} keeps its even placement; its plan cannot be used: {}", topology.getId(), reason);
         }
+        return true;
     }
 
     /** Frees the topology's slots and assigns it by plan if the plan fits the cluster as it is now; returns its status. */
