@@ -104,7 +104,8 @@ public record SchedulerSettings(
             throw new IllegalArgumentException("set " + PLANNER_TOKEN_FILE + " or " + PLANNER_TOKEN + ", not both");
         }
         Duration timeout = Duration.ofMillis(positiveLong(conf, PLANNER_TIMEOUT_MS, 2_000));
-        Duration slow = Duration.ofMillis(positiveLong(conf, PLANNER_SLOW_MS, Math.max(1, timeout.toMillis() / 2)));
+        Long slowMillis = positiveLongOrNull(conf, PLANNER_SLOW_MS);
+        Duration slow = Duration.ofMillis(slowMillis != null ? slowMillis : Math.max(1, timeout.toMillis() / 2));
         if (slow.compareTo(timeout) > 0) {
             throw new IllegalArgumentException(PLANNER_SLOW_MS + " must be at most " + PLANNER_TIMEOUT_MS
                     + " (" + timeout.toMillis() + ")");
@@ -163,6 +164,11 @@ public record SchedulerSettings(
             return value.toString();
         }
         throw new IllegalArgumentException(key + " must be a string, got " + value.getClass().getSimpleName());
+    }
+
+    /** The key's positive whole number, or null when it is not set. */
+    private static Long positiveLongOrNull(Map<String, Object> conf, String key) {
+        return conf.get(key) == null ? null : positiveLong(conf, key, 1);
     }
 
     private static long positiveLong(Map<String, Object> conf, String key, long defaultValue) {
