@@ -152,8 +152,8 @@ public class HetschedScheduler implements IScheduler {
                 evenWithReason.put(topology, new Fallback("the topology asks for no planner (no "
                         + TopologySettings.PROFILES + " in its conf)", false, false));
             } else if (!cluster.getUnassignedExecutors(topology).isEmpty()) {
-                planned.add(topology); // placed whole already: the plan, not topology.workers, decides its worker count
-            }
+                planned.add(topology);
+            } // else placed whole already: the plan, not topology.workers, decides its worker count
         }
         List<TopologyDetails> replanned = fellBack.keySet().stream().sorted().map(topologies::getById)
                 .filter(t -> t != null && cluster.getUnassignedExecutors(t).isEmpty()).toList();
@@ -335,6 +335,7 @@ public class HetschedScheduler implements IScheduler {
                 throw answer.fault();
             }
             String status = placeByPlan(topology, cluster, answer);
+            fellBack.remove(topology.getId());
             cluster.setStatus(topology.getId(), STATUS + status);
         } catch (PlanFault fault) {
             fallBack(topology, cluster, fault, evenWithReason);
@@ -511,7 +512,9 @@ public class HetschedScheduler implements IScheduler {
     private void placedEvenly(TopologyDetails topology, Cluster cluster, Fallback fallback) {
         String status = fallback.plannerTopology() ? "planner not used (" + fallback.reason() + "); " : fallback.reason() + "; ";
         status += evenOutcome(topology, cluster);
-        if (fallback.retry()) {
+        if (!fallback.retry()) {
+            fellBack.remove(topology.getId());
+        } else {
             long now = nowMillis.getAsLong();
             fellBack.putIfAbsent(topology.getId(), new FellBack(now, fallback.reason()));
             status += " at " + clockTime(now) + "; planned again once the planner answers ("

@@ -285,6 +285,28 @@ class AsyncSchedulingTest {
     }
 
     @Test
+    void aFallenBackTopologyThatLosesExecutorsIsPlacedWholeByPlanOnceAndNotAgain() {
+        planner.answerWith(call -> FakePlanner.Answer.raw(503, "{\"detail\": \"busy\"}"));
+        HetschedScheduler scheduler = scheduler(Map.of(), clock::get, Runnable::run);
+        TopologyDetails linear = linearTopology("linear-1", ASKS_PLANNER);
+        round(scheduler, linear);
+        planner.answerWith(FakePlanner.planning("p-1", HIGH_ON_FAST));
+
+        // a worker dies: Nimbus drops its executors from the assignment
+        SchedulerAssignment evenly = assignments.get("linear-1");
+        WorkerSlot lost = evenly.getSlots().iterator().next();
+        Map<ExecutorDetails, WorkerSlot> alive = new HashMap<>(evenly.getExecutorToSlot());
+        alive.values().removeIf(lost::equals);
+        assignments = Map.of("linear-1", new org.apache.storm.scheduler.SchedulerAssignmentImpl("linear-1", alive, null, null));
+
+        Cluster again = round(scheduler, linear);
+        assertTrue(highOnFast(again, linear), "placed whole by plan");
+        assertEquals(2, planner.calls().size());
+        round(scheduler, linear);
+        assertEquals(2, planner.calls().size(), "planned: not asked again");
+    }
+
+    @Test
     void aTopologyThatSaysNoToReplanningKeepsItsEvenPlacement() {
         planner.answerWith(call -> FakePlanner.Answer.raw(503, "{\"detail\": \"busy\"}"));
         HetschedScheduler scheduler = scheduler(Map.of(), clock::get, Runnable::run);
