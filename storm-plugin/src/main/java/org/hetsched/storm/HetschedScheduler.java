@@ -167,7 +167,7 @@ public class HetschedScheduler implements IScheduler {
         }
         for (TopologyDetails topology : replanned) {
             if (!answered.contains(topology.getId())) {
-                startReplanning(topology, cluster);
+                startReplanning(topology, cluster, deadline);
             }
         }
         awaitAnswers(deadline);
@@ -253,8 +253,9 @@ public class HetschedScheduler implements IScheduler {
     }
 
     /** Asks again for a topology placed evenly after a planner fault, when the breaker lets a call through. */
-    private void startReplanning(TopologyDetails topology, Cluster cluster) {
-        if (jobs.containsKey(topology.getId()) || !breaker.allowsCall() || inFlight() >= settings.plannerConcurrency()) {
+    private void startReplanning(TopologyDetails topology, Cluster cluster, long deadline) {
+        if (jobs.containsKey(topology.getId()) || !breaker.allowsCall() || inFlight() >= settings.plannerConcurrency()
+                || nowMillis.getAsLong() > deadline) {
             return;
         }
         try {
