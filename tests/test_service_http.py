@@ -277,6 +277,30 @@ def test_stored_plan_id_that_does_not_fit_plans_afresh(http):
     assert _plan(http, unknown)["id"] != "feedfacefeedface"
 
 
+def test_stored_plan_id_whose_machine_is_now_a_smaller_type_plans_afresh(http):
+    """A machine id the plan uses now names a slow machine: keeping the placement would size it for the fast one."""
+    plan = _plan(http, small_plan_request())
+    fast_used = sorted({a["machine"] for a in plan["assignments"]} & {m["id"] for m in plan["machines"] if m["type"] == "fast"})
+    assert fast_used, "the plan uses a fast machine"
+    shrunk = small_plan_request()
+    shrunk["plan_id"] = plan["id"]
+    for component in shrunk["topology"]["components"]:
+        component["parallelism"] = plan["instances"][component["id"]]
+    for machine in shrunk["cluster"]["machines"]:
+        if machine["id"] == fast_used[0]:
+            machine["type"] = "slow"
+
+    fresh = _plan(http, shrunk)
+
+    assert fresh["id"] != plan["id"] and "reused_plan" not in fresh["stats"]
+    assert {m["id"]: m["type"] for m in fresh["machines"]}[fast_used[0]] == "slow"
+    stale = {k: v for k, v in shrunk.items() if k != "plan_id"}
+    stale["assignments"] = [{"component": a["component"], "machine": a["machine"]}
+                            for a in sorted(plan["assignments"], key=lambda a: (a["component"], a["index"]))]
+    kept = http.post("/v1/evaluations", json=stale).json()
+    assert fresh["input_rate"] >= kept["input_rate"], "the fresh plan sustains at least what the stale placement would"
+
+
 def test_sixteen_concurrent_callers_all_get_their_own_stored_plan(planner_service):
     async def run() -> list[httpx.Response]:
         async with httpx.AsyncClient(base_url=planner_service.url, timeout=120) as client:

@@ -106,9 +106,11 @@ def stored_plan_fits(request: PlanRequest, stored: Plan) -> bool:
     component of the plan is in the request with the plan's instance count (where the request
     fixes one), every component of the request is in the plan except Storm system components
     (``__acker``, ...: a plan made before submission does not know them, the caller places
-    them), every machine the plan uses is in the cluster, and, for a plan made with a stored
-    profile set, the request names that set without a version or with the plan's version (the
-    reused plan is evaluated with its own version, see ``reuse_profiles``).
+    them), every machine the plan uses is in the cluster with the machine type the plan was made
+    for (``stored.machines`` records each machine's type; a machine id now on another, perhaps
+    smaller, type would keep a placement sized for the old one), and, for a plan made with a
+    stored profile set, the request names that set without a version or with the plan's version
+    (the reused plan is evaluated with its own version, see ``reuse_profiles``).
     """
     if stored.topology != request.topology.name:
         return False
@@ -127,8 +129,10 @@ def stored_plan_fits(request: PlanRequest, stored: Plan) -> bool:
         fixed = components[cid].parallelism
         if fixed is not None and fixed != count:
             return False
-    machine_ids = {m.id for m in request.cluster.machines}
-    return all(a.machine in machine_ids for a in stored.assignments)
+    type_now = {m.id: m.type for m in request.cluster.machines}
+    type_planned = {m.id: m.type for m in stored.machines}
+    return all(a.machine in type_now and type_planned.get(a.machine, type_now[a.machine]) == type_now[a.machine]
+               for a in stored.assignments)
 
 
 def ordered_assignments(request: PlanRequest, assignments: list[Assignment]) -> list[InstanceAssignment]:

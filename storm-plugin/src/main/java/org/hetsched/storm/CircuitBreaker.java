@@ -9,7 +9,7 @@ import java.util.function.LongSupplier;
  * <p>After {@code failureThreshold} planner failures in a row the breaker opens: calls are skipped
  * (topologies fall back at once) for a backoff period. Then one call is let through; if it fails
  * the breaker opens again for twice as long (up to a maximum), if it succeeds the breaker closes.
- * Not thread-safe: Nimbus schedules from one thread.
+ * Thread-safe: planner calls run on the plugin's background threads, Nimbus's round reads it.
  */
 public final class CircuitBreaker {
     private final int failureThreshold;
@@ -29,16 +29,16 @@ public final class CircuitBreaker {
     }
 
     /** True when the planner may be called now: the breaker is closed or its backoff has run out. */
-    public boolean allowsCall() {
+    public synchronized boolean allowsCall() {
         return backoffMillis == 0 || nowMillis.getAsLong() >= openUntilMillis;
     }
 
-    public void recordSuccess() {
+    public synchronized void recordSuccess() {
         consecutiveFailures = 0;
         backoffMillis = 0;
     }
 
-    public void recordFailure() {
+    public synchronized void recordFailure() {
         consecutiveFailures++;
         if (consecutiveFailures < failureThreshold) {
             return;
@@ -50,12 +50,12 @@ public final class CircuitBreaker {
     }
 
     /** The current backoff, zero while the breaker is closed. */
-    public Duration backoff() {
+    public synchronized Duration backoff() {
         return Duration.ofMillis(backoffMillis);
     }
 
     /** Why a call is skipped, for the log and the topology status. */
-    public String whyOpen() {
+    public synchronized String whyOpen() {
         long waitMillis = Math.max(0, openUntilMillis - nowMillis.getAsLong());
         return "planner skipped: " + consecutiveFailures + " calls failed in a row, circuit open for "
                 + backoffMillis + " ms, next try in " + waitMillis + " ms";

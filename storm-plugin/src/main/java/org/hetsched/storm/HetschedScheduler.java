@@ -1,19 +1,35 @@
 package org.hetsched.storm;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.apache.storm.metric.StormMetricsRegistry;
 import org.apache.storm.scheduler.Cluster;
 import org.apache.storm.scheduler.ExecutorDetails;
 import org.apache.storm.scheduler.IScheduler;
+import org.apache.storm.scheduler.SchedulerAssignment;
 import org.apache.storm.scheduler.SupervisorDetails;
 import org.apache.storm.scheduler.Topologies;
 import org.apache.storm.scheduler.TopologyDetails;
@@ -28,25 +44,44 @@ import org.slf4j.LoggerFactory;
  * <p>Enable in Nimbus's storm.yaml with {@code storm.scheduler: "org.hetsched.storm.HetschedScheduler"}
  * and {@code hetsched.planner.url}. A topology asks for the planner with {@code hetsched.profiles}
  * (or a stored {@code hetsched.plan.id}) in its conf; every other topology is scheduled as Storm's
- * DefaultScheduler would. Topologies that are already placed are never touched.
+ * DefaultScheduler would. Topologies that are already placed are never touched, except one placed
+ * evenly because the planner was unavailable: it is re-placed by plan once the planner answers
+ * (unless its conf sets {@code hetsched.replan.after.fallback: false}).
+ *
+ * <p>Nimbus holds its scheduling lock during {@code schedule()}, so the planner is never asked on
+ * Nimbus's thread: each round starts a background request per topology that needs a plan (one per
+ * topology, {@code hetsched.planner.concurrency} at most), waits for answers no longer than
+ * {@code hetsched.round.budget.ms}, and applies the answers that have come, checked against the
+ * cluster as it is then. A topology whose request is still under way waits, unassigned, for a later round.
  */
 public class HetschedScheduler implements IScheduler {
     private static final Logger LOG = LoggerFactory.getLogger(HetschedScheduler.class);
     private static final String STATUS = "hetsched: ";
+    private static final DateTimeFormatter CLOCK_TIME = DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneOffset.UTC);
 
     private final LongSupplier nowMillis;
     private final ObjectMapper json = new ObjectMapper();
+    /** Requests under way or answered but not yet applied, by topology id; written by Nimbus's thread only. */
+    private final Map<String, PlanJob> jobs = new ConcurrentHashMap<>();
+    /** Topologies placed evenly because the planner was unavailable, planned again in the background. */
+    private final Map<String, FellBack> fellBack = new HashMap<>();
+    private Executor executor;
+    private ExecutorService ownExecutor;
     private SchedulerSettings settings;
     private PlannerClient planner;
     private CircuitBreaker breaker;
 
     public HetschedScheduler() {
-        this(System::currentTimeMillis);
+        this(System::currentTimeMillis, null);
     }
 
-    /** For tests: a clock the circuit breaker reads, in milliseconds. */
-    HetschedScheduler(LongSupplier nowMillis) {
+    /**
+     * For tests: a clock in milliseconds (the breaker, the round budget, slow answers and statuses read it) and
+     * where planner requests run ({@code Runnable::run} runs them within the round; null: the plugin's own threads).
+     */
+    HetschedScheduler(LongSupplier nowMillis, Executor executor) {
         this.nowMillis = nowMillis;
+        this.executor = executor;
     }
 
     @Override
@@ -54,6 +89,10 @@ public class HetschedScheduler implements IScheduler {
         settings = SchedulerSettings.fromConf(conf);
         breaker = new CircuitBreaker(settings.breakerFailures(), settings.breakerBackoff(),
                 settings.breakerMaxBackoff(), nowMillis);
+        if (executor == null) {
+            ownExecutor = plannerThreads(settings.plannerConcurrency());
+            executor = ownExecutor;
+        }
         if (settings.hasPlanner()) {
             planner = new PlannerClient(settings.plannerUrl(), settings.timeout(), settings.plannerToken(), json);
             LOG.info("hetsched: planner at {} (timeout {} ms, fallback {}, machine type from scheduler meta '{}', {})",
@@ -64,6 +103,19 @@ public class HetschedScheduler implements IScheduler {
             LOG.warn("hetsched: {} is not set in storm.yaml; every topology is scheduled evenly",
                     SchedulerSettings.PLANNER_URL);
         }
+    }
+
+    /** Daemon threads, as many as requests may be in flight; the round never queues more than that. */
+    private static ExecutorService plannerThreads(int count) {
+        AtomicInteger number = new AtomicInteger();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(count, count, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                task -> {
+                    Thread thread = new Thread(task, "hetsched-planner-" + number.incrementAndGet());
+                    thread.setDaemon(true);
+                    return thread;
+                });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
     }
 
     private static String tokenSource(SchedulerSettings settings) {
@@ -89,31 +141,40 @@ public class HetschedScheduler implements IScheduler {
 
     @Override
     public void schedule(Topologies topologies, Cluster cluster) {
+        long deadline = nowMillis.getAsLong() + settings.roundBudget().toMillis();
+        forgetGone(topologies);
         List<TopologyDetails> waiting = new ArrayList<>(cluster.needsSchedulingTopologies());
         waiting.sort(Comparator.comparing(TopologyDetails::getId));
-        Map<TopologyDetails, String> evenWithReason = new LinkedHashMap<>();
+        Map<TopologyDetails, Fallback> evenWithReason = new LinkedHashMap<>();
+        List<TopologyDetails> planned = new ArrayList<>();
         for (TopologyDetails topology : waiting) {
             if (!TopologySettings.asksForPlanner(topology.getConf())) {
-                evenWithReason.put(topology, "the topology asks for no planner (no "
-                        + TopologySettings.PROFILES + " in its conf)");
-                continue;
-            }
-            if (cluster.getUnassignedExecutors(topology).isEmpty()) {
-                continue; // placed whole already: the plan, not topology.workers, decides its worker count
-            }
-            try {
-                placeByPlanner(topology, cluster);
-            } catch (PlanFault fault) {
-                fallBack(topology, cluster, fault.reason(), evenWithReason);
-            } catch (RuntimeException e) {
-                LOG.warn("hetsched: placing topology {} by plan failed unexpectedly", topology.getId(), e);
-                cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
-                fallBack(topology, cluster, "placing the plan failed: " + e, evenWithReason);
+                evenWithReason.put(topology, new Fallback("the topology asks for no planner (no "
+                        + TopologySettings.PROFILES + " in its conf)", false, false));
+            } else if (!cluster.getUnassignedExecutors(topology).isEmpty()) {
+                planned.add(topology);
+            } // else placed whole already: the plan, not topology.workers, decides its worker count
+        }
+        List<TopologyDetails> replanned = fellBack.keySet().stream().sorted().map(topologies::getById)
+                .filter(t -> t != null && cluster.getUnassignedExecutors(t).isEmpty()).toList();
+
+        Set<String> answered = new HashSet<>();
+        applyAnswers(planned, replanned, cluster, deadline, evenWithReason, answered);
+        for (TopologyDetails topology : planned) {
+            if (!answered.contains(topology.getId())) {
+                startPlanning(topology, cluster, deadline, evenWithReason);
             }
         }
+        for (TopologyDetails topology : replanned) {
+            if (!answered.contains(topology.getId())) {
+                startReplanning(topology, cluster, deadline);
+            }
+        }
+        awaitAnswers(deadline);
+        applyAnswers(planned, replanned, cluster, deadline, evenWithReason, answered);
+
         EvenScheduling.schedule(cluster, evenWithReason.keySet());
-        evenWithReason.forEach((topology, reason) -> cluster.setStatus(topology.getId(),
-                STATUS + reason + "; " + evenOutcome(topology, cluster)));
+        evenWithReason.forEach((topology, fallback) -> placedEvenly(topology, cluster, fallback));
     }
 
     @Override
@@ -121,43 +182,217 @@ public class HetschedScheduler implements IScheduler {
         return Collections.emptyMap();
     }
 
-    private void placeByPlanner(TopologyDetails topology, Cluster cluster) throws PlanFault {
-        TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
-        if (planner == null) {
-            throw PlanFault.topologyConf(SchedulerSettings.PLANNER_URL + " is not set in Nimbus's storm.yaml");
+    @Override
+    public void cleanup() {
+        if (ownExecutor != null) {
+            ownExecutor.shutdownNow();
         }
-        if (wanted.profiles() == null && wanted.planId() == null) {
-            throw PlanFault.topologyConf(TopologySettings.PROFILES + " is empty");
+    }
+
+    /**
+     * Why a topology is placed evenly: {@code plannerTopology} when it asked for the planner, {@code retry} when it is
+     * planned again once the planner answers.
+     */
+    private record Fallback(String reason, boolean plannerTopology, boolean retry) {
+    }
+
+    /** A topology placed evenly because the planner was unavailable, planned again in the background. */
+    private record FellBack(long atMillis, String reason) {
+    }
+
+    /** One background request for a topology's plan, and when it was started (the plugin's clock, ms). */
+    private record PlanJob(CompletableFuture<PlanAnswer> answer, long startedMillis) {
+    }
+
+    /** What a background request came back with: a plan, or the fault that kept it from one. */
+    private record PlanAnswer(Plan plan, PlanFault fault, Map<String, Double> baseLoad, long millis) {
+    }
+
+    /** The inputs of a background request: a snapshot of the topology and cluster as this round sees them. */
+    private record PlanInputs(String topologyId, TopologySettings wanted, TopologyGraph graph, List<Machine> machines,
+                              Set<String> knownSupervisors) {
+    }
+
+    /** Drops what is kept for topologies Nimbus no longer lists (killed); their answers are not needed. */
+    private void forgetGone(Topologies topologies) {
+        jobs.keySet().removeIf(id -> topologies.getById(id) == null);
+        fellBack.keySet().removeIf(id -> topologies.getById(id) == null);
+    }
+
+    /** Starts a request for a topology that needs placing, unless one is under way; falls back where none can be. */
+    private void startPlanning(TopologyDetails topology, Cluster cluster, long deadline,
+                               Map<TopologyDetails, Fallback> evenWithReason) {
+        if (jobs.containsKey(topology.getId())) {
+            return;
         }
-        TopologyGraph graph = TopologyGraph.of(topology);
+        try {
+            if (planner == null) {
+                throw PlanFault.topologyConf(SchedulerSettings.PLANNER_URL + " is not set in Nimbus's storm.yaml");
+            }
+            TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
+            if (wanted.profiles() == null && wanted.planId() == null) {
+                throw PlanFault.topologyConf(TopologySettings.PROFILES + " is empty");
+            }
+            if (!breaker.allowsCall()) {
+                throw PlanFault.plannerSkipped(breaker.whyOpen());
+            }
+            if (nowMillis.getAsLong() > deadline) {
+                leaveWaiting(topology, cluster, "this round's " + SchedulerSettings.ROUND_BUDGET_MS + " ("
+                        + settings.roundBudget().toMillis() + " ms) is used up; the next round asks the planner");
+                return;
+            }
+            if (inFlight() >= settings.plannerConcurrency()) {
+                leaveWaiting(topology, cluster, inFlight() + " planner requests in flight (" + SchedulerSettings.PLANNER_CONCURRENCY
+                        + "); a later round asks the planner");
+                return;
+            }
+            start(topology, cluster, wanted);
+        } catch (PlanFault fault) {
+            fallBack(topology, cluster, fault, evenWithReason);
+        }
+    }
+
+    /** Asks again for a topology placed evenly after a planner fault, when the breaker lets a call through. */
+    private void startReplanning(TopologyDetails topology, Cluster cluster, long deadline) {
+        if (jobs.containsKey(topology.getId()) || !breaker.allowsCall() || inFlight() >= settings.plannerConcurrency()
+                || nowMillis.getAsLong() > deadline) {
+            return;
+        }
+        try {
+            start(topology, cluster, TopologySettings.fromConf(topology.getConf()));
+        } catch (PlanFault fault) {
+            fellBack.remove(topology.getId());
+        }
+    }
+
+    private void start(TopologyDetails topology, Cluster cluster, TopologySettings wanted) throws PlanFault {
         List<Machine> machines = Machine.usableBy(cluster, topology.getId(), settings, wanted);
         if (machines.isEmpty()) {
             throw PlanFault.planDoesNotFit("no supervisor has a free worker slot");
         }
-        Set<String> knownSupervisors = supervisorNames(cluster, settings.machineIdKey());
-        long started = System.nanoTime();
-        Plan plan = null;
-        PlanPlacement.Result placement = null;
-        if (wanted.planId() != null) {
-            try {
-                plan = ask(() -> planner.fetchPlan(wanted.planId()), true);
-                placement = PlanPlacement.place(plan, graph, machines, knownSupervisors, wanted.maxExecutorsPerWorker());
-            } catch (PlanFault fault) {
-                if (wanted.profiles() == null || fault.countsAgainstPlanner()) {
-                    throw fault;
-                }
-                LOG.info("hetsched: topology {}: stored plan {} not used ({}); asking for a new plan",
-                        topology.getId(), wanted.planId(), fault.reason());
+        PlanInputs inputs = new PlanInputs(topology.getId(), wanted, TopologyGraph.of(topology), machines,
+                supervisorNames(cluster, settings.machineIdKey()));
+        CompletableFuture<PlanAnswer> answer;
+        try {
+            answer = CompletableFuture.supplyAsync(() -> plan(inputs), executor);
+        } catch (RejectedExecutionException e) {
+            throw PlanFault.plannerFailed("the plugin's planner threads refused the request: " + e.getMessage());
+        }
+        jobs.put(topology.getId(), new PlanJob(answer, nowMillis.getAsLong()));
+    }
+
+    private int inFlight() {
+        return (int) jobs.values().stream().filter(job -> !job.answer().isDone()).count();
+    }
+
+    /** Waits, at most until the round's deadline, for the requests under way (fast answers are applied this round). */
+    private void awaitAnswers(long deadline) {
+        CompletableFuture<?>[] pending = jobs.values().stream().map(PlanJob::answer)
+                .filter(answer -> !answer.isDone()).toArray(CompletableFuture[]::new);
+        long left = deadline - nowMillis.getAsLong();
+        if (pending.length == 0 || left <= 0) {
+            return;
+        }
+        try {
+            CompletableFuture.allOf(pending).get(left, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException | ExecutionException e) {
+            // the rest is applied in a later round
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Applies the answers that have come (before new requests are started, so earlier answers are not crowded out). */
+    private void applyAnswers(List<TopologyDetails> planned, List<TopologyDetails> replanned, Cluster cluster,
+                              long deadline, Map<TopologyDetails, Fallback> evenWithReason, Set<String> answered) {
+        for (TopologyDetails topology : planned) {
+            if (!evenWithReason.containsKey(topology) && applyAnswer(topology, cluster, deadline, evenWithReason)) {
+                answered.add(topology.getId());
             }
         }
-        Map<String, Double> baseLoad = Map.of();
-        if (placement == null) {
-            baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
-            Map<String, Double> reserved = baseLoad;
-            plan = ask(() -> planner.requestPlan(PlanRequests.build(json, graph, machines, wanted, reserved)), true);
-            placement = PlanPlacement.place(plan, graph, machines, knownSupervisors, wanted.maxExecutorsPerWorker());
+        for (TopologyDetails topology : replanned) {
+            if (applyReplan(topology, cluster, deadline)) {
+                answered.add(topology.getId());
+            }
         }
-        long plannerMillis = (System.nanoTime() - started) / 1_000_000;
+    }
+
+    /** The answer for a topology that needs placing, once there is one: placed by plan, or fallen back. */
+    private boolean applyAnswer(TopologyDetails topology, Cluster cluster, long deadline,
+                                Map<TopologyDetails, Fallback> evenWithReason) {
+        PlanJob job = jobs.get(topology.getId());
+        if (job == null) {
+            return false;
+        }
+        if (!job.answer().isDone() || nowMillis.getAsLong() > deadline && job.answer().join().plan() != null) {
+            leaveWaiting(topology, cluster, "asked the planner at " + clockTime(job.startedMillis())
+                    + "; placed when the plan arrives");
+            return false;
+        }
+        jobs.remove(topology.getId());
+        PlanAnswer answer = job.answer().join();
+        try {
+            if (answer.fault() != null) {
+                throw answer.fault();
+            }
+            String status = placeByPlan(topology, cluster, answer);
+            fellBack.remove(topology.getId());
+            cluster.setStatus(topology.getId(), STATUS + status);
+        } catch (PlanFault fault) {
+            fallBack(topology, cluster, fault, evenWithReason);
+        } catch (RuntimeException e) {
+            LOG.warn("hetsched: placing topology {} by plan failed unexpectedly", topology.getId(), e);
+            cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
+            fallBack(topology, cluster, PlanFault.planDoesNotFit("placing the plan failed: " + e), evenWithReason);
+        }
+        return true;
+    }
+
+    /** The answer for a topology running evenly after a planner fault: re-placed by plan, or left as it runs. */
+    private boolean applyReplan(TopologyDetails topology, Cluster cluster, long deadline) {
+        PlanJob job = jobs.get(topology.getId());
+        FellBack fell = fellBack.get(topology.getId());
+        if (job == null || fell == null || !job.answer().isDone() || nowMillis.getAsLong() > deadline) {
+            return false;
+        }
+        jobs.remove(topology.getId());
+        PlanAnswer answer = job.answer().join();
+        String evenly = "placed evenly at " + clockTime(fell.atMillis()) + ": " + fell.reason();
+        if (answer.fault() != null && answer.fault().plannerUnavailable()) {
+            LOG.debug("hetsched: topology {} still runs evenly; asking the planner again failed: {}",
+                    topology.getId(), answer.fault().reason());
+            return true;
+        }
+        Map<WorkerSlot, List<ExecutorDetails>> before = workersOf(cluster, topology.getId());
+        try {
+            if (answer.fault() != null) {
+                throw answer.fault();
+            }
+            String placed = placeByPlan(topology, cluster, answer);
+            fellBack.remove(topology.getId());
+            String status = evenly + "; planned at " + clockTime(nowMillis.getAsLong()) + " "
+                    + placed.substring("placed by planner ".length());
+            cluster.setStatus(topology.getId(), STATUS + status);
+            LOG.info("hetsched: topology {} re-placed by plan after running evenly (its workers restart)", topology.getId());
+        } catch (PlanFault | RuntimeException e) {
+            String reason = e instanceof PlanFault fault ? fault.reason() : e.toString();
+            cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
+            before.forEach((slot, executors) -> cluster.assign(slot, topology.getId(), executors));
+            fellBack.remove(topology.getId());
+            cluster.setStatus(topology.getId(), STATUS + evenly + "; not planned again: " + reason);
+            LOG.warn("hetsched: topology {} keeps its even placement; its plan cannot be used: {}", topology.getId(), reason);
+        }
+        return true;
+    }
+
+    /** Frees the topology's slots and assigns it by plan if the plan fits the cluster as it is now; returns its status. */
+    private String placeByPlan(TopologyDetails topology, Cluster cluster, PlanAnswer answer) throws PlanFault {
+        TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
+        TopologyGraph graph = TopologyGraph.of(topology);
+        List<Machine> machines = Machine.usableBy(cluster, topology.getId(), settings, wanted);
+        Plan plan = answer.plan();
+        PlanPlacement.Result placement = PlanPlacement.place(plan, graph, machines,
+                supervisorNames(cluster, settings.machineIdKey()), wanted.maxExecutorsPerWorker());
 
         cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
         for (Map.Entry<WorkerSlot, List<ExecutorDetails>> worker : placement.workers().entrySet()) {
@@ -169,34 +404,77 @@ public class HetschedScheduler implements IScheduler {
         String strategy = plan.strategy() == null ? "" : ", strategy " + plan.strategy();
         String status = "placed by planner (" + planName + strategy + ") on " + placement.supervisors()
                 + " supervisors in " + placement.workers().size() + " workers";
-        cluster.setStatus(topology.getId(), STATUS + status);
         LOG.info("hetsched: topology {} {}; {} executors, asking the planner took {} ms{}",
-                topology.getId(), status, graph.executorCount(), plannerMillis,
-                baseLoad.isEmpty() ? "" : ", planned on 100% less the machine base load " + baseLoad);
+                topology.getId(), status, graph.executorCount(), answer.millis(),
+                answer.baseLoad().isEmpty() ? "" : ", planned on 100% less the machine base load " + answer.baseLoad());
+        return status;
     }
 
     /**
-     * One planner call, unless the circuit breaker is open. Its failures go to the breaker; its answers
-     * close the breaker only for the plan calls ({@code answerCloses}), so a planner that serves reads
-     * but fails every plan still trips it.
+     * The background request (a planner thread, never Nimbus's): the stored plan where it fits the snapshot, else
+     * a new plan. Never throws: every failure is the answer's fault.
+     */
+    private PlanAnswer plan(PlanInputs in) {
+        long started = nowMillis.getAsLong();
+        TopologySettings wanted = in.wanted();
+        try {
+            if (wanted.planId() != null) {
+                try {
+                    Plan stored = ask(() -> planner.fetchPlan(wanted.planId()), true);
+                    PlanPlacement.place(stored, in.graph(), in.machines(), in.knownSupervisors(), wanted.maxExecutorsPerWorker());
+                    return new PlanAnswer(stored, null, Map.of(), nowMillis.getAsLong() - started);
+                } catch (PlanFault fault) {
+                    if (wanted.profiles() == null || fault.countsAgainstPlanner() || fault.plannerUnavailable()) {
+                        throw fault;
+                    }
+                    LOG.info("hetsched: topology {}: stored plan {} not used ({}); asking for a new plan",
+                            in.topologyId(), wanted.planId(), fault.reason());
+                }
+            }
+            Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
+            Plan plan = ask(() -> planner.requestPlan(
+                    PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad)), true);
+            return new PlanAnswer(plan, null, baseLoad, nowMillis.getAsLong() - started);
+        } catch (PlanFault fault) {
+            return new PlanAnswer(null, fault, Map.of(), nowMillis.getAsLong() - started);
+        } catch (RuntimeException e) {
+            LOG.warn("hetsched: asking the planner for topology {} failed unexpectedly", in.topologyId(), e);
+            return new PlanAnswer(null, PlanFault.plannerFailed("asking the planner failed unexpectedly: " + e),
+                    Map.of(), nowMillis.getAsLong() - started);
+        }
+    }
+
+    /**
+     * One planner call, unless the circuit breaker is open. Its failures, and answers slower than
+     * {@code hetsched.planner.slow.ms}, go to the breaker as failures; other answers close the breaker only for the
+     * plan calls ({@code answerCloses}), so a planner that serves reads but fails every plan still trips it.
      */
     private <T> T ask(PlannerCall<T> call, boolean answerCloses) throws PlanFault {
         if (!breaker.allowsCall()) {
             throw PlanFault.plannerSkipped(breaker.whyOpen());
         }
+        long started = nowMillis.getAsLong();
         try {
             T answer = call.run();
-            if (answerCloses) {
-                breaker.recordSuccess();
-            }
+            recordAnswer(nowMillis.getAsLong() - started, answerCloses);
             return answer;
         } catch (PlanFault fault) {
             if (fault.countsAgainstPlanner()) {
                 breaker.recordFailure();
-            } else if (answerCloses) {
-                breaker.recordSuccess();
+            } else {
+                recordAnswer(nowMillis.getAsLong() - started, answerCloses);
             }
             throw fault;
+        }
+    }
+
+    private void recordAnswer(long millis, boolean answerCloses) {
+        if (millis > settings.slowAnswer().toMillis()) {
+            LOG.warn("hetsched: the planner took {} ms to answer, over {} ({} ms): counted as a failure",
+                    millis, SchedulerSettings.PLANNER_SLOW_MS, settings.slowAnswer().toMillis());
+            breaker.recordFailure();
+        } else if (answerCloses) {
+            breaker.recordSuccess();
         }
     }
 
@@ -205,17 +483,60 @@ public class HetschedScheduler implements IScheduler {
         T run() throws PlanFault;
     }
 
-    private void fallBack(TopologyDetails topology, Cluster cluster, String reason,
-                          Map<TopologyDetails, String> evenWithReason) {
+    private void leaveWaiting(TopologyDetails topology, Cluster cluster, String why) {
+        cluster.setStatus(topology.getId(), STATUS + "waiting for its plan: " + why);
+    }
+
+    private void fallBack(TopologyDetails topology, Cluster cluster, PlanFault fault,
+                          Map<TopologyDetails, Fallback> evenWithReason) {
+        String reason = fault.reason();
         if (settings.fallback() == SchedulerSettings.Fallback.EVEN) {
             LOG.warn("hetsched: topology {} falls back to even scheduling: {}", topology.getId(), reason);
-            evenWithReason.put(topology, "planner not used (" + reason + ")");
+            boolean retry = fault.plannerUnavailable() && replanAllowed(topology);
+            evenWithReason.put(topology, new Fallback(reason, true, retry));
         } else {
             LOG.warn("hetsched: topology {} left unscheduled ({}: none): {}",
                     topology.getId(), SchedulerSettings.FALLBACK, reason);
             cluster.setStatus(topology.getId(), STATUS + "planner not used (" + reason + "); left unscheduled ("
                     + SchedulerSettings.FALLBACK + ": none), the next round asks again");
         }
+    }
+
+    private static boolean replanAllowed(TopologyDetails topology) {
+        try {
+            return TopologySettings.fromConf(topology.getConf()).replanAfterFallback();
+        } catch (PlanFault fault) {
+            return false;
+        }
+    }
+
+    private void placedEvenly(TopologyDetails topology, Cluster cluster, Fallback fallback) {
+        String status = fallback.plannerTopology() ? "planner not used (" + fallback.reason() + "); " : fallback.reason() + "; ";
+        status += evenOutcome(topology, cluster);
+        if (!fallback.retry()) {
+            fellBack.remove(topology.getId());
+        } else {
+            long now = nowMillis.getAsLong();
+            fellBack.putIfAbsent(topology.getId(), new FellBack(now, fallback.reason()));
+            status += " at " + clockTime(now) + "; planned again once the planner answers ("
+                    + TopologySettings.REPLAN_AFTER_FALLBACK + ")";
+        }
+        cluster.setStatus(topology.getId(), STATUS + status);
+    }
+
+    private static Map<WorkerSlot, List<ExecutorDetails>> workersOf(Cluster cluster, String topologyId) {
+        Map<WorkerSlot, List<ExecutorDetails>> workers = new HashMap<>();
+        SchedulerAssignment assignment = cluster.getAssignmentById(topologyId);
+        if (assignment != null) {
+            assignment.getExecutorToSlot().forEach((executor, slot) ->
+                    workers.computeIfAbsent(slot, k -> new ArrayList<>()).add(executor));
+        }
+        return workers;
+    }
+
+    /** A time of the plugin's clock as the statuses show it: HH:mm:ss UTC. */
+    static String clockTime(long millis) {
+        return CLOCK_TIME.format(Instant.ofEpochMilli(millis)) + " UTC";
     }
 
     private static String evenOutcome(TopologyDetails topology, Cluster cluster) {

@@ -3,15 +3,22 @@ package org.hetsched.storm;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The part of the planner's Plan (docs/api.md) that the plugin acts on: where every instance goes.
  *
  * @param id          the stored plan's id, or null
  * @param strategy    the strategy that made it, or null
- * @param assignments one entry per instance
+ * @param assignments  one entry per instance
+ * @param machineTypes machine name to the machine type the plan was made for ({@code machines[].type}); empty when
+ *                     the plan records none
  */
-public record Plan(String id, String strategy, List<InstanceAssignment> assignments) {
+public record Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes) {
+
+    public Plan(String id, String strategy, List<InstanceAssignment> assignments) {
+        this(id, strategy, assignments, Map.of());
+    }
 
     /** Instance {@code index} of {@code component} runs on supervisor (or host) {@code machine}. */
     public record InstanceAssignment(String component, int index, String machine) {
@@ -38,7 +45,23 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
             }
             assignments.add(new InstanceAssignment(component.asText(), index.asInt(), machine.asText()));
         }
-        return new Plan(text(body.get("id")), text(body.get("strategy")), List.copyOf(assignments));
+        return new Plan(text(body.get("id")), text(body.get("strategy")), List.copyOf(assignments),
+                machineTypes(body.get("machines")));
+    }
+
+    /** The {@code id -> type} of each machine a plan records; entries without both are skipped (the field is informative). */
+    private static Map<String, String> machineTypes(JsonNode machines) {
+        Map<String, String> types = new java.util.HashMap<>();
+        if (machines != null && machines.isArray()) {
+            for (JsonNode m : machines) {
+                JsonNode id = m.get("id");
+                JsonNode type = m.get("type");
+                if (id != null && id.isTextual() && type != null && type.isTextual()) {
+                    types.put(id.asText(), type.asText());
+                }
+            }
+        }
+        return Map.copyOf(types);
     }
 
     private static String text(JsonNode node) {

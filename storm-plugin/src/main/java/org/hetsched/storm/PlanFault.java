@@ -10,10 +10,16 @@ package org.hetsched.storm;
  */
 public final class PlanFault extends Exception {
     private final boolean countsAgainstPlanner;
+    private final boolean plannerUnavailable;
 
     private PlanFault(String reason, boolean countsAgainstPlanner) {
+        this(reason, countsAgainstPlanner, countsAgainstPlanner);
+    }
+
+    private PlanFault(String reason, boolean countsAgainstPlanner, boolean plannerUnavailable) {
         super(reason);
         this.countsAgainstPlanner = countsAgainstPlanner;
+        this.plannerUnavailable = plannerUnavailable;
     }
 
     /** The planner is down, too slow, erroring or answering nonsense. */
@@ -28,7 +34,7 @@ public final class PlanFault extends Exception {
 
     /** The planner was not asked, because the circuit breaker is open. */
     public static PlanFault plannerSkipped(String reason) {
-        return new PlanFault(reason, false);
+        return new PlanFault(reason, false, true);
     }
 
     /** The stored profile set is unusable for planning on this cluster (a bad machine base load). */
@@ -53,6 +59,14 @@ public final class PlanFault extends Exception {
 
     public boolean countsAgainstPlanner() {
         return countsAgainstPlanner;
+    }
+
+    /**
+     * The planner could not be asked or did not answer (down, slow, erroring, skipped by the breaker): asking again
+     * later may succeed, so a topology placed evenly for this reason is planned again once the planner answers.
+     */
+    public boolean plannerUnavailable() {
+        return plannerUnavailable;
     }
 
     public String reason() {

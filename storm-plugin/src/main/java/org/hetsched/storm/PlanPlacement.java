@@ -86,6 +86,11 @@ public final class PlanPlacement {
                                 + "', which has no free worker slot"
                         : "the plan names supervisor '" + a.machine() + "', which is not in the cluster");
             }
+            String plannedType = plan.machineTypes().get(a.machine());
+            if (plannedType != null && !plannedType.equals(machine.type())) {
+                throw PlanFault.planDoesNotFit("the plan was made for machine '" + a.machine() + "' of type "
+                        + plannedType + ", which is now of type " + machine.type());
+            }
             if (planned.computeIfAbsent(a.component(), k -> new HashMap<>()).put(a.index(), machine) != null) {
                 throw PlanFault.planDoesNotFit("the plan places instance " + a.index() + " of '"
                         + a.component() + "' twice");

@@ -25,6 +25,11 @@ import java.util.Map;
  * @param breakerFailures   consecutive planner failures that open the circuit breaker
  * @param breakerBackoff    how long the breaker first stays open; doubles on every failed retry
  * @param breakerMaxBackoff the longest the breaker stays open
+ * @param slowAnswer        a planner call answering later than this counts as a failure for the breaker (the answer
+ *                          is still used): a planner that answers just under the timeout is not healthy
+ * @param roundBudget       the most time one {@code schedule()} call spends on planner work (waiting for answers it
+ *                          started, applying plans) before leaving the rest to the next round
+ * @param plannerConcurrency the most planner requests in flight at once, one per topology at most
  */
 public record SchedulerSettings(
         URI plannerUrl,
@@ -37,7 +42,10 @@ public record SchedulerSettings(
         String defaultMachineType,
         int breakerFailures,
         Duration breakerBackoff,
-        Duration breakerMaxBackoff) {
+        Duration breakerMaxBackoff,
+        Duration slowAnswer,
+        Duration roundBudget,
+        int plannerConcurrency) {
 
     public static final String PLANNER_URL = "hetsched.planner.url";
     public static final String PLANNER_TIMEOUT_MS = "hetsched.planner.timeout.ms";
@@ -50,6 +58,9 @@ public record SchedulerSettings(
     public static final String BREAKER_FAILURES = "hetsched.breaker.failures";
     public static final String BREAKER_BACKOFF_MS = "hetsched.breaker.backoff.ms";
     public static final String BREAKER_MAX_BACKOFF_MS = "hetsched.breaker.backoff.max.ms";
+    public static final String PLANNER_SLOW_MS = "hetsched.planner.slow.ms";
+    public static final String ROUND_BUDGET_MS = "hetsched.round.budget.ms";
+    public static final String PLANNER_CONCURRENCY = "hetsched.planner.concurrency";
 
     /** What to do with a planner topology the planner could not place. */
     public enum Fallback {
@@ -92,9 +103,16 @@ public record SchedulerSettings(
         if (token != null && tokenFile != null) {
             throw new IllegalArgumentException("set " + PLANNER_TOKEN_FILE + " or " + PLANNER_TOKEN + ", not both");
         }
+        Duration timeout = Duration.ofMillis(positiveLong(conf, PLANNER_TIMEOUT_MS, 2_000));
+        Long slowMillis = positiveLongOrNull(conf, PLANNER_SLOW_MS);
+        Duration slow = Duration.ofMillis(slowMillis != null ? slowMillis : Math.max(1, timeout.toMillis() / 2));
+        if (slow.compareTo(timeout) > 0) {
+            throw new IllegalArgumentException(PLANNER_SLOW_MS + " must be at most " + PLANNER_TIMEOUT_MS
+                    + " (" + timeout.toMillis() + ")");
+        }
         return new SchedulerSettings(
                 plannerUrl,
-                Duration.ofMillis(positiveLong(conf, PLANNER_TIMEOUT_MS, 2_000)),
+                timeout,
                 token,
                 tokenFile,
                 fallback,
@@ -103,7 +121,10 @@ public record SchedulerSettings(
                 text(conf, DEFAULT_MACHINE_TYPE, "default"),
                 (int) Math.min(Integer.MAX_VALUE, positiveLong(conf, BREAKER_FAILURES, 3)),
                 backoff,
-                maxBackoff);
+                maxBackoff,
+                slow,
+                Duration.ofMillis(positiveLong(conf, ROUND_BUDGET_MS, 300)),
+                (int) Math.min(64, positiveLong(conf, PLANNER_CONCURRENCY, 4)));
     }
 
     public boolean hasPlanner() {
@@ -143,6 +164,11 @@ public record SchedulerSettings(
             return value.toString();
         }
         throw new IllegalArgumentException(key + " must be a string, got " + value.getClass().getSimpleName());
+    }
+
+    /** The key's positive whole number, or null when it is not set. */
+    private static Long positiveLongOrNull(Map<String, Object> conf, String key) {
+        return conf.get(key) == null ? null : positiveLong(conf, key, 1);
     }
 
     private static long positiveLong(Map<String, Object> conf, String key, long defaultValue) {

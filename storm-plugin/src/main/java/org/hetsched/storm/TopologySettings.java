@@ -20,6 +20,8 @@ import java.util.Map;
  * @param machineTypeCores      machine type to cores, for supervisors whose meta declares none
  * @param options               PlanOptions passed through to the planner as they are, or empty
  * @param maxExecutorsPerWorker most executors of this topology in one worker, or null for no limit
+ * @param replanAfterFallback   whether a topology placed evenly because the planner was down is re-placed by plan
+ *                              (its workers restarted) once the planner answers
  */
 public record TopologySettings(
         String profiles,
@@ -28,7 +30,8 @@ public record TopologySettings(
         Map<String, String> componentProfiles,
         Map<String, Double> machineTypeCores,
         Map<String, Object> options,
-        Integer maxExecutorsPerWorker) {
+        Integer maxExecutorsPerWorker,
+        boolean replanAfterFallback) {
 
     public static final String PROFILES = "hetsched.profiles";
     public static final String STRATEGY = "hetsched.strategy";
@@ -37,6 +40,7 @@ public record TopologySettings(
     public static final String MACHINE_TYPE_CORES = "hetsched.machine.type.cores";
     public static final String OPTIONS = "hetsched.options";
     public static final String MAX_EXECUTORS_PER_WORKER = "hetsched.max.executors.per.worker";
+    public static final String REPLAN_AFTER_FALLBACK = "hetsched.replan.after.fallback";
 
     /** Reads the settings; a malformed value is a {@link PlanFault} naming the key, so the topology still gets scheduled. */
     public static TopologySettings fromConf(Map<String, Object> conf) throws PlanFault {
@@ -55,7 +59,23 @@ public record TopologySettings(
                 textMap(conf, COMPONENT_PROFILES),
                 numberMap(conf, MACHINE_TYPE_CORES),
                 objectMap(conf, OPTIONS),
-                maxPerWorker);
+                maxPerWorker,
+                flag(conf, REPLAN_AFTER_FALLBACK, true));
+    }
+
+    private static boolean flag(Map<String, Object> conf, String key, boolean defaultValue) throws PlanFault {
+        Object value = conf.get(key);
+        if (value == null) {
+            return defaultValue;
+        }
+        if (value instanceof Boolean b) {
+            return b;
+        }
+        String text = value.toString().trim().toLowerCase(java.util.Locale.ROOT);
+        if (text.equals("true") || text.equals("false")) {
+            return Boolean.parseBoolean(text);
+        }
+        throw PlanFault.topologyConf(key + " must be true or false, got '" + value + "'");
     }
 
     /** Reads only what decides whether the planner is asked at all; never fails. */

@@ -158,7 +158,9 @@ final class FakePlanner implements AutoCloseable {
                         .put("input_rate", 1.0).put("cpu", 5.0);
             }
         }
-        plan.putArray("machines");
+        ArrayNode loads = plan.putArray("machines");
+        request.get("cluster").get("machines").forEach(m -> loads.addObject().put("id", m.get("id").asText())
+                .put("type", m.get("type").asText()).put("utilization", 0.0).put("instances", 0));
         plan.putObject("stats").put("elapsed_ms", 1.0);
         return plan;
     }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.Map;
@@ -40,7 +41,32 @@ class SchedulerSettingsTest {
     }
 
     @Test
+    void roundSettingsDefaultToAShortBudgetAndHalfTheTimeoutForSlowAnswers() {
+        SchedulerSettings defaults = SchedulerSettings.fromConf(Map.of("hetsched.planner.timeout.ms", 3_000));
+        assertEquals(Duration.ofMillis(1_500), defaults.slowAnswer());
+        assertEquals(Duration.ofMillis(300), defaults.roundBudget());
+        assertEquals(4, defaults.plannerConcurrency());
+        SchedulerSettings set = SchedulerSettings.fromConf(Map.of("hetsched.planner.slow.ms", 800,
+                "hetsched.round.budget.ms", "50", "hetsched.planner.concurrency", 2));
+        assertEquals(Duration.ofMillis(800), set.slowAnswer());
+        assertEquals(Duration.ofMillis(50), set.roundBudget());
+        assertEquals(2, set.plannerConcurrency());
+    }
+
+    @Test
+    void theReplanFlagIsTrueByDefaultAndMustBeABoolean() throws PlanFault {
+        assertTrue(TopologySettings.fromConf(Map.of()).replanAfterFallback());
+        assertFalse(TopologySettings.fromConf(Map.of("hetsched.replan.after.fallback", "false")).replanAfterFallback());
+        PlanFault fault = assertThrows(PlanFault.class,
+                () -> TopologySettings.fromConf(Map.of("hetsched.replan.after.fallback", "sometimes")));
+        assertEquals("hetsched.replan.after.fallback must be true or false, got 'sometimes'", fault.reason());
+    }
+
+    @Test
     void badValuesAreNamed() {
+        assertMessage("hetsched.planner.slow.ms must be at most hetsched.planner.timeout.ms (2000)",
+                Map.of("hetsched.planner.slow.ms", 5_000));
+        assertMessage("hetsched.round.budget.ms must be positive, got 0", Map.of("hetsched.round.budget.ms", 0));
         assertMessage("hetsched.fallback must be 'even' or 'none', got 'random'", Map.of("hetsched.fallback", "random"));
         assertMessage("hetsched.planner.timeout.ms must be positive, got 0", Map.of("hetsched.planner.timeout.ms", 0));
         assertMessage("hetsched.planner.timeout.ms must be a whole number, got 'soon'",

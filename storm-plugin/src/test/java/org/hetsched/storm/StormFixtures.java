@@ -121,9 +121,15 @@ final class StormFixtures {
         return cluster(supervisors, new Topologies(topologies), Map.of());
     }
 
-    /** The scheduler prepared with the given storm.yaml entries. */
+    /** The scheduler prepared with the given storm.yaml entries, asking the planner within the round (step by step). */
     static HetschedScheduler scheduler(Map<String, Object> stormYaml, java.util.function.LongSupplier clock) {
-        HetschedScheduler scheduler = new HetschedScheduler(clock);
+        return scheduler(stormYaml, clock, Runnable::run);
+    }
+
+    /** The scheduler prepared with the given storm.yaml entries; a null executor gives it its own planner threads. */
+    static HetschedScheduler scheduler(Map<String, Object> stormYaml, java.util.function.LongSupplier clock,
+                                       java.util.concurrent.Executor executor) {
+        HetschedScheduler scheduler = new HetschedScheduler(clock, executor);
         scheduler.prepare(stormYaml, new StormMetricsRegistry());
         return scheduler;
     }
