@@ -348,3 +348,33 @@ def test_a_small_request_is_answered_while_two_large_ones_plan(start_planner_ser
         thread.join()
     assert finished[0] == ("small", 201), finished
     assert sorted(finished[1:]) == [("large 0", 422), ("large 1", 422)]
+
+
+def test_a_waiting_small_request_takes_whichever_lane_frees_first_and_large_ones_only_their_own():
+    """The slot bookkeeping alone (no processes): first come, first served among the requests a freed worker may serve."""
+    import anyio
+
+    from planner.service.workers import PlanningPool
+
+    async def scenario() -> list[tuple[str, str]]:
+        pool = PlanningPool(large_workers=1, small_workers=1)
+        pool.large.idle, pool.small.idle = ["large worker"], ["small worker"]  # type: ignore[list-item]
+        served: list[tuple[str, str]] = []
+
+        async def take(name: str, small: bool) -> None:
+            lane, worker = await pool._take(small, queue_wait_s=5)
+            served.append((name, str(worker)))
+
+        assert await pool._take(False, 1) == (pool.large, "large worker")
+        assert await pool._take(True, 1) == (pool.small, "small worker")
+        async with anyio.create_task_group() as group:
+            group.start_soon(take, "large request", False)
+            await anyio.sleep(0.01)
+            group.start_soon(take, "small request", True)
+            await anyio.sleep(0.01)
+            pool._give_back(pool.small, "small worker")  # type: ignore[arg-type]
+            await anyio.sleep(0.01)
+            pool._give_back(pool.large, "large worker")  # type: ignore[arg-type]
+        return served
+
+    assert anyio.run(scenario) == [("small request", "small worker"), ("large request", "large worker")]

@@ -8,8 +8,8 @@ the answer as plain data. A worker that overruns the time limit by ``KILL_GRACE_
 its place.
 
 Two lanes: requests up to the small size (plugin-sized) have a lane of their own, so they
-never queue behind large plans; they also take an idle worker of the large lane when their own
-is busy. Large requests use the large lane only.
+never queue behind large plans; they also take a worker of the large lane when it comes free
+first. Large requests use the large lane only.
 """
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ import multiprocessing
 import signal
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from planner.errors import PlanningError, PlanningTimeout
 from planner.service.errors import ServiceError
@@ -107,33 +107,19 @@ class Worker:
 
 
 class Lane:
-    """A fixed number of workers; taking an idle one is taking a planning slot (first come, first served)."""
+    """A fixed set of workers; an idle one is a free planning slot."""
 
     def __init__(self, name: str, workers: int):
         self.name = name
         self.size = workers
-        self._send: MemoryObjectSendStream[Worker]
-        self._receive: MemoryObjectReceiveStream[Worker]
-        self._send, self._receive = anyio.create_memory_object_stream[Worker](max_buffer_size=workers)
         self.workers: list[Worker] = []
+        self.idle: list[Worker] = []
 
     def start(self) -> None:
         for _ in range(self.size):
             worker = Worker.start()
             self.workers.append(worker)
-            self._send.send_nowait(worker)
-
-    async def take(self) -> Worker:
-        return await self._receive.receive()
-
-    def take_nowait(self) -> Worker | None:
-        try:
-            return self._receive.receive_nowait()
-        except anyio.WouldBlock:
-            return None
-
-    def give_back(self, worker: Worker) -> None:
-        self._send.send_nowait(worker)
+            self.idle.append(worker)
 
     async def replace(self, dead: Worker) -> Worker:
         """Kill ``dead`` (waiting until it has ended) and start its successor."""
@@ -147,12 +133,26 @@ class Lane:
             worker.stop()
 
 
+@dataclass
+class _Waiter:
+    """A request waiting for a slot: a small one takes a worker of either lane, a large one of the large lane."""
+
+    small: bool
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    slot: tuple[Lane, Worker] | None = None
+
+
 class PlanningPool:
-    """The service's planning lanes: ``large`` for every request, ``small`` for small ones only."""
+    """The service's planning lanes: ``large`` for every request, ``small`` for small ones only.
+
+    Waiting requests are served first come, first served among those a freed worker may
+    serve, so a small request never waits behind large ones while its own lane has room.
+    """
 
     def __init__(self, large_workers: int, small_workers: int):
         self.large = Lane("large", large_workers)
         self.small = Lane("small", small_workers)
+        self._waiting: deque[_Waiter] = deque()
 
     def start(self) -> None:
         started = time.perf_counter()
@@ -169,19 +169,39 @@ class PlanningPool:
     def children(self) -> list[int]:
         return [w.process.pid for lane in (self.large, self.small) for w in lane.workers if w.process.pid]
 
+    def _lanes(self, small: bool) -> tuple[Lane, ...]:
+        return (self.small, self.large) if small else (self.large,)
+
     async def _take(self, small: bool, queue_wait_s: float) -> tuple[Lane, Worker]:
-        if small:
-            for lane in (self.small, self.large):
-                worker = lane.take_nowait()
-                if worker is not None:
-                    return lane, worker
-        lane = self.small if small else self.large
+        for lane in self._lanes(small):
+            if lane.idle:
+                return lane, lane.idle.pop()
+        waiter = _Waiter(small)
+        self._waiting.append(waiter)
         try:
-            with anyio.fail_after(queue_wait_s):
-                return lane, await lane.take()
-        except TimeoutError:
-            raise ServiceError(503, "busy", f"the planner is busy: no planning slot came free within {queue_wait_s:g} s; "
-                               "try again later", headers={"Retry-After": "5"}) from None
+            with anyio.move_on_after(queue_wait_s):
+                await waiter.ready.wait()
+        except BaseException:  # cancelled while waiting: leave no slot behind
+            if waiter.slot is not None:
+                self._give_back(*waiter.slot)
+            else:
+                self._waiting.remove(waiter)
+            raise
+        if waiter.slot is not None:
+            return waiter.slot
+        self._waiting.remove(waiter)
+        raise ServiceError(503, "busy", f"the planner is busy: no planning slot came free within {queue_wait_s:g} s; "
+                           "try again later", headers={"Retry-After": "5"})
+
+    def _give_back(self, lane: Lane, worker: Worker) -> None:
+        """The worker to the first waiting request it may serve, else back to its lane's idle ones."""
+        for waiter in self._waiting:
+            if waiter.small or lane is self.large:
+                self._waiting.remove(waiter)
+                waiter.slot = (lane, worker)
+                waiter.ready.set()
+                return
+        lane.idle.append(worker)
 
     async def run(self, func: Callable[..., Any], *args: Any, small: bool, limit_s: float | None,
                   queue_wait_s: float) -> Any:
@@ -207,7 +227,7 @@ class PlanningPool:
             ) from None
         finally:
             with anyio.CancelScope(shield=True):
-                lane.give_back(worker if healthy else await lane.replace(worker))
+                self._give_back(lane, worker if healthy else await lane.replace(worker))
         if kind == "ok":
             return payload
         if kind == "time_limit":
