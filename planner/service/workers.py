@@ -26,6 +26,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 import anyio
+import psutil  # type: ignore[import-untyped]  # no stubs in the venv (types-psutil)
 
 from planner.errors import PlanningError, PlanningTimeout
 from planner.service.errors import ServiceError
@@ -36,6 +37,9 @@ KILL_GRACE_S = 1.0
 """How long past the time limit a worker may take to answer before it is killed."""
 JOIN_TIMEOUT_S = 10.0
 """How long a killed worker may take to end (SIGKILL ends it at once unless the kernel is stuck)."""
+RECYCLE_RSS_MB = 300.0
+"""A worker holding more memory than this after a task (a large plan's tables, kept by the allocator) is replaced,
+so idle workers hold only what the loaded modules need (about 120 MB each, most of it shared)."""
 PRELOAD = ["planner.api", "planner.strategies", "planner.service.planning"]
 """Modules the forkserver imports once, so that each worker starts with them loaded."""
 
@@ -96,6 +100,12 @@ class Worker:
         self.process.kill()
         self.process.join(JOIN_TIMEOUT_S)
         self.conn.close()
+
+    def rss_mb(self) -> float:
+        try:
+            return psutil.Process(self.process.pid).memory_info().rss / 1e6
+        except psutil.NoSuchProcess:
+            return 0.0
 
     def stop(self) -> None:
         """Ask the worker to end (its pipe closes), killing it if it does not."""
@@ -218,6 +228,9 @@ class PlanningPool:
             timeout = None if limit_s is None else limit_s + KILL_GRACE_S
             kind, payload = await anyio.to_thread.run_sync(worker.call, func, args, timeout, abandon_on_cancel=True)
             healthy = kind != "crash"
+            if healthy and (rss_mb := worker.rss_mb()) > RECYCLE_RSS_MB:
+                log.info("planning worker %s holds %.0f MB after its task; replacing it", worker.process.pid, rss_mb)
+                healthy = False
         except TimeoutError:
             log.warning("%s overran the time limit of %g s; its worker (pid %s) is killed", getattr(func, "__name__", func),
                         limit_s, worker.process.pid)
