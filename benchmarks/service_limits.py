@@ -244,6 +244,8 @@ def main() -> None:
                 process.kill()
             killed = (Path(tmp) / "serve.log").read_text().count("overran the time limit")
             row("plans the service had to cut off past the limit (service log)", str(killed))
+            recycled = (Path(tmp) / "serve.log").read_text().count("after its task; replacing it")
+            row("planning processes replaced for the memory they held after a task (service log)", str(recycled))
     table = Table(title=f"hetsched serve limits{' (' + args.label + ')' if args.label else ''}: {args.repo}")
     table.add_column("measurement")
     table.add_column("figure", justify="right")

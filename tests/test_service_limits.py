@@ -205,6 +205,18 @@ def test_core_that_ignores_the_limit_is_killed_and_its_worker_replaced(tmp_path,
         assert client.post("/v1/plans", json=small_plan_request()).status_code == 201
 
 
+def test_a_worker_holding_too_much_memory_after_its_task_is_replaced(tmp_path, monkeypatch):
+    from planner.service import workers
+
+    monkeypatch.setattr(workers, "RECYCLE_RSS_MB", 1.0)
+    with TestClient(create_app(ServiceSettings(db_path=tmp_path / "db.sqlite"))) as client:
+        before = _worker_pids(client)
+        assert client.post("/v1/plans", json=small_plan_request()).status_code == 201
+        after = _worker_pids(client)
+        assert len(before - after) == 1 and len(after) == len(before)
+        assert client.post("/v1/plans", json=small_plan_request()).status_code == 201
+
+
 def test_planning_timeout_from_the_core_maps_to_422(tmp_path, monkeypatch):
     monkeypatch.setattr(planning, "plan_json", timing_out_plan_json)
     with TestClient(create_app(ServiceSettings(db_path=tmp_path / "db.sqlite"))) as client:
