@@ -17,12 +17,16 @@ from planner.client import TOKEN_ENV
 from planner.service.settings import (
     DEFAULT_HOST,
     DEFAULT_MAX_BODY_MB,
+    DEFAULT_MAX_SIZE,
     DEFAULT_PORT,
     DEFAULT_QUEUE_WAIT_S,
     DEFAULT_TIME_LIMIT_S,
     KEEP_PLANS_DAYS_ENV,
     KEEP_PROFILE_VERSIONS_ENV,
+    MAX_LP_CELLS_ENV,
+    MAX_PLACEMENT_CELLS_ENV,
     ServiceSettings,
+    SizeLimit,
 )
 from planner.storage import DB_ENV, StorageError, default_db_path
 
@@ -96,6 +100,12 @@ def serve(
     max_body_mb: float = typer.Option(DEFAULT_MAX_BODY_MB, min=0.001, help="Largest request body, MB; larger ones get 413."),
     time_limit_s: float = typer.Option(DEFAULT_TIME_LIMIT_S, min=0.001, help="Longest one plan may compute, seconds."),
     queue_wait_s: float = typer.Option(DEFAULT_QUEUE_WAIT_S, min=0.001, help="Longest a request waits for a planning slot before a 503, seconds."),
+    max_components_x_machines: int = typer.Option(
+        DEFAULT_MAX_SIZE.placement_cells, min=1, envvar=MAX_PLACEMENT_CELLS_ENV,
+        help="Largest request: its components times its machines; larger ones get 413 before planning."),
+    max_components2_x_types: int = typer.Option(
+        DEFAULT_MAX_SIZE.lp_cells, min=1, envvar=MAX_LP_CELLS_ENV,
+        help="Largest request: its components squared times its used machine types; larger ones get 413 before planning."),
     keep_plans_days: Optional[float] = typer.Option(
         None, min=0.0, envvar=KEEP_PLANS_DAYS_ENV,
         help="Delete plans not made, read or reused for this many days (at start and at each write) [default: keep all]."),
@@ -125,6 +135,7 @@ def serve(
     settings = ServiceSettings(
         db_path=db or default_db_path(), token=token or None,
         max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
+        max_size=SizeLimit(placement_cells=max_components_x_machines, lp_cells=max_components2_x_types),
         keep_plans_days=keep_plans_days, keep_profile_versions=keep_profile_versions,
         nimbus=nimbus,
     )
@@ -133,8 +144,10 @@ def serve(
     except StorageError as exc:
         _refuse(str(exc))
     logging.config.dictConfig(_log_config(log_level.value))
-    log.info("planner: db %s, %s, body limit %g MB, time limit %g s, keeping %s and %s", settings.db_path,
+    log.info("planner: db %s, %s, body limit %g MB, time limit %g s, size limit %s components x machines and %s "
+             "components^2 x machine types, keeping %s and %s", settings.db_path,
              "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s,
+             f"{max_components_x_machines:,}", f"{max_components2_x_types:,}",
              "every plan" if keep_plans_days is None else f"plans used within {keep_plans_days:g} days",
              "every profile set version" if keep_profile_versions is None else f"the newest {keep_profile_versions} versions of each profile set")
     log.info("page at /ui: plans and profile sets%s", f", and the live cluster of Nimbus {nimbus}" if nimbus else "")

@@ -6,7 +6,7 @@ import os
 from contextlib import asynccontextmanager
 from typing import Any
 
-from anyio import CapacityLimiter
+import anyio
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
@@ -15,12 +15,15 @@ from planner.service.guards import PROTECTED_PREFIX, BearerToken, BodySizeLimit
 from planner.service.routers import evaluations, health, plans, profiles, ui
 from planner.service.routers.health import service_version
 from planner.service.settings import ServiceSettings
+from planner.service.workers import PlanningPool
 from planner.storage import Storage
 
 log = logging.getLogger("hetsched.service")
 
-PLANNING_THREADS = max(2, os.cpu_count() or 2)
-"""Plans computed at once; more callers wait their turn (planning is CPU-bound)."""
+PLANNING_PROCESSES = max(2, os.cpu_count() or 2)
+"""Plans of any size computed at once; more callers wait their turn (planning is CPU-bound)."""
+SMALL_LANE_PROCESSES = 1
+"""More planning processes for small (plugin-sized) requests only, so they never wait behind large plans."""
 
 
 def create_app(settings: ServiceSettings | None = None, storage: Storage | None = None) -> FastAPI:
@@ -33,8 +36,14 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
         dropped = storage.apply_retention()
         if dropped.plans or dropped.profile_versions:
             log.info("retention at start: deleted %d plans and %d profile set versions", dropped.plans, dropped.profile_versions)
-        yield
-        storage.close()
+        pool = PlanningPool(PLANNING_PROCESSES, SMALL_LANE_PROCESSES)
+        await anyio.to_thread.run_sync(pool.start)
+        app.state.planning_pool = pool
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(pool.stop)
+            storage.close()
 
     app = FastAPI(
         title="hetsched planner",
@@ -44,7 +53,6 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     )
     app.state.settings = settings
     app.state.storage = storage
-    app.state.planning_limiter = CapacityLimiter(PLANNING_THREADS)
 
     app.include_router(health.router)
     for module in (plans, evaluations, profiles, ui):

@@ -1,10 +1,10 @@
-"""Dependencies the routes share: the settings, the storage and the planning thread limiter."""
+"""Dependencies the routes share: the settings, the storage and the planning processes."""
 from __future__ import annotations
 
-from anyio import CapacityLimiter
 from fastapi import Request
 
 from planner.service.settings import ServiceSettings
+from planner.service.workers import PlanningPool
 from planner.storage import Storage
 
 
@@ -16,5 +16,5 @@ def get_storage(request: Request) -> Storage:
     return request.app.state.storage
 
 
-def get_planning_limiter(request: Request) -> CapacityLimiter:
-    return request.app.state.planning_limiter
+def get_planning_pool(request: Request) -> PlanningPool:
+    return request.app.state.planning_pool

@@ -1,23 +1,22 @@
-"""How the service runs the planner core: profiles resolved, a time limit enforced, plans reused.
+"""How the service runs the planner core: profiles resolved, sizes and a time limit enforced, plans reused.
 
-The core is synchronous CPU work; it runs in a worker thread so the event loop keeps
-answering other callers. The core itself stops at ``options.time_limit_s`` (set here
-from the service's limit); a guard a little later answers even if it does not.
+The core is synchronous CPU work; it runs in worker processes (:mod:`planner.service.workers`)
+so the event loop keeps answering other callers and a plan past its time limit can be killed.
+The core itself stops at ``options.time_limit_s`` (set here from the service's limit).
+Requests larger than the service's size limit are refused before planning: the planner's
+memory grows with components x machines (its placement tables) and with components squared x
+machine types (the fast strategy's LP).
 """
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
-import anyio
-from anyio import CapacityLimiter
-
-from planner.errors import PlanningTimeout
+from planner.api import evaluate_assignments, make_plan
 from planner.model import (
     Assignment,
+    Cluster,
+    Evaluation,
     InstanceAssignment,
     Plan,
     PlanOptions,
@@ -25,16 +24,14 @@ from planner.model import (
     ProfileEntry,
     ProfileRef,
     ProfileVersionRef,
+    Topology,
 )
 from planner.service.errors import ServiceError, not_found
+from planner.service.settings import ServiceSettings, SizeLimit
+from planner.service.workers import PlanningPool
 from planner.storage import Storage
 
 log = logging.getLogger("hetsched.service")
-
-T = TypeVar("T")
-
-GUARD_GRACE_S = 2.0
-"""How long past the time limit the service waits for the core before answering without it."""
 
 
 @dataclass(frozen=True)
@@ -72,31 +69,88 @@ def limited_options(options: PlanOptions, service_limit_s: float) -> PlanOptions
     return options.model_copy(update={"time_limit_s": limit})
 
 
-async def run_limited(func: Callable[..., T], *args: Any, limit_s: float | None, limiter: CapacityLimiter, queue_wait_s: float) -> T:
-    """Run ``func(*args)`` in a worker thread once a planning slot is free; past ``limit_s`` answer a PlanningTimeout.
+@dataclass(frozen=True)
+class RequestSize:
+    """What a request's planning memory grows with: its components, machines and used machine types."""
 
-    The time limit counts computing only, not the wait for a slot; a wait longer than
-    ``queue_wait_s`` is answered 503 (busy). A thread cannot be killed: one that overruns
-    is left to finish on its own (the core is told the same limit, so it stops by itself),
-    its result is dropped and its slot is given to the next caller.
-    """
-    try:
-        with anyio.fail_after(queue_wait_s):
-            await limiter.acquire()
-    except TimeoutError:
-        raise ServiceError(503, "busy", f"the planner is busy: no planning slot came free within {queue_wait_s:g} s; "
-                           "try again later", headers={"Retry-After": "5"}) from None
-    try:
-        with anyio.fail_after(None if limit_s is None else limit_s + GUARD_GRACE_S):
-            return await anyio.to_thread.run_sync(functools.partial(func, *args), abandon_on_cancel=True)
-    except TimeoutError:
-        log.warning("%s overran the time limit of %g s; its thread was left to finish", getattr(func, "__name__", func), limit_s)
-        raise PlanningTimeout(
-            f"planning stopped at the service's time limit of {limit_s:g} s: "
-            "choose a faster strategy or a smaller input"
-        ) from None
-    finally:
-        limiter.release()
+    components: int
+    machines: int
+    machine_types: int
+
+    @classmethod
+    def of(cls, topology: Topology, cluster: Cluster) -> RequestSize:
+        used_types = {m.type for m in cluster.machines}
+        return cls(len(topology.components), len(cluster.machines), len(used_types))
+
+    @property
+    def placement_cells(self) -> int:
+        """components x machines: the size of the placement tables (instances of each component on each machine)."""
+        return self.components * self.machines
+
+    @property
+    def lp_cells(self) -> int:
+        """components^2 x machine types: the size of the fast strategy's LP constraint matrix."""
+        return self.components * self.components * self.machine_types
+
+    def within(self, limit: SizeLimit) -> bool:
+        return self.placement_cells <= limit.placement_cells and self.lp_cells <= limit.lp_cells
+
+    def __str__(self) -> str:
+        return (f"{self.components:,} components on {self.machines:,} machines of {self.machine_types:,} types")
+
+
+def check_size(size: RequestSize, limit: SizeLimit) -> None:
+    """Refuse (413 ``request_too_large``) a request over the service's size limit, naming the limit and its size."""
+    if size.placement_cells > limit.placement_cells:
+        raise ServiceError(413, "request_too_large", (
+            f"the request is too large to plan here: {size} make {size.placement_cells:,} components x machines, "
+            f"over this planner's limit of {limit.placement_cells:,}"))
+    if size.lp_cells > limit.lp_cells:
+        raise ServiceError(413, "request_too_large", (
+            f"the request is too large to plan here: {size} make {size.lp_cells:,} components^2 x machine types, "
+            f"over this planner's limit of {limit.lp_cells:,}"))
+
+
+def plan_json(topology: Topology, cluster: Cluster, entries: list[ProfileEntry], strategy: str | None,
+              options: PlanOptions) -> str:
+    """``make_plan`` as a worker runs it: the plan as JSON, plain data across the process boundary."""
+    return make_plan(topology, cluster, entries, strategy, options).model_dump_json()
+
+
+def evaluation_json(topology: Topology, cluster: Cluster, entries: list[ProfileEntry],
+                    assignments: list[InstanceAssignment], options: PlanOptions) -> str:
+    """``evaluate_assignments`` as a worker runs it: the evaluation as JSON."""
+    return evaluate_assignments(topology, cluster, entries, assignments, options).model_dump_json()
+
+
+@dataclass(frozen=True)
+class Planner:
+    """Runs the core for one request: in a worker of the lane its size picks, within the service's limits."""
+
+    pool: PlanningPool
+    small: bool
+    limit_s: float | None
+    queue_wait_s: float
+
+    @classmethod
+    def for_request(cls, pool: PlanningPool, settings: ServiceSettings, topology: Topology, cluster: Cluster,
+                    options: PlanOptions) -> Planner:
+        """Refuses a request over the size limit (413) before any planning."""
+        size = RequestSize.of(topology, cluster)
+        check_size(size, settings.max_size)
+        return cls(pool, size.within(settings.small_size), options.time_limit_s, settings.queue_wait_s)
+
+    async def plan(self, topology: Topology, cluster: Cluster, entries: list[ProfileEntry], strategy: str | None,
+                   options: PlanOptions) -> Plan:
+        body = await self.pool.run(plan_json, topology, cluster, entries, strategy, options, small=self.small,
+                                   limit_s=self.limit_s, queue_wait_s=self.queue_wait_s)
+        return Plan.model_validate_json(body)
+
+    async def evaluate(self, topology: Topology, cluster: Cluster, entries: list[ProfileEntry],
+                       assignments: list[InstanceAssignment], options: PlanOptions) -> Evaluation:
+        body = await self.pool.run(evaluation_json, topology, cluster, entries, assignments, options, small=self.small,
+                                   limit_s=self.limit_s, queue_wait_s=self.queue_wait_s)
+        return Evaluation.model_validate_json(body)
 
 
 def stored_plan_fits(request: PlanRequest, stored: Plan) -> bool:

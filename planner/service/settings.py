@@ -14,6 +14,22 @@ DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY_MB = 10.0
 DEFAULT_TIME_LIMIT_S = 10.0
 DEFAULT_QUEUE_WAIT_S = 60.0
+MAX_PLACEMENT_CELLS_ENV = "HETSCHED_MAX_COMPONENTS_X_MACHINES"
+MAX_LP_CELLS_ENV = "HETSCHED_MAX_COMPONENTS2_X_TYPES"
+
+
+@dataclass(frozen=True)
+class SizeLimit:
+    """Largest request sizes: components x machines, and components^2 x used machine types."""
+
+    placement_cells: int
+    lp_cells: int
+
+
+DEFAULT_MAX_SIZE = SizeLimit(placement_cells=2_000_000, lp_cells=12_000_000)
+"""2,000 components on 1,000 machines of 3 types; planning it peaks near 0.5 GB (docs/api.md#limits)."""
+SMALL_SIZE = SizeLimit(placement_cells=10_000, lp_cells=100_000)
+"""Plugin-sized requests (tens of components on tens to hundreds of machines): they have a planning lane of their own."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +40,8 @@ class ServiceSettings:
     ``time_limit_s``: the longest one plan or evaluation may compute; a request may ask
     for less (``options.time_limit_s``), never more.
     ``queue_wait_s``: the longest a request waits for a planning slot before a 503.
+    ``max_size``: larger requests are refused (413) before planning.
+    ``small_size``: requests up to it plan in their own lane, never behind large ones.
     ``keep_plans_days`` / ``keep_profile_versions``: what the service deletes on its own
     (:class:`planner.storage.Retention`); None keeps everything.
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
@@ -35,6 +53,8 @@ class ServiceSettings:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     queue_wait_s: float = DEFAULT_QUEUE_WAIT_S
     nimbus: str | None = None
+    max_size: SizeLimit = DEFAULT_MAX_SIZE
+    small_size: SizeLimit = SMALL_SIZE
     keep_plans_days: float | None = None
     keep_profile_versions: int | None = None
 

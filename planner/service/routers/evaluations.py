@@ -6,18 +6,17 @@ import time
 from typing import Annotated
 
 import anyio
-from anyio import CapacityLimiter
 from fastapi import APIRouter, Body, Depends
 
-from planner.api import evaluate_assignments
 from planner.errors import PlanningError
 from planner.model import Evaluation, EvaluationRequest
 from planner.service import examples
-from planner.service.deps import get_planning_limiter, get_settings, get_storage
+from planner.service.deps import get_planning_pool, get_settings, get_storage
 from planner.service.errors import ErrorBody, ServiceError
 from planner.service.json_body import StrictJSONRoute
-from planner.service.planning import limited_options, resolve_profiles, run_limited
+from planner.service.planning import Planner, limited_options, resolve_profiles
 from planner.service.settings import ServiceSettings
+from planner.service.workers import PlanningPool
 from planner.storage import Storage
 
 log = logging.getLogger("hetsched.service")
@@ -31,15 +30,15 @@ async def evaluate(
     request: Annotated[EvaluationRequest, Body(openapi_examples={"linear": {"summary": "A given placement of Linear", "value": examples.EVALUATION_REQUEST}})],
     storage: Storage = Depends(get_storage),
     settings: ServiceSettings = Depends(get_settings),
-    limiter: CapacityLimiter = Depends(get_planning_limiter),
+    pool: PlanningPool = Depends(get_planning_pool),
 ) -> Evaluation:
     started = time.perf_counter()
     try:
-        profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
         options = limited_options(request.options, settings.time_limit_s)
-        evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, profiles.entries,
-                                       request.assignments, options, limit_s=options.time_limit_s, limiter=limiter,
-                                       queue_wait_s=settings.queue_wait_s)
+        planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
+        profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+        evaluation = await planner.evaluate(request.topology, request.cluster, profiles.entries, request.assignments,
+                                            options)
     except (PlanningError, ServiceError) as exc:
         log.info("evaluation topology=%s machines=%d instances=%d failed elapsed_ms=%.1f: %s", request.topology.name,
                  len(request.cluster.machines), len(request.assignments), (time.perf_counter() - started) * 1000, exc)

@@ -3,28 +3,27 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
-from anyio import CapacityLimiter
 from fastapi import APIRouter, Body, Depends, Response
 
-from planner.api import evaluate_assignments, make_plan
 from planner.errors import PlanningError
 from planner.model import Plan, PlanOptions, PlanRequest
 from planner.service import examples
-from planner.service.deps import get_planning_limiter, get_settings, get_storage
+from planner.service.deps import get_planning_pool, get_settings, get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
 from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import (
+    Planner,
     ResolvedProfiles,
     limited_options,
     ordered_assignments,
     resolve_profiles,
-    run_limited,
     stored_plan_fits,
 )
 from planner.service.settings import ServiceSettings
+from planner.service.workers import PlanningPool
 from planner.storage import Storage
 from planner.strategies import DEFAULT_STRATEGY
 
@@ -39,7 +38,7 @@ async def create_plan(
     request: Annotated[PlanRequest, Body(openapi_examples={"linear": {"summary": "Linear on two machine types", "value": examples.PLAN_REQUEST}})],
     storage: Storage = Depends(get_storage),
     settings: ServiceSettings = Depends(get_settings),
-    limiter: CapacityLimiter = Depends(get_planning_limiter),
+    pool: PlanningPool = Depends(get_planning_pool),
 ) -> Response:
     """Plan the topology and store the plan.
 
@@ -52,12 +51,12 @@ async def create_plan(
     """
     started = time.perf_counter()
     try:
-        profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
         options = limited_options(request.options, settings.time_limit_s)
-        plan = await _reuse(request, profiles, options, storage, limiter, settings)
+        planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
+        profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+        plan = await _reuse(request, profiles, options, storage, planner)
         if plan is None:
-            fresh = await run_limited(make_plan, request.topology, request.cluster, profiles.entries, request.strategy,
-                                      options, limit_s=options.time_limit_s, limiter=limiter, queue_wait_s=settings.queue_wait_s)
+            fresh = await planner.plan(request.topology, request.cluster, profiles.entries, request.strategy, options)
             plan = await anyio.to_thread.run_sync(storage.save_plan, fresh.model_copy(update={"profiles": profiles.ref}))
     except (PlanningError, ServiceError) as exc:
         log.info("plan topology=%s strategy=%s machines=%d failed elapsed_ms=%.1f: %s", request.topology.name,
@@ -74,7 +73,7 @@ async def create_plan(
 
 
 async def _reuse(request: PlanRequest, profiles: ResolvedProfiles, options: PlanOptions, storage: Storage,
-                 limiter: CapacityLimiter, settings: ServiceSettings) -> Plan | None:
+                 planner: Planner) -> Plan | None:
     """The stored plan ``request.plan_id``, re-evaluated for this request, if it fits (``stored_plan_fits``).
 
     System components the stored plan does not cover are placed as a fresh plan of this
@@ -95,14 +94,13 @@ async def _reuse(request: PlanRequest, profiles: ResolvedProfiles, options: Plan
             return None
         profiles = ResolvedProfiles(own.entries, stored.profiles)
     entries = profiles.entries
-    limits: dict[str, Any] = {"limit_s": options.time_limit_s, "limiter": limiter, "queue_wait_s": settings.queue_wait_s}
     instances = list(stored.assignments)
     uncovered = {c.id for c in request.topology.components if c.id not in stored.instances}
     if uncovered:
-        fresh = await run_limited(make_plan, request.topology, request.cluster, entries, request.strategy, options, **limits)
+        fresh = await planner.plan(request.topology, request.cluster, entries, request.strategy, options)
         instances += [a for a in fresh.assignments if a.component in uncovered]
-    evaluation = await run_limited(evaluate_assignments, request.topology, request.cluster, entries,
-                                   ordered_assignments(request, instances), options, **limits)
+    evaluation = await planner.evaluate(request.topology, request.cluster, entries, ordered_assignments(request, instances),
+                                        options)
     return Plan(**evaluation.model_dump(exclude={"stats"}), id=stored.id, strategy=stored.strategy, profiles=profiles.ref,
                 stats={**evaluation.stats, "reused_plan": True, "placed_afresh": sorted(uncovered)})
 
