@@ -153,6 +153,12 @@ def test_unknown_path_is_a_json_404(http):
     assert _error(http, "GET", "/v2/anything", 404)["error"] == "not_found"
 
 
+def test_a_method_the_path_does_not_serve_is_a_405_sentence_naming_both(http):
+    body = _error(http, "PATCH", "/v1/plans/0123456789abcdef", 405)
+    assert body == {"detail": "/v1/plans/0123456789abcdef does not serve PATCH: see /docs for the API",
+                    "error": "method_not_allowed"}
+
+
 def test_evaluation_of_a_plans_placement_gives_its_figures_and_stores_nothing(http):
     plan = _plan(http, small_plan_request())
     body = small_plan_request()

@@ -133,6 +133,8 @@ async def _on_http_exception(request: Request, exc: StarletteHTTPException) -> J
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"there is no {request.url.path} here: see /docs for the API"
+    elif exc.status_code == 405 and detail == "Method Not Allowed":
+        detail = f"{request.url.path} does not serve {request.method}: see /docs for the API"
     return error_response(exc.status_code, codes.get(exc.status_code, "http_error"), detail, getattr(exc, "headers", None))
 
 
