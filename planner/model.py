@@ -186,7 +186,7 @@ class PlanOptions(_Model):
     reference_machine_type: Name | None = Field(
         default=None, description="resource_aware: the machine type whose profile gives each executor's CPU points (default: the first type)."
     )
-    time_limit_s: PositiveFloat | None = Field(default=None, description="optimal: stop the exact search after this many seconds.")
+    time_limit_s: PositiveFloat | None = Field(default=None, description="Seconds every strategy may compute (optimal stops its exact search then); the service caps it at its --time-limit-s.")
 
 
 class PlanRequest(_Model):
