@@ -16,22 +16,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.serving import percentile, start_service  # noqa: E402
 from planner.fixtures import load_profiles
 
-HETSCHED = "from hetsched.cli import main; main()"
 """The ``hetsched`` command (``-m hetsched.cli`` would register the commands on a second copy of the app)."""
 REPO = Path(__file__).resolve().parents[1]
 POM = REPO / "storm-plugin" / "pom.xml"
@@ -40,30 +37,8 @@ MAIN = "org.hetsched.storm.PluginScheduleTimeBenchmark"
 console = Console()
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
-def start_service(tmp: Path) -> tuple[subprocess.Popen, str]:
-    log_path = tmp / "serve.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-c", HETSCHED, "serve", "--port", "0", "--db", str(tmp / "bench.db")],
-            cwd=tmp, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=log, stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = re.search(r"Uvicorn running on (http://[\d.]+:\d+)", log_path.read_text(errors="replace"))
-        if found:
-            return process, found.group(1)
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    process.kill()
-    raise SystemExit(f"hetsched serve did not start:\n{log_path.read_text(errors='replace')}")
 
 
 def store_profiles(url: str) -> str:

@@ -15,10 +15,8 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,40 +27,18 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from benchmarks.serving import percentile, start_service  # noqa: E402
 from planner.client import request_body
 from planner.fixtures import load_scenario, scaled_cluster
 from planner.model import Cluster, PlanRequest, ProfileRef
 from planner.strategies import DEFAULT_STRATEGY
 
-HETSCHED = "from hetsched.cli import main; main()"
 """The ``hetsched`` command (``-m hetsched.cli`` would register the commands on a second copy of the app)."""
-REPO = Path(__file__).resolve().parents[1]
 console = Console(width=200)
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
-def start_service(tmp: Path) -> tuple[subprocess.Popen, str]:
-    log = (tmp / "serve.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-c", HETSCHED, "serve", "--port", "0", "--db", str(tmp / "bench.db")],
-        cwd=tmp, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = re.search(r"Uvicorn running on (http://[\d.]+:\d+)", (tmp / "serve.log").read_text())
-        if found:
-            return process, found.group(1)
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    process.kill()
-    raise SystemExit(f"hetsched serve did not start:\n{(tmp / 'serve.log').read_text()}")
 
 
 def server_cpu_s(process: subprocess.Popen) -> float:

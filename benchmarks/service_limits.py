@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -41,11 +40,11 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.serving import start_service  # noqa: E402
 from planner.client import request_body
 from planner.fixtures import load_scenario
 from planner.model import Cluster, Component, Machine, MachineType, PlanRequest, ProfileEntry, ProfileRef, Stream, Topology
 
-HETSCHED = "from hetsched.cli import main; main()"
 REPO = Path(__file__).resolve().parents[1]
 console = Console(width=200)
 
@@ -76,22 +75,6 @@ def plugin_sized_request() -> dict:
                                     profiles=ProfileRef(entries=scenario.profiles.entries)))
 
 
-def start_service(repo: Path, tmp: Path, extra_args: list[str]) -> tuple[subprocess.Popen, str]:
-    log = (tmp / "serve.log").open("wb")
-    process = subprocess.Popen(
-        [str(REPO / ".venv/bin/python"), "-c", HETSCHED, "serve", "--port", "0", "--db", str(tmp / "bench.db"), *extra_args],
-        cwd=tmp, env={**os.environ, "PYTHONPATH": str(repo)}, stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        found = re.search(r"Uvicorn running on (http://[\d.]+:\d+)", (tmp / "serve.log").read_text())
-        if found:
-            return process, found.group(1)
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    process.kill()
-    raise SystemExit(f"hetsched serve did not start:\n{(tmp / 'serve.log').read_text()}")
 
 
 def family(pid: int) -> list[psutil.Process]:
@@ -189,7 +172,7 @@ def main() -> None:
         console.print(f"{what}: {figure}")
 
     with tempfile.TemporaryDirectory(prefix="hetsched-limits-") as tmp:
-        process, url = start_service(args.repo.resolve(), Path(tmp), ["--time-limit-s", f"{args.time_limit_s:g}"])
+        process, url = start_service(Path(tmp), args.repo.resolve(), ["--time-limit-s", f"{args.time_limit_s:g}"], python=str(REPO / ".venv/bin/python"))
         try:
             console.print(f"service at {url} (pid {process.pid}) from {args.repo}, {os.cpu_count()} CPUs, "
                           f"load average {os.getloadavg()[0]:.1f}; bodies: 2,000 x 1,000 {len(big) / 1e6:.2f} MB, "
