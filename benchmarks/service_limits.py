@@ -35,37 +35,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import numpy as np
 import psutil
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks.serving import start_service  # noqa: E402
+from planner.random_requests import tree_request  # noqa: E402
 from planner.client import request_body
 from planner.fixtures import load_scenario
-from planner.model import Cluster, Component, Machine, MachineType, PlanRequest, ProfileEntry, ProfileRef, Stream, Topology
+from planner.model import PlanRequest, ProfileRef
 
 REPO = Path(__file__).resolve().parents[1]
 console = Console(width=200)
 
 
 def tree_plan_request(components: int, machines: int, machine_types: int = 3, seed: int = 11) -> dict:
-    """A tree of ``components`` (each bolt fed by one earlier component) on ``machines`` of ``machine_types``
-    types, with random profiles: a request whose planning runs long and needs memory, as PlanRequest JSON."""
-    rng = np.random.default_rng(seed)
-    comps = [Component(id="c0", kind="spout", profile="p0")]
-    streams = []
-    for i in range(1, components):
-        comps.append(Component(id=f"c{i}", kind="bolt", profile=f"p{i}"))
-        streams.append(Stream(source=f"c{int(rng.integers(i))}", target=f"c{i}"))
-    types = [MachineType(name=f"t{t}", capacity=100.0, cores=2) for t in range(machine_types)]
-    cluster = Cluster(machine_types=types,
-                      machines=[Machine(id=f"m{w}", type=f"t{w % machine_types}") for w in range(machines)])
-    entries = [ProfileEntry(profile=f"p{i}", machine_type=f"t{t}", e=float(rng.uniform(0.5e-3, 5e-3)) / (t + 1),
-                            met=float(rng.uniform(0.5, 8.0))) for i in range(components) for t in range(machine_types)]
-    request = PlanRequest(topology=Topology(name="tree", components=comps, streams=streams), cluster=cluster,
-                          profiles=ProfileRef(entries=entries))
-    return request_body(request)
+    """planner.random_requests.tree_request as PlanRequest JSON: a request whose planning runs long and needs memory."""
+    rq = tree_request(components, machines, machine_types, seed)
+    return request_body(PlanRequest(topology=rq.topology, cluster=rq.cluster, profiles=ProfileRef(entries=rq.entries)))
 
 
 def plugin_sized_request() -> dict:

@@ -80,3 +80,20 @@ def random_request(
             met = float(rng.uniform(0.5, 8.0))
             entries.append(ProfileEntry(profile=f"p{i}", machine_type=f"t{t}", e=e, met=met, alpha=alpha))
     return RandomRequest(topology=topology, cluster=cluster, entries=entries, options=PlanOptions())
+
+
+def tree_request(components: int, machines: int, machine_types: int = 3, seed: int = 11) -> RandomRequest:
+    """A tree of ``components`` (every bolt fed by one earlier component, alpha 1, so every input is R) on
+    ``machines`` of ``machine_types`` types, with random profiles: large requests for time and memory limits."""
+    rng = np.random.default_rng(seed)
+    comps = [Component(id="c0", kind="spout", profile="p0")]
+    streams = []
+    for i in range(1, components):
+        comps.append(Component(id=f"c{i}", kind="bolt", profile=f"p{i}"))
+        streams.append(Stream(source=f"c{int(rng.integers(i))}", target=f"c{i}"))
+    types = [MachineType(name=f"t{t}", capacity=100.0, cores=2) for t in range(machine_types)]
+    cluster = Cluster(machine_types=types,
+                      machines=[Machine(id=f"m{w}", type=f"t{w % machine_types}") for w in range(machines)])
+    entries = [ProfileEntry(profile=f"p{i}", machine_type=f"t{t}", e=float(rng.uniform(0.5e-3, 5e-3)) / (t + 1),
+                            met=float(rng.uniform(0.5, 8.0))) for i in range(components) for t in range(machine_types)]
+    return RandomRequest(Topology(name="tree", components=comps, streams=streams), cluster, entries, PlanOptions())

@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from hetsched.cli import _register, app
 from planner.api import make_plan
 from planner.errors import PlanningTimeout
-from planner.model import Cluster, Component, Machine, MachineType, PlanOptions, ProfileEntry, Stream, Topology
+from planner.model import ProfileEntry
 from planner.problem import compile_problem
 from planner.profiles import ProfileTable
-from planner.random_requests import RandomRequest, random_request
+from planner.random_requests import tree_request, RandomRequest, random_request
 from planner.simulator import HostedModel, entry_cpu_pct, entry_rate_at_cpu, evaluate_problem, instance_cpu_pct
 from planner.strategies import STRATEGIES
 from planner.strategies.fast import FastTuning
@@ -93,25 +93,12 @@ def test_fast_tuning_defaults_reproduce_the_default_plan():
     assert set(fewer.placement) == set(problem.component_ids)
 
 
-def _huge_request(components: int, machines: int, seed: int = 11) -> RandomRequest:
-    """A tree of ``components`` (every bolt fed by one earlier component, alpha 1, so every input is R) on three types."""
-    rng = np.random.default_rng(seed)
-    comps = [Component(id="c0", kind="spout", profile="p0")]
-    streams = []
-    for i in range(1, components):
-        comps.append(Component(id=f"c{i}", kind="bolt", profile=f"p{i}"))
-        streams.append(Stream(source=f"c{int(rng.integers(i))}", target=f"c{i}"))
-    types = [MachineType(name=f"t{t}", capacity=100.0, cores=2) for t in range(3)]
-    cluster = Cluster(machine_types=types, machines=[Machine(id=f"m{w}", type=f"t{w % 3}") for w in range(machines)])
-    entries = [ProfileEntry(profile=f"p{i}", machine_type=f"t{t}", e=float(rng.uniform(0.5e-3, 5e-3)) / (t + 1),
-                            met=float(rng.uniform(0.5, 8.0))) for i in range(components) for t in range(3)]
-    return RandomRequest(Topology(name="huge", components=comps, streams=streams), cluster, entries, PlanOptions())
 
 
 @pytest.mark.parametrize("strategy", ["fast", "paper"])
 def test_a_huge_request_stops_at_its_time_limit(strategy):
     """2,000 components on 1,000 machines with a 1 s limit: a clean PlanningTimeout, not a hang (the bound is generous)."""
-    rq = _huge_request(2000, 1000)
+    rq = tree_request(2000, 1000)
     options = rq.options.model_copy(update={"time_limit_s": 1.0})
     started = time.perf_counter()
     with pytest.raises(PlanningTimeout, match=f"the {strategy} strategy ran past its time limit of 1 s"):
