@@ -87,7 +87,9 @@ public final class PlanPlacement {
                         : "the plan names supervisor '" + a.machine() + "', which is not in the cluster");
             }
             String plannedType = plan.machineTypes().get(a.machine());
-            if (plannedType != null && !plannedType.equals(machine.type())) {
+            // A type named by the machine's own id is that machine alone (plans pinned to machines, such as
+            // the profiling collector's): its id is the check, not its declared type.
+            if (plannedType != null && !plannedType.equals(a.machine()) && !plannedType.equals(machine.type())) {
                 throw PlanFault.planDoesNotFit("the plan was made for machine '" + a.machine() + "' of type "
                         + plannedType + ", which is now of type " + machine.type());
             }
