@@ -67,6 +67,17 @@ CREATE INDEX plans_by_use ON plans (used_at);
 """
 
 
+_BINDINGS = """
+CREATE TABLE IF NOT EXISTS bindings (
+    topology TEXT PRIMARY KEY,
+    plan_id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    created_at REAL NOT NULL
+)
+"""
+"""The plan bound to each running topology by name (``/v1/assignments``); made at open, so no schema change."""
+
+
 PRIVATE_FILE_MODE = 0o600
 """A new database is readable by the service's user only: profile sets and plans describe the cluster."""
 PRIVATE_FOLDER_MODE = 0o700
@@ -108,6 +119,20 @@ class PutResult:
     """As stored, with its ``version``."""
     created: bool
     """False when the content equals the newest version's, which is returned instead."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The plan a running topology is placed by, why it was bound and when (epoch seconds)."""
+
+    topology: str
+    plan_id: str
+    reason: str
+    created_at: float
+
+    @property
+    def created_at_iso(self) -> str:
+        return _iso(self.created_at)
 
 
 @dataclass(frozen=True)
@@ -156,6 +181,8 @@ class Storage:
             raise StorageError(f"cannot open the plan database {self.path}: {exc}") from exc
         self._lock = threading.Lock()
         self._migrate()
+        with self._transaction() as db:
+            db.execute(_BINDINGS)
 
     def close(self) -> None:
         with self._lock:
@@ -257,6 +284,28 @@ class Storage:
             "SELECT id FROM plans WHERE profiles_name = ? AND profiles_version = ? ORDER BY created_at, id LIMIT ?",
             (name, version, limit))]
         return count, ids
+
+    # --- bindings: the plan a running topology is placed by --------------------------------------
+
+    def bind(self, topology: str, plan_id: str, reason: str) -> Binding | None:
+        """Bind ``plan_id`` to the topology (replacing any earlier binding); None when no such plan is stored."""
+        now = time.time()
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM plans WHERE id = ?", (plan_id,)).fetchone() is None:
+                return None
+            db.execute("INSERT OR REPLACE INTO bindings (topology, plan_id, reason, created_at) VALUES (?, ?, ?, ?)",
+                       (topology, plan_id, reason, now))
+            db.execute("UPDATE plans SET used_at = ? WHERE id = ?", (now, plan_id))
+        return Binding(topology, plan_id, reason, now)
+
+    def binding(self, topology: str) -> Binding | None:
+        rows = self._execute("SELECT topology, plan_id, reason, created_at FROM bindings WHERE topology = ?", (topology,))
+        return Binding(*rows[0]) if rows else None
+
+    def unbind(self, topology: str) -> bool:
+        """Whether the topology had a binding (and now has none)."""
+        with self._transaction() as db:
+            return db.execute("DELETE FROM bindings WHERE topology = ?", (topology,)).rowcount > 0
 
     # --- profile sets ----------------------------------------------------------------------------
 
