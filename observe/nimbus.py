@@ -25,6 +25,7 @@ from streamparse.thrift import (
     KillOptions,
     Nimbus as NimbusService,
     NotAliveException,
+    RebalanceOptions,
     SubmitOptions,
     TopologyInitialStatus,
 )
@@ -274,6 +275,28 @@ class Nimbus:
                        repeatable=False)
         except NotAliveException:
             raise NimbusError(f"no topology named {name!r} is running") from None
+
+    def deactivate(self, name: str) -> None:
+        """Stop the topology's spouts from emitting; tuples already in flight are still processed and acked."""
+        self._topology_call("deactivate", name, lambda c: c.deactivate(name))
+
+    def activate(self, name: str) -> None:
+        self._topology_call("activate", name, lambda c: c.activate(name))
+
+    def rebalance(self, name: str, wait_s: int = 0, num_executors: dict[str, int] | None = None) -> None:
+        """Storm's rebalance: deactivate for ``wait_s`` seconds, free the topology's slots, schedule it again (the
+        scheduler places it anew), back to its earlier status (active or inactive). ``num_executors``: new executor
+        counts of the components named, each at most the component's task count."""
+        options = RebalanceOptions(wait_secs=int(wait_s), num_executors=dict(num_executors) if num_executors else None)
+        self._topology_call("rebalance", name, lambda c: c.rebalance(name, options))
+
+    def _topology_call(self, verb: str, name: str, fn: Callable[[Any], None]) -> None:
+        try:
+            self._call(f"{verb} {name!r}", fn, repeatable=False)
+        except NotAliveException:
+            raise NimbusError(f"no topology named {name!r} is running") from None
+        except InvalidTopologyException as exc:
+            raise NimbusError(f"Nimbus refused to {verb} {name!r}: {exc.msg}") from None
 
     def wait_gone(self, name: str, timeout_s: float) -> None:
         """Block until Nimbus no longer lists the topology (kill wait and worker shutdown done)."""
