@@ -20,11 +20,15 @@ TOPOLOGY_COMMANDS = ("submit", "kill", "topologies", "counts")
 OPS_COMMANDS = ("supervisors", "placement")
 """The commands of hetsched.ops_cmd, which read Nimbus through streamparse's Thrift bindings when loaded."""
 
-STREAMPARSE_MODULES = {"hetsched.topology_cmd": TOPOLOGY_COMMANDS, "hetsched.ops_cmd": OPS_COMMANDS}
+REPLAN_COMMANDS = ("replan",)
+"""The commands of hetsched.replan_cmd (Nimbus through streamparse's Thrift bindings)."""
+
+STREAMPARSE_MODULES = {"hetsched.topology_cmd": TOPOLOGY_COMMANDS, "hetsched.ops_cmd": OPS_COMMANDS,
+                       "hetsched.replan_cmd": REPLAN_COMMANDS}
 """Modules that import streamparse when loaded: without it their commands are placeholders naming the extra."""
 
 COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
-    **{name: ("topologies",) for name in TOPOLOGY_COMMANDS + OPS_COMMANDS},
+    **{name: ("topologies",) for name in TOPOLOGY_COMMANDS + OPS_COMMANDS + REPLAN_COMMANDS},
     # The local cluster talks to Nimbus through streamparse's Thrift client; `cluster compose` only writes files.
     **{f"cluster {name}": ("topologies",) for name in ("up", "status", "down", "logs")},
     "aggregate": ("spark",),
@@ -41,6 +45,7 @@ COMMAND_MODULES = (
     "hetsched.plans_cmd",  # planning service: hetsched plans get|delete
     "hetsched.topology_cmd",  # topologies: hetsched submit|kill|topologies|counts (imports streamparse)
     "hetsched.ops_cmd",  # operating a cluster: hetsched supervisors|placement (imports streamparse)
+    "hetsched.replan_cmd",  # re-planning a running topology: hetsched replan (imports streamparse)
     "hetsched.profile_cmd",  # profiling: hetsched aggregate|profile
     "hetsched.cluster_cmd",  # local cluster: hetsched cluster up|down|status|logs
     "hetsched.compose_cmd",  # compose deployment: hetsched cluster compose

@@ -85,6 +85,25 @@ class PlannerClient:
     def delete_plan(self, plan_id: str) -> None:
         self._call("DELETE", f"/v1/plans/{quote(plan_id, safe='')}")
 
+    def bind(self, topology: str, plan_id: str, reason: str = "") -> dict[str, Any]:
+        """Bind a stored plan to a running topology by name (``PUT /v1/assignments/{topology}``); the plugin places
+        the topology by it the next time it needs placing."""
+        return self._call("PUT", f"/v1/assignments/{quote(topology, safe='')}",
+                          json={"plan_id": plan_id, "reason": reason}).json()
+
+    def binding(self, topology: str) -> dict[str, Any] | None:
+        """The plan bound to the topology, or None."""
+        try:
+            return self._call("GET", f"/v1/assignments/{quote(topology, safe='')}").json()
+        except PlannerClientError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def repair(self, request: Any) -> Plan:
+        """``POST /v1/repairs`` (planner.repair.RepairRequest): keep the running instances, place the lost ones."""
+        return self._parse(Plan, self._call("POST", "/v1/repairs", json=request_body(request)))
+
     def put_profile_set(self, profile_set: ProfileSet) -> StoredProfileSet:
         """Store the set as its name's next version (``created`` False: it equals the newest, nothing stored)."""
         return self._parse(StoredProfileSet, self._call("PUT", f"/v1/profiles/{quote(profile_set.name, safe='')}", json=request_body(profile_set)))

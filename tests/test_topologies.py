@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import json
 import os
 import socket
@@ -385,3 +386,25 @@ def test_scheduler_status_is_listed_a_line_per_topology_as_the_scheduler_said_it
     print_scheduler_status(Console(file=out, width=40), [SimpleNamespace(name="b", scheduler_status=said),
                                                         SimpleNamespace(name="a", scheduler_status="")])
     assert out.getvalue() == f"scheduler status:\n  b: {said}\n", "markup-like text kept, unwrapped; silent ones left out"
+
+
+def test_spare_tasks_give_every_component_more_tasks_than_executors():
+    submission = build_submission(SubmitRequest("linear", parallelism={"high": 2}, spare_tasks=2.5))
+    assert submission.tasks["high"] == 5 and submission.parallelism["high"] == 2
+    for component_id, spec in {**submission.topology.spouts, **submission.topology.bolts}.items():
+        assert json.loads(spec.common.json_conf)[keys.TASKS] == submission.tasks[component_id]
+        assert submission.tasks[component_id] == math.ceil(2.5 * submission.parallelism[component_id])
+    assert submission.conf[keys.SPARE_TASKS] == 2.5
+
+
+def test_without_spare_tasks_a_component_has_one_task_per_executor():
+    submission = build_submission(SubmitRequest("linear"))
+    assert submission.tasks == submission.parallelism
+    assert all(keys.TASKS not in json.loads(s.common.json_conf or "{}")
+               for s in {**submission.topology.spouts, **submission.topology.bolts}.values())
+
+
+@pytest.mark.parametrize("factor", [0.5, float("nan"), "two"])
+def test_spare_tasks_below_one_are_refused_in_one_sentence(factor):
+    with pytest.raises(TopologyError, match="spare tasks .* must be a factor of at least 1"):
+        build_submission(SubmitRequest("linear", conf={keys.SPARE_TASKS: factor}))

@@ -18,6 +18,11 @@ SPOUT_RATE = "hetsched.spout.rate"
 COMPONENT_PROFILES = "hetsched.component.profiles"
 """Map of component id -> profile key (kind of work), for profiling and the Nimbus plugin."""
 PLAN_ID = "hetsched.plan.id"
+SPARE_TASKS = "hetsched.spare.tasks"
+"""Tasks per executor at submit (a factor, at least 1): Storm fixes a component's task count at submit and a rebalance
+can raise its executor count only up to it, so spare tasks let ``hetsched replan`` add executors later. Each task of a
+Python component is its own subprocess, so the default is 1 (no spare tasks)."""
+TASKS = "topology.tasks"
 PROFILES = "hetsched.profiles"
 """Name of the profile set the plan was made with."""
 TOPOLOGY = "hetsched.topology"

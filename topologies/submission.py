@@ -33,6 +33,8 @@ class SubmitRequest:
     plan_id: str | None = None
     profiles: str | None = None
     planner_url: str | None = None
+    spare_tasks: float | None = None
+    """Tasks per executor of every component (``hetsched.spare.tasks``); None: that key of ``conf``, else 1."""
 
 
 @dataclass
@@ -43,6 +45,8 @@ class Submission:
     """A ``StormTopology`` Thrift struct of its own (the catalog's class is never changed)."""
     conf: dict[str, Any]
     parallelism: dict[str, int]
+    tasks: dict[str, int] = field(default_factory=dict)
+    """Each component's task count (``topology.tasks``): the most executors a rebalance can give it."""
 
 
 MULTILANG_COMMAND = "streamparse_run"
@@ -130,6 +134,14 @@ def _check(request: SubmitRequest, entry: CatalogEntry) -> None:
             raise TopologyError(f"--conf {key} must be a number of CPU milliseconds, at least 0, not {value!r}")
     if request.name is not None and not request.name.strip():
         raise TopologyError("--name must not be empty")
+    spare = spare_tasks_factor(request)
+    if not isinstance(spare, (int, float)) or isinstance(spare, bool) or not math.isfinite(spare) or spare < 1:
+        raise TopologyError(f"spare tasks ({keys.SPARE_TASKS}, --spare-tasks) must be a factor of at least 1, not {spare!r}")
+
+
+def spare_tasks_factor(request: SubmitRequest) -> float:
+    """``--spare-tasks``, else ``hetsched.spare.tasks`` of ``--conf``, else 1."""
+    return request.spare_tasks if request.spare_tasks is not None else request.conf.get(keys.SPARE_TASKS, 1.0)
 
 
 def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]:
@@ -155,6 +167,7 @@ def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]
         conf[keys.PROFILES] = request.profiles
     if request.planner_url is not None:
         conf[keys.PLANNER_URL] = request.planner_url
+    conf[keys.SPARE_TASKS] = spare_tasks_factor(request)
     conf[keys.COMPONENT_PROFILES] = entry.profiles()
     conf[keys.TOPOLOGY] = entry.name
     return conf
@@ -172,10 +185,17 @@ def build_submission(request: SubmitRequest, multilang_command: str | None = Non
 
     topology = copy.deepcopy(entry.topology.thrift_topology)
     parallelism: dict[str, int] = {}
+    tasks: dict[str, int] = {}
+    spare = float(conf[keys.SPARE_TASKS])
     for component_id, spec in {**topology.spouts, **topology.bolts}.items():
         common = spec.common
         common.parallelism_hint = request.parallelism.get(component_id, common.parallelism_hint)
         parallelism[component_id] = common.parallelism_hint
+        tasks[component_id] = math.ceil(common.parallelism_hint * spare)
+        if tasks[component_id] != common.parallelism_hint:
+            component_conf = json.loads(common.json_conf or "{}")
+            component_conf[keys.TASKS] = tasks[component_id]
+            common.json_conf = json.dumps(component_conf)
         component = spec.spout_object if component_id in topology.spouts else spec.bolt_object
         if component.shell is not None:
             component.shell.execution_command = run
@@ -186,4 +206,4 @@ def build_submission(request: SubmitRequest, multilang_command: str | None = Non
             common.json_conf = json.dumps(component_conf)
 
     name = (request.name or entry.name).strip()
-    return Submission(name=name, entry=entry, topology=topology, conf=conf, parallelism=parallelism)
+    return Submission(name=name, entry=entry, topology=topology, conf=conf, parallelism=parallelism, tasks=tasks)

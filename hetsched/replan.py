@@ -1,0 +1,114 @@
+"""What `hetsched replan` decides for a running topology: its placement now, the request for a better plan, the gain. Pure.
+
+A running topology's executor count per component can rise by rebalance only up to its task count
+(``topology.tasks``, fixed at submit; ``hetsched submit --spare-tasks``), so a plan asking for more
+instances than a component has tasks is made again with that component fixed at its task count.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from hetsched.inventory import ExecutorPlace, SupervisorRow
+from planner.model import (
+    Cluster,
+    EvaluationRequest,
+    InstanceAssignment,
+    Machine,
+    MachineType,
+    Plan,
+    PlanRequest,
+    ProfileRef,
+    Topology,
+)
+
+BASE_LOAD_KEY = "machine_base_load"
+
+
+class ReplanError(Exception):
+    """The running topology or cluster cannot be re-planned as it is; one sentence."""
+
+
+@dataclass(frozen=True)
+class RunningPlacement:
+    """A running topology's user executors: per component, the machine of executor 0, 1, ... (task order), and its tasks."""
+
+    machines: dict[str, list[str]]
+    tasks: dict[str, int]
+
+    @property
+    def executors(self) -> dict[str, int]:
+        return {c: len(ms) for c, ms in self.machines.items()}
+
+    @classmethod
+    def of(cls, places: Iterable[ExecutorPlace]) -> RunningPlacement:
+        machines: dict[str, list[str]] = {}
+        tasks: dict[str, int] = {}
+        unknown = set()
+        for p in sorted(places, key=lambda p: (p.component, p.task_start)):
+            if p.component.startswith("__"):
+                continue
+            if not p.machine:
+                unknown.add(p.host or "(not placed)")
+            machines.setdefault(p.component, []).append(p.machine or "")
+            tasks[p.component] = tasks.get(p.component, 0) + p.task_end - p.task_start + 1
+        if unknown:
+            raise ReplanError(f"the machine of {', '.join(sorted(unknown))} is unknown (give its storm.yaml with "
+                              "--storm-yaml, or wait until every executor is placed)")
+        return cls(machines, tasks)
+
+
+def planner_cluster(rows: Iterable[SupervisorRow], base_load: Mapping[str, float]) -> Cluster:
+    """The supervisors with a declared machine, each type's capacity the whole machine less its base load (as the plugin)."""
+    declared = [r for r in rows if r.machine_id and r.machine_type]
+    if not declared:
+        raise ReplanError("no supervisor declares its machine (supervisor.scheduler.meta machine-id and machine-type)")
+    types: dict[str, MachineType] = {}
+    for r in declared:
+        known = types.get(r.machine_type)
+        types[r.machine_type] = MachineType(
+            name=r.machine_type, capacity=100.0 - float(base_load.get(r.machine_type, 0.0)),
+            cores=r.cores if known is None else known.cores, slots=max(r.slots, known.slots if known else 1))
+    return Cluster(machine_types=list(types.values()), machines=[Machine(id=r.machine_id, type=r.machine_type)
+                                                                  for r in declared])
+
+
+def with_counts(topology: Topology, counts: Mapping[str, int | None]) -> Topology:
+    return topology.model_copy(update={"components": [
+        c.model_copy(update={"parallelism": counts.get(c.id)}) for c in topology.components]})
+
+
+def current_evaluation_request(topology: Topology, cluster: Cluster, profiles: str,
+                               running: RunningPlacement) -> EvaluationRequest:
+    fixed = with_counts(topology, running.executors)
+    return EvaluationRequest(topology=fixed, cluster=cluster, profiles=ProfileRef(name=profiles), assignments=[
+        InstanceAssignment(component=c.id, machine=m) for c in fixed.components for m in running.machines[c.id]])
+
+
+def plan_request(topology: Topology, cluster: Cluster, profiles: str, capped: Mapping[str, int],
+                 strategy: str | None = None, keep_counts: Mapping[str, int] | None = None) -> PlanRequest:
+    """Instance counts free except where ``capped`` (at the task count) or ``keep_counts`` fix them."""
+    counts: dict[str, int | None] = {**(keep_counts or {}), **capped}
+    return PlanRequest(topology=with_counts(topology, counts), cluster=cluster, profiles=ProfileRef(name=profiles),
+                       strategy=strategy)
+
+
+def over_task_counts(plan: Plan, tasks: Mapping[str, int]) -> dict[str, int]:
+    """Components the plan gives more instances than they have tasks: component -> its task count."""
+    return {c: tasks[c] for c, n in plan.instances.items() if c in tasks and n > tasks[c]}
+
+
+def gain(current_rate: float, planned_rate: float) -> float:
+    """Relative gain of the planned input rate over the current one (inf when the current placement sustains nothing)."""
+    if current_rate <= 0:
+        return math.inf if planned_rate > 0 else 0.0
+    return planned_rate / current_rate - 1.0
+
+
+def placement_of_plan(plan: Plan) -> dict[str, list[str]]:
+    """Component -> machine of instance 0, 1, ... (the plan's ``index``)."""
+    found: dict[str, dict[int, str]] = {}
+    for a in plan.assignments:
+        found.setdefault(a.component, {})[a.index] = a.machine
+    return {c: [by_index[i] for i in sorted(by_index)] for c, by_index in found.items()}

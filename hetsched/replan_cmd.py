@@ -1,0 +1,138 @@
+"""``hetsched replan TOPOLOGY``: a better plan for a running topology, applied by a drained re-placement."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hetsched.cli import app
+from hetsched.inventory import MetaKeys, executor_places, supervisor_rows
+from hetsched.ops_cmd import LEADER_TIMEOUT_S, JsonOption, NimbusOption, StormYamlOption, _cluster_state, _fail, read_declarations
+from hetsched.replan import (
+    BASE_LOAD_KEY,
+    ReplanError,
+    RunningPlacement,
+    current_evaluation_request,
+    gain,
+    over_task_counts,
+    placement_of_plan,
+    plan_request,
+    planner_cluster,
+)
+from observe.nimbus import NimbusError, connect
+from observe.replacement import ReplacementError, replace_drained
+from planner.client import URL_ENV, PlannerClient, PlannerClientError
+from topologies import conf as keys
+from topologies.errors import TopologyError
+
+console = Console()
+
+
+@app.command("replan")
+def replan(
+    name: str = typer.Argument(..., help="Name the topology runs under."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the current and the new plan and the predicted gain; change nothing."),
+    min_gain: float = typer.Option(0.10, "--min-gain", min=0.0, help="Apply the new plan only if its predicted input rate is at least this much higher (0.10: 10%)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="Planner strategy (default: the planner's best)."),
+    keep_counts: bool = typer.Option(False, "--keep-counts", help="Keep every component's executor count; only move executors."),
+    max_drain: Optional[float] = typer.Option(None, "--max-drain", min=0.0, help="Seconds to wait for in-flight tuples after deactivating (default: the topology's topology.message.timeout.secs)."),
+    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default: the topology's hetsched.planner.url, else http://127.0.0.1:8765)."),
+    nimbus: Optional[str] = NimbusOption,
+    storm_yaml: Optional[List[Path]] = StormYamlOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Plan a running topology again (new executor counts up to its task counts) and, if the predicted gain is worth
+    a restart, bind the plan and re-place the topology drained: deactivate, wait for acks, rebalance, activate."""
+    report: dict[str, Any] = {"topology": name}
+    try:
+        address, summary, nimbus_conf, local = _cluster_state(nimbus)
+        running = next((t for t in summary.topologies if t.name == name), None)
+        if running is None:
+            names = ", ".join(sorted(t.name for t in summary.topologies)) or "none"
+            raise TopologyError(f"no topology named {name!r} is running on Nimbus {address} (running: {names})")
+        rows = supervisor_rows(summary, read_declarations(storm_yaml or [], local), MetaKeys.from_nimbus_conf(nimbus_conf))
+        machine_of_host = {r.host: r.machine_id for r in rows if r.machine_id}
+        with connect(address, LEADER_TIMEOUT_S) as client:
+            info = client.topology_info(running.id)
+            topology_conf = client.topology_conf(running.id)
+        profiles = topology_conf.get(keys.PROFILES)
+        catalog_name = topology_conf.get(keys.TOPOLOGY)
+        if not profiles or not catalog_name:
+            raise ReplanError(f"topology {name!r} was not submitted for the planner (its conf lacks "
+                              f"{keys.PROFILES if not profiles else keys.TOPOLOGY}); submit it with `hetsched submit --profiles`")
+        from topologies.catalog import lookup, planner_topology
+
+        topology = planner_topology(lookup(catalog_name))
+        now = RunningPlacement.of(executor_places(info, machine_of_host))
+        url = planner or topology_conf.get(keys.PLANNER_URL)
+        with PlannerClient(url) as planner_client:
+            base_load = planner_client.get_profile_set(profiles).source.get(BASE_LOAD_KEY) or {}
+            cluster = planner_cluster(rows, base_load)
+            current = planner_client.evaluate(current_evaluation_request(topology, cluster, profiles, now))
+            capped: dict[str, int] = {}
+            fixed = now.executors if keep_counts else None
+            plan = planner_client.plan(plan_request(topology, cluster, profiles, capped, strategy, fixed))
+            while over := over_task_counts(plan, now.tasks):
+                capped.update(over)
+                plan = planner_client.plan(plan_request(topology, cluster, profiles, capped, strategy, fixed))
+            predicted_gain = gain(current.input_rate, plan.input_rate)
+            report.update(current_rate=current.input_rate, current_bottleneck=current.bottleneck,
+                          planned_rate=plan.input_rate, planned_bottleneck=plan.bottleneck, plan_id=plan.id,
+                          gain=predicted_gain, executors_now=now.executors, executors_planned=plan.instances,
+                          tasks=now.tasks, capped_at_tasks=capped, applied=False)
+            if not as_json:
+                _print_plans(name, now, current, plan, predicted_gain, capped)
+            apply = not dry_run and predicted_gain >= min_gain
+            if not dry_run and not apply:
+                report["why_not_applied"] = f"predicted gain {predicted_gain:+.1%} is below --min-gain {min_gain:.0%}"
+            if apply:
+                reason = f"hetsched replan: predicted {current.input_rate:.2f} -> {plan.input_rate:.2f} tuples/s ({predicted_gain:+.1%})"
+                planner_client.bind(name, plan.id, reason)
+        if apply:
+            with connect(address, LEADER_TIMEOUT_S) as client:
+                result = replace_drained(
+                    client, name, placement_of_plan(plan), machine_of_host, max_drain_s=max_drain,
+                    on_step=lambda step: None if as_json else console.print(f"{name}: {step}", highlight=False))
+            report.update(applied=True, replacement={**asdict(result), "failed_during_drain": result.failed_during_drain,
+                                                     "in_flight_at_rebalance": result.in_flight_at_rebalance})
+            if not as_json:
+                _print_replacement(result)
+    except (TopologyError, ReplanError, PlannerClientError, NimbusError, ReplacementError) as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        print(json.dumps(report, indent=2, default=str))
+    elif dry_run:
+        console.print("dry run: nothing changed", highlight=False)
+    elif not report["applied"]:
+        console.print(f"not applied: {report['why_not_applied']}", highlight=False)
+
+
+def _print_plans(name: str, now: RunningPlacement, current, plan, predicted_gain: float, capped: dict[str, int]) -> None:
+    table = Table(title=f"{name}: running placement against the new plan {plan.id}", title_justify="left")
+    for column in ("component", "executors now", "planned", "tasks", "machines now", "machines planned"):
+        table.add_column(column, justify="left" if column.startswith(("component", "machines")) else "right")
+    planned = placement_of_plan(plan)
+    for component, machines in now.machines.items():
+        table.add_row(component, str(len(machines)), str(plan.instances.get(component, "")), str(now.tasks[component]),
+                      ", ".join(machines), ", ".join(planned.get(component, [])))
+    console.print(table)
+    console.print(f"predicted input rate: now {current.input_rate:.2f} tuples/s (bottleneck {current.bottleneck}), "
+                  f"new plan {plan.input_rate:.2f} tuples/s (bottleneck {plan.bottleneck}): gain {predicted_gain:+.1%}",
+                  highlight=False)
+    if capped:
+        console.print(f"capped at their task counts (spare tasks: `hetsched submit --spare-tasks`): {capped}", highlight=False)
+
+
+def _print_replacement(result) -> None:
+    console.print(
+        f"re-placed {'drained' if result.drained else 'after the message timeout'} in {result.drain_s:.1f} s, placed by "
+        f"plan in {result.placed_s:.1f} s{'' if result.matches_plan else ' (NOT as the plan says: see hetsched placement)'}; "
+        f"executors {result.executors_before} -> {result.executors_after}; spout tuples failed during the drain: "
+        f"{result.failed_during_drain}, in flight when the workers stopped: {result.in_flight_at_rebalance}",
+        highlight=False)
+    console.print(f"scheduler: {result.scheduler_status}", highlight=False)
