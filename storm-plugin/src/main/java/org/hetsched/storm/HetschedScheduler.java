@@ -13,6 +13,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -70,6 +72,16 @@ public class HetschedScheduler implements IScheduler {
     private SchedulerSettings settings;
     private PlannerClient planner;
     private CircuitBreaker breaker;
+    private ReplanSettings replanSettings;
+    private Rebalancer rebalancer;
+    /** Supervisor ids of the last round (null before the first): a new id is a machine that joined or returned. */
+    private Map<String, String> seenSupervisors;
+    /** Supervisor ids gone since they were last seen, with their machine names (for statuses). */
+    private final Map<String, String> lostSupervisors = new HashMap<>();
+    /** Background requests for a better plan after a machine joined, by topology id. */
+    private final Map<String, UpgradeJob> upgrades = new ConcurrentHashMap<>();
+    /** When each topology was last re-placed onto a better plan (plugin clock, ms). */
+    private final Map<String, Long> lastReplaced = new HashMap<>();
 
     public HetschedScheduler() {
         this(System::currentTimeMillis, null);
@@ -80,13 +92,23 @@ public class HetschedScheduler implements IScheduler {
      * where planner requests run ({@code Runnable::run} runs them within the round; null: the plugin's own threads).
      */
     HetschedScheduler(LongSupplier nowMillis, Executor executor) {
+        this(nowMillis, executor, null);
+    }
+
+    /** For tests: also how Nimbus is asked to rebalance (null: Nimbus's own Thrift service). */
+    HetschedScheduler(LongSupplier nowMillis, Executor executor, Rebalancer rebalancer) {
         this.nowMillis = nowMillis;
         this.executor = executor;
+        this.rebalancer = rebalancer;
     }
 
     @Override
     public void prepare(Map<String, Object> conf, StormMetricsRegistry metricsRegistry) {
         settings = SchedulerSettings.fromConf(conf);
+        replanSettings = ReplanSettings.fromConf(conf);
+        if (rebalancer == null) {
+            rebalancer = Rebalancer.nimbus(conf);
+        }
         breaker = new CircuitBreaker(settings.breakerFailures(), settings.breakerBackoff(),
                 settings.breakerMaxBackoff(), nowMillis);
         if (executor == null) {
@@ -143,6 +165,7 @@ public class HetschedScheduler implements IScheduler {
     public void schedule(Topologies topologies, Cluster cluster) {
         long deadline = nowMillis.getAsLong() + settings.roundBudget().toMillis();
         forgetGone(topologies);
+        List<String> joined = noticeSupervisors(cluster);
         List<TopologyDetails> waiting = new ArrayList<>(cluster.needsSchedulingTopologies());
         waiting.sort(Comparator.comparing(TopologyDetails::getId));
         Map<TopologyDetails, Fallback> evenWithReason = new LinkedHashMap<>();
@@ -175,6 +198,15 @@ public class HetschedScheduler implements IScheduler {
 
         EvenScheduling.schedule(cluster, evenWithReason.keySet());
         evenWithReason.forEach((topology, fallback) -> placedEvenly(topology, cluster, fallback));
+
+        if (!joined.isEmpty()) {
+            for (TopologyDetails topology : topologies.getTopologies()) {
+                if (!answered.contains(topology.getId()) && !evenWithReason.containsKey(topology)) {
+                    startUpgrade(topology, cluster, joined);
+                }
+            }
+        }
+        applyUpgrades(topologies, cluster);
     }
 
     @Override
@@ -204,19 +236,36 @@ public class HetschedScheduler implements IScheduler {
     private record PlanJob(CompletableFuture<PlanAnswer> answer, long startedMillis) {
     }
 
+    /** Where a plan came from: asked afresh (or the conf's stored plan), bound to the topology, or a repair. */
+    private enum Source { PLANNED, BOUND, REPAIR }
+
     /** What a background request came back with: a plan, or the fault that kept it from one. */
-    private record PlanAnswer(Plan plan, PlanFault fault, Map<String, Double> baseLoad, long millis) {
+    private record PlanAnswer(Plan plan, PlanFault fault, Map<String, Double> baseLoad, long millis, Source source) {
     }
 
-    /** The inputs of a background request: a snapshot of the topology and cluster as this round sees them. */
-    private record PlanInputs(String topologyId, TopologySettings wanted, TopologyGraph graph, List<Machine> machines,
-                              Set<String> knownSupervisors) {
+    /**
+     * The inputs of a background request: a snapshot of the topology and cluster as this round sees them;
+     * {@code kept}: component, instance index, machine of the executors that still run (a repair when not empty).
+     */
+    private record PlanInputs(String topologyId, String topologyName, TopologySettings wanted, TopologyGraph graph,
+                              List<Machine> machines, Set<String> knownSupervisors,
+                              Map<String, Map<Integer, String>> kept) {
+    }
+
+    /** A background request for a better plan after machines joined. */
+    private record UpgradeJob(CompletableFuture<UpgradeAnswer> answer, long startedMillis, List<String> joined) {
+    }
+
+    /** The new plan and the predicted input rate of the placement running now (tuples/s), or the fault. */
+    private record UpgradeAnswer(Plan plan, double currentRate, PlanFault fault) {
     }
 
     /** Drops what is kept for topologies Nimbus no longer lists (killed); their answers are not needed. */
     private void forgetGone(Topologies topologies) {
         jobs.keySet().removeIf(id -> topologies.getById(id) == null);
         fellBack.keySet().removeIf(id -> topologies.getById(id) == null);
+        upgrades.keySet().removeIf(id -> topologies.getById(id) == null);
+        lastReplaced.keySet().removeIf(id -> topologies.getById(id) == null);
     }
 
     /** Starts a request for a topology that needs placing, unless one is under way; falls back where none can be. */
@@ -246,7 +295,8 @@ public class HetschedScheduler implements IScheduler {
                         + "); a later round asks the planner");
                 return;
             }
-            start(topology, cluster, wanted);
+            // a topology running evenly after a fallback is placed whole by plan; one placed by plan is repaired
+            start(topology, cluster, wanted, !fellBack.containsKey(topology.getId()));
         } catch (PlanFault fault) {
             fallBack(topology, cluster, fault, evenWithReason);
         }
@@ -259,19 +309,32 @@ public class HetschedScheduler implements IScheduler {
             return;
         }
         try {
-            start(topology, cluster, TopologySettings.fromConf(topology.getConf()));
+            start(topology, cluster, TopologySettings.fromConf(topology.getConf()), false);
         } catch (PlanFault fault) {
             fellBack.remove(topology.getId());
         }
     }
 
-    private void start(TopologyDetails topology, Cluster cluster, TopologySettings wanted) throws PlanFault {
+    /** {@code repair}: executors that still run stay where they are; only the others are placed. */
+    private void start(TopologyDetails topology, Cluster cluster, TopologySettings wanted, boolean repair)
+            throws PlanFault {
         List<Machine> machines = Machine.usableBy(cluster, topology.getId(), settings, wanted);
         if (machines.isEmpty()) {
             throw PlanFault.planDoesNotFit("no supervisor has a free worker slot");
         }
-        PlanInputs inputs = new PlanInputs(topology.getId(), wanted, TopologyGraph.of(topology), machines,
-                supervisorNames(cluster, settings.machineIdKey()));
+        TopologyGraph graph = TopologyGraph.of(topology);
+        Map<String, Map<Integer, String>> kept = new TreeMap<>();
+        if (repair) {
+            machinesByInstance(cluster, topology.getId(), graph, machines).forEach((component, names) -> {
+                for (int i = 0; i < names.size(); i++) {
+                    if (names.get(i) != null) {
+                        kept.computeIfAbsent(component, k -> new TreeMap<>()).put(i, names.get(i));
+                    }
+                }
+            });
+        }
+        PlanInputs inputs = new PlanInputs(topology.getId(), topology.getName(), wanted, graph, machines,
+                supervisorNames(cluster, settings.machineIdKey()), kept);
         CompletableFuture<PlanAnswer> answer;
         try {
             answer = CompletableFuture.supplyAsync(() -> plan(inputs), executor);
@@ -335,7 +398,8 @@ public class HetschedScheduler implements IScheduler {
             if (answer.fault() != null) {
                 throw answer.fault();
             }
-            String status = placeByPlan(topology, cluster, answer);
+            String status = answer.source() == Source.REPAIR ? placeRepair(topology, cluster, answer)
+                    : placeByPlan(topology, cluster, answer);
             fellBack.remove(topology.getId());
             cluster.setStatus(topology.getId(), STATUS + status);
         } catch (PlanFault fault) {
@@ -400,7 +464,8 @@ public class HetschedScheduler implements IScheduler {
         }
 
         boolean stored = wanted.planId() != null && wanted.planId().equals(plan.id());
-        String planName = plan.id() == null ? "unstored plan" : (stored ? "stored plan " : "plan ") + plan.id();
+        String planName = plan.id() == null ? "unstored plan"
+                : (answer.source() == Source.BOUND ? "bound plan " : stored ? "stored plan " : "plan ") + plan.id();
         String strategy = plan.strategy() == null ? "" : ", strategy " + plan.strategy();
         String status = "placed by planner (" + planName + strategy + ") on " + placement.supervisors()
                 + " supervisors in " + placement.workers().size() + " workers";
@@ -418,11 +483,34 @@ public class HetschedScheduler implements IScheduler {
         long started = nowMillis.getAsLong();
         TopologySettings wanted = in.wanted();
         try {
+            if (!in.kept().isEmpty()) {
+                if (wanted.profiles() == null) {
+                    throw PlanFault.topologyConf("a repair needs " + TopologySettings.PROFILES + " in the topology's conf");
+                }
+                Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
+                Plan repair = ask(() -> planner.requestRepair(
+                        PlanRequests.repair(json, in.graph(), in.machines(), wanted, baseLoad, in.kept())), true);
+                return new PlanAnswer(repair, null, baseLoad, nowMillis.getAsLong() - started, Source.REPAIR);
+            }
+            String bound = boundPlanId(in.topologyName());
+            if (bound != null) {
+                try {
+                    Plan plan = ask(() -> planner.fetchPlan(bound), true);
+                    PlanPlacement.place(plan, in.graph(), in.machines(), in.knownSupervisors(), wanted.maxExecutorsPerWorker());
+                    return new PlanAnswer(plan, null, Map.of(), nowMillis.getAsLong() - started, Source.BOUND);
+                } catch (PlanFault fault) {
+                    if (fault.countsAgainstPlanner() || fault.plannerUnavailable()) {
+                        throw fault;
+                    }
+                    LOG.info("hetsched: topology {}: the plan {} bound to it is not used ({})",
+                            in.topologyId(), bound, fault.reason());
+                }
+            }
             if (wanted.planId() != null) {
                 try {
                     Plan stored = ask(() -> planner.fetchPlan(wanted.planId()), true);
                     PlanPlacement.place(stored, in.graph(), in.machines(), in.knownSupervisors(), wanted.maxExecutorsPerWorker());
-                    return new PlanAnswer(stored, null, Map.of(), nowMillis.getAsLong() - started);
+                    return new PlanAnswer(stored, null, Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
                 } catch (PlanFault fault) {
                     if (wanted.profiles() == null || fault.countsAgainstPlanner() || fault.plannerUnavailable()) {
                         throw fault;
@@ -434,13 +522,225 @@ public class HetschedScheduler implements IScheduler {
             Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
             Plan plan = ask(() -> planner.requestPlan(
                     PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad)), true);
-            return new PlanAnswer(plan, null, baseLoad, nowMillis.getAsLong() - started);
+            return new PlanAnswer(plan, null, baseLoad, nowMillis.getAsLong() - started, Source.PLANNED);
         } catch (PlanFault fault) {
-            return new PlanAnswer(null, fault, Map.of(), nowMillis.getAsLong() - started);
+            return new PlanAnswer(null, fault, Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
         } catch (RuntimeException e) {
             LOG.warn("hetsched: asking the planner for topology {} failed unexpectedly", in.topologyId(), e);
             return new PlanAnswer(null, PlanFault.plannerFailed("asking the planner failed unexpectedly: " + e),
-                    Map.of(), nowMillis.getAsLong() - started);
+                    Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
+        }
+    }
+
+    /**
+     * The plan bound to the topology ({@code PUT /v1/assignments/{name}}, e.g. by {@code hetsched replan}), or null.
+     * A failure here is not the planner's last word: the plan calls that follow say what is wrong.
+     */
+    private String boundPlanId(String topologyName) {
+        if (topologyName == null || !breaker.allowsCall()) {
+            return null;
+        }
+        try {
+            return planner.fetchBoundPlanId(topologyName);
+        } catch (PlanFault fault) {
+            LOG.debug("hetsched: reading the plan bound to {} failed: {}", topologyName, fault.reason());
+            return null;
+        }
+    }
+
+    /**
+     * Places the executors a topology lost where the repair plan says, each executor still running left in its
+     * worker; returns the status.
+     */
+    private String placeRepair(TopologyDetails topology, Cluster cluster, PlanAnswer answer) throws PlanFault {
+        TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
+        List<Machine> machines = Machine.usableBy(cluster, topology.getId(), settings, wanted);
+        SchedulerAssignment assignment = cluster.getAssignmentById(topology.getId());
+        Set<ExecutorDetails> running = assignment == null ? Set.of() : new HashSet<>(assignment.getExecutors());
+        Map<String, List<Integer>> freePorts = new HashMap<>();
+        for (SupervisorDetails supervisor : cluster.getSupervisors().values()) {
+            freePorts.put(supervisor.getId(), cluster.getAvailablePorts(supervisor).stream().sorted().toList());
+        }
+        RepairPlacement.Result result = RepairPlacement.place(answer.plan(), TopologyGraph.of(topology), running,
+                machines, freePorts);
+        result.workers().forEach((slot, executors) -> cluster.assign(slot, topology.getId(), executors));
+        String gone = lostSupervisors.isEmpty() ? "" : " (gone: " + String.join(", ", new TreeSet<>(lostSupervisors.values())) + ")";
+        String status = "repaired at " + clockTime(nowMillis.getAsLong()) + " after losing executors" + gone + ": kept "
+                + result.kept() + " executors where they run, placed " + result.placed() + " by repair plan "
+                + answer.plan().id() + " on " + String.join(", ", result.machines());
+        LOG.info("hetsched: topology {} {}; asking the planner took {} ms", topology.getId(), status, answer.millis());
+        return status;
+    }
+
+    /** Component -> the machine name of each instance (executors in task order); null where not assigned. */
+    private static Map<String, List<String>> machinesByInstance(Cluster cluster, String topologyId, TopologyGraph graph,
+                                                                List<Machine> machines) {
+        Map<String, String> nameOf = new HashMap<>();
+        machines.forEach(m -> nameOf.put(m.id(), m.name()));
+        SchedulerAssignment assignment = cluster.getAssignmentById(topologyId);
+        Map<ExecutorDetails, WorkerSlot> slots = assignment == null ? Map.of() : assignment.getExecutorToSlot();
+        Map<String, List<String>> found = new TreeMap<>();
+        for (TopologyGraph.Component component : graph.components()) {
+            List<String> names = new ArrayList<>();
+            for (ExecutorDetails executor : component.executors()) {
+                WorkerSlot slot = slots.get(executor);
+                names.add(slot == null ? null : nameOf.getOrDefault(slot.getNodeId(), slot.getNodeId()));
+            }
+            found.put(component.id(), names);
+        }
+        return found;
+    }
+
+    /** The supervisors that joined (or returned) since the last round, by machine name; none in the first round. */
+    private List<String> noticeSupervisors(Cluster cluster) {
+        Map<String, String> now = new TreeMap<>();
+        cluster.getSupervisors().values().forEach(s -> now.put(s.getId(), machineName(s)));
+        List<String> joined = new ArrayList<>();
+        if (seenSupervisors != null) {
+            seenSupervisors.forEach((id, name) -> {
+                if (!now.containsKey(id) && !lostSupervisors.containsKey(id)) {
+                    LOG.warn("hetsched: supervisor {} ({}) is gone; executors that ran there are placed again, the "
+                            + "others stay where they run", id, name);
+                    lostSupervisors.put(id, name);
+                }
+            });
+            now.forEach((id, name) -> {
+                if (!seenSupervisors.containsKey(id)) {
+                    LOG.info("hetsched: supervisor {} ({}) joined; topologies running by plan are planned again on "
+                            + "the larger cluster", id, name);
+                    joined.add(name);
+                }
+            });
+        }
+        lostSupervisors.keySet().removeAll(now.keySet());
+        seenSupervisors = now;
+        return joined;
+    }
+
+    private String machineName(SupervisorDetails supervisor) {
+        if (supervisor.getSchedulerMeta() instanceof Map<?, ?> meta && meta.get(settings.machineIdKey()) != null) {
+            return meta.get(settings.machineIdKey()).toString().trim();
+        }
+        return supervisor.getId();
+    }
+
+    /** Asks, in the background, for a plan on the larger cluster and the predicted rate of the placement running now. */
+    private void startUpgrade(TopologyDetails topology, Cluster cluster, List<String> joined) {
+        String id = topology.getId();
+        SchedulerAssignment assignment = cluster.getAssignmentById(id);
+        if (planner == null || !TopologySettings.asksForPlanner(topology.getConf()) || assignment == null
+                || !cluster.getUnassignedExecutors(topology).isEmpty() || fellBack.containsKey(id)
+                || jobs.containsKey(id) || upgrades.containsKey(id) || !breaker.allowsCall()) {
+            return;
+        }
+        try {
+            TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
+            if (wanted.profiles() == null) {
+                return;
+            }
+            List<Machine> machines = Machine.usableBy(cluster, id, settings, wanted);
+            TopologyGraph graph = TopologyGraph.of(topology);
+            Map<String, List<String>> running = machinesByInstance(cluster, id, graph, machines);
+            CompletableFuture<UpgradeAnswer> answer = CompletableFuture.supplyAsync(
+                    () -> upgrade(graph, machines, wanted, running), executor);
+            upgrades.put(id, new UpgradeJob(answer, nowMillis.getAsLong(), List.copyOf(joined)));
+        } catch (PlanFault | RejectedExecutionException e) {
+            LOG.info("hetsched: topology {} is not planned again after supervisors joined: {}", id, e.getMessage());
+        }
+    }
+
+    private UpgradeAnswer upgrade(TopologyGraph graph, List<Machine> machines, TopologySettings wanted,
+                                  Map<String, List<String>> running) {
+        try {
+            Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
+            double now = ask(() -> planner.evaluate(
+                    PlanRequests.evaluation(json, graph, machines, wanted, baseLoad, running)), false);
+            com.fasterxml.jackson.databind.node.ObjectNode request = PlanRequests.build(json, graph, machines, wanted, baseLoad);
+            request.remove("plan_id");
+            Plan plan = ask(() -> planner.requestPlan(request), true);
+            return new UpgradeAnswer(plan, now, null);
+        } catch (PlanFault fault) {
+            return new UpgradeAnswer(null, Double.NaN, fault);
+        } catch (RuntimeException e) {
+            return new UpgradeAnswer(null, Double.NaN, PlanFault.plannerFailed("asking the planner failed unexpectedly: " + e));
+        }
+    }
+
+    /**
+     * Applies the answers about joined machines: a re-placement onto the new plan when its predicted gain reaches
+     * {@code hetsched.replan.min.gain} and the topology was not re-placed within {@code hetsched.replan.min.interval.secs}.
+     */
+    private void applyUpgrades(Topologies topologies, Cluster cluster) {
+        for (String id : new ArrayList<>(upgrades.keySet())) {
+            UpgradeJob job = upgrades.get(id);
+            TopologyDetails topology = topologies.getById(id);
+            if (job == null || !job.answer().isDone() || topology == null) {
+                continue;
+            }
+            upgrades.remove(id);
+            UpgradeAnswer answer = job.answer().join();
+            String joined = "supervisor" + (job.joined().size() > 1 ? "s " : " ") + String.join(", ", job.joined())
+                    + " joined at " + clockTime(job.startedMillis()) + ": ";
+            if (answer.fault() != null) {
+                LOG.warn("hetsched: topology {} keeps its placement; no plan for the larger cluster: {}", id,
+                        answer.fault().reason());
+                cluster.setStatus(id, STATUS + joined + "no plan for the larger cluster (" + answer.fault().reason()
+                        + "); kept as it runs");
+                continue;
+            }
+            Plan plan = answer.plan();
+            double gain = answer.currentRate() > 0 ? plan.inputRate() / answer.currentRate() - 1
+                    : (plan.inputRate() > 0 ? Double.POSITIVE_INFINITY : 0);
+            String figures = String.format(java.util.Locale.ROOT, "plan %s predicts %.2f tuples/s against %.2f now (%+.1f%%)",
+                    plan.id(), plan.inputRate(), answer.currentRate(), gain * 100);
+            long now = nowMillis.getAsLong();
+            Long last = lastReplaced.get(id);
+            String outcome;
+            if (!(gain >= replanSettings.minGain())) {
+                outcome = figures + ", below " + ReplanSettings.MIN_GAIN + " ("
+                        + Math.round(replanSettings.minGain() * 100) + "%): kept as it runs";
+            } else if (last != null && now - last < replanSettings.minInterval().toMillis()) {
+                outcome = figures + ", but it was re-placed at " + clockTime(last) + ", within "
+                        + ReplanSettings.MIN_INTERVAL_SECS + " (" + replanSettings.minInterval().toSeconds()
+                        + " s): kept as it runs";
+            } else if (plan.id() == null) {
+                outcome = figures + ", but the plan is not stored, so it cannot be bound: kept as it runs";
+            } else {
+                int wait = messageTimeoutSecs(topology.getConf());
+                outcome = figures + ": re-placing it drained (plan bound, rebalanced after " + wait + " s)";
+                lastReplaced.put(id, now);
+                rebalanceLater(topology.getName(), plan.id(), wait, figures);
+            }
+            LOG.info("hetsched: topology {}: {}{}", id, joined, outcome);
+            cluster.setStatus(id, STATUS + joined + outcome);
+        }
+    }
+
+    /** Binds the plan and asks Nimbus to rebalance, on a plugin thread: Nimbus's rebalance needs its scheduling lock. */
+    private void rebalanceLater(String topologyName, String planId, int waitSecs, String reason) {
+        Runnable rebalance = () -> {
+            try {
+                planner.bind(topologyName, planId, "hetsched plugin, machine joined: " + reason);
+                rebalancer.rebalance(topologyName, waitSecs);
+            } catch (Exception e) {
+                LOG.warn("hetsched: re-placing topology {} onto plan {} failed: {}", topologyName, planId, e.toString());
+            }
+        };
+        try {
+            CompletableFuture.runAsync(rebalance, executor);
+        } catch (RejectedExecutionException e) {
+            LOG.warn("hetsched: re-placing topology {} was refused by the plugin's threads: {}", topologyName, e.getMessage());
+        }
+    }
+
+    /** {@code topology.message.timeout.secs}: how long the rebalance keeps the topology deactivated to drain. */
+    private static int messageTimeoutSecs(Map<String, Object> conf) {
+        Object value = conf.get("topology.message.timeout.secs");
+        try {
+            return value == null ? 30 : Math.max(0, value instanceof Number n ? n.intValue()
+                    : (int) Double.parseDouble(value.toString().trim()));
+        } catch (NumberFormatException e) {
+            return 30;
         }
     }
 

@@ -13,11 +13,27 @@ import java.util.Map;
  * @param assignments  one entry per instance
  * @param machineTypes machine name to the machine type the plan was made for ({@code machines[].type}); empty when
  *                     the plan records none
+ * @param inputRate    the plan's predicted largest sustainable input rate R, tuples/s (NaN when it gives none)
  */
-public record Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes) {
+public record Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes,
+                   double inputRate) {
 
     public Plan(String id, String strategy, List<InstanceAssignment> assignments) {
         this(id, strategy, assignments, Map.of());
+    }
+
+    public Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes) {
+        this(id, strategy, assignments, machineTypes, Double.NaN);
+    }
+
+    /** The machine of instance {@code index} of {@code component}, or null when the plan does not place it. */
+    public String machineOf(String component, int index) {
+        for (InstanceAssignment a : assignments) {
+            if (a.component().equals(component) && a.index() == index) {
+                return a.machine();
+            }
+        }
+        return null;
     }
 
     /** Instance {@code index} of {@code component} runs on supervisor (or host) {@code machine}. */
@@ -45,8 +61,9 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
             }
             assignments.add(new InstanceAssignment(component.asText(), index.asInt(), machine.asText()));
         }
+        JsonNode rate = body.get("input_rate");
         return new Plan(text(body.get("id")), text(body.get("strategy")), List.copyOf(assignments),
-                machineTypes(body.get("machines")));
+                machineTypes(body.get("machines")), rate != null && rate.isNumber() ? rate.asDouble() : Double.NaN);
     }
 
     /** The {@code id -> type} of each machine a plan records; entries without both are skipped (the field is informative). */

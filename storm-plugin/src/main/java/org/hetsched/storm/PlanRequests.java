@@ -72,6 +72,41 @@ public final class PlanRequests {
         return request;
     }
 
+    /**
+     * The body of {@code POST /v1/repairs}: the topology with its executor counts, the cluster, and the instances that
+     * keep running where they are ({@code keep}: component, index, machine).
+     */
+    public static ObjectNode repair(ObjectMapper json, TopologyGraph graph, List<Machine> machines,
+                                    TopologySettings settings, Map<String, Double> baseLoad,
+                                    Map<String, Map<Integer, String>> kept) {
+        ObjectNode request = build(json, graph, machines, settings, baseLoad);
+        request.remove("strategy");
+        request.remove("plan_id");
+        ArrayNode keep = request.putArray("keep");
+        kept.forEach((component, instances) -> new TreeMap<>(instances).forEach((index, machine) ->
+                keep.addObject().put("component", component).put("index", index).put("machine", machine)));
+        return request;
+    }
+
+    /**
+     * The body of {@code POST /v1/evaluations} for the placement a topology runs in: {@code machineOf} gives each
+     * component's instance 0, 1, ... (its executors in task order).
+     */
+    public static ObjectNode evaluation(ObjectMapper json, TopologyGraph graph, List<Machine> machines,
+                                        TopologySettings settings, Map<String, Double> baseLoad,
+                                        Map<String, List<String>> machineOf) {
+        ObjectNode request = build(json, graph, machines, settings, baseLoad);
+        request.remove("strategy");
+        request.remove("plan_id");
+        ArrayNode assignments = request.putArray("assignments");
+        for (TopologyGraph.Component c : graph.components()) {
+            for (String machine : machineOf.getOrDefault(c.id(), List.of())) {
+                assignments.addObject().put("component", c.id()).put("machine", machine);
+            }
+        }
+        return request;
+    }
+
     /** Machine types seen among the supervisors: slots is the most ports a supervisor of the type has. */
     private static Map<String, MachineTypeSummary> summarize(List<Machine> machines) {
         Map<String, MachineTypeSummary> types = new TreeMap<>();

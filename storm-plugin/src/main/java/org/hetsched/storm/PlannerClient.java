@@ -64,6 +64,58 @@ public final class PlannerClient {
         return Plan.parse(call(request, "POST /v1/plans"));
     }
 
+    /**
+     * The id of the plan bound to a running topology by name ({@code GET /v1/assignments/{topology}}), or null when
+     * none is bound.
+     */
+    public String fetchBoundPlanId(String topologyName) throws PlanFault {
+        String path = "/v1/assignments/" + encode(topologyName);
+        try {
+            JsonNode binding = call(base(path).GET().build(), "GET " + path);
+            JsonNode planId = binding == null ? null : binding.get("plan_id");
+            return planId == null || !planId.isTextual() ? null : planId.asText();
+        } catch (PlanFault fault) {
+            if (fault.countsAgainstPlanner()) {
+                throw fault;
+            }
+            return null;
+        }
+    }
+
+    /** Binds a stored plan to a running topology ({@code PUT /v1/assignments/{topology}}). */
+    public void bind(String topologyName, String planId, String reason) throws PlanFault {
+        String path = "/v1/assignments/" + encode(topologyName);
+        String body = json.createObjectNode().put("plan_id", planId).put("reason", reason).toString();
+        call(base(path).header("Content-Type", "application/json")
+                .PUT(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8)).build(), "PUT " + path);
+    }
+
+    /** A repair: the request's {@code keep} instances stay, the others are placed ({@code POST /v1/repairs}). */
+    public Plan requestRepair(JsonNode repairRequest) throws PlanFault {
+        HttpRequest request = base("/v1/repairs")
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(repairRequest.toString(), StandardCharsets.UTF_8))
+                .build();
+        return Plan.parse(call(request, "POST /v1/repairs"));
+    }
+
+    /** The input rate (tuples/s) the planner predicts for a given placement ({@code POST /v1/evaluations}). */
+    public double evaluate(JsonNode evaluationRequest) throws PlanFault {
+        HttpRequest request = base("/v1/evaluations")
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(evaluationRequest.toString(), StandardCharsets.UTF_8))
+                .build();
+        JsonNode rate = call(request, "POST /v1/evaluations").get("input_rate");
+        if (rate == null || !rate.isNumber()) {
+            throw PlanFault.plannerFailed("malformed evaluation from the planner: no numeric 'input_rate'");
+        }
+        return rate.asDouble();
+    }
+
+    private static String encode(String name) {
+        return URLEncoder.encode(name, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
     /** Reads a plan the planner already stores. */
     public Plan fetchPlan(String planId) throws PlanFault {
         String path = "/v1/plans/" + URLEncoder.encode(planId, StandardCharsets.UTF_8).replace("+", "%20");

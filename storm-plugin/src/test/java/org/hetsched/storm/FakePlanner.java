@@ -68,6 +68,10 @@ final class FakePlanner implements AutoCloseable {
     private volatile Behaviour profileReadAnswer = call -> Answer.json(200, profileSetWithBaseLoad(
             call.path().substring(PROFILES.length()), null));
     private static final String PROFILES = "/v1/profiles/";
+    private static final String ASSIGNMENTS = "/v1/assignments/";
+    /** Plans bound to topologies by name, as {@code /v1/assignments/{topology}} keeps them. */
+    private final java.util.Map<String, String> bindings = new java.util.concurrent.ConcurrentHashMap<>();
+    private final List<Call> bindingCalls = Collections.synchronizedList(new ArrayList<>());
 
     FakePlanner(Behaviour behaviour) throws IOException {
         this.behaviour = behaviour;
@@ -106,6 +110,23 @@ final class FakePlanner implements AutoCloseable {
             source.set("machine_base_load", baseLoad);
         }
         return set;
+    }
+
+    /** Binds a plan to a topology as {@code PUT /v1/assignments/{topology}} would. */
+    void bind(String topologyName, String planId) {
+        bindings.put(topologyName, planId);
+    }
+
+    /** The plan bound to a topology, or null. */
+    String boundPlan(String topologyName) {
+        return bindings.get(topologyName);
+    }
+
+    /** Reads and writes of bindings ({@code /v1/assignments/...}), kept apart from {@link #calls()}. */
+    List<Call> bindingCalls() {
+        synchronized (bindingCalls) {
+            return List.copyOf(bindingCalls);
+        }
     }
 
     List<Call> calls() {
@@ -165,6 +186,19 @@ final class FakePlanner implements AutoCloseable {
         return plan;
     }
 
+    private Answer bindingAnswer(Call call) {
+        String topology = call.path().substring(ASSIGNMENTS.length());
+        if (call.method().equals("PUT")) {
+            bindings.put(topology, call.body().get("plan_id").asText());
+        }
+        String planId = bindings.get(topology);
+        if (planId == null) {
+            return Answer.raw(404, "{\"detail\": \"no plan is bound to topology '" + topology + "'\"}");
+        }
+        return Answer.json(200, JSON.createObjectNode().put("topology", topology).put("plan_id", planId)
+                .put("reason", "").put("created_at", "2026-01-01T00:00:00.000Z"));
+    }
+
     /** A plan request: answered 422 as the service would where it breaks {@link PlanRequestSchema}, before any behaviour. */
     private static boolean isPlanRequest(Call call) {
         return call.method().equals("POST") && call.path().equals("/v1/plans");
@@ -183,9 +217,11 @@ final class FakePlanner implements AutoCloseable {
             Call call = new Call(exchange.getRequestMethod(), exchange.getRequestURI().getPath(),
                     exchange.getRequestHeaders().getFirst("Authorization"), body);
             boolean profileRead = call.method().equals("GET") && call.path().startsWith(PROFILES);
-            (profileRead ? profileReads : calls).add(call);
+            boolean binding = call.path().startsWith(ASSIGNMENTS);
+            (profileRead ? profileReads : binding ? bindingCalls : calls).add(call);
             String fault = isPlanRequest(call) ? PlanRequestSchema.fault(call.body()) : null;
-            Answer answer = fault != null ? refusal(fault) : (profileRead ? profileReadAnswer : behaviour).answer(call);
+            Answer answer = fault != null ? refusal(fault)
+                    : binding ? bindingAnswer(call) : (profileRead ? profileReadAnswer : behaviour).answer(call);
             if (answer.delayMillis() > 0) {
                 try {
                     Thread.sleep(answer.delayMillis());
