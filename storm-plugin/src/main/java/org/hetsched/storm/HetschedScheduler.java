@@ -105,7 +105,7 @@ public class HetschedScheduler implements IScheduler {
     @Override
     public void prepare(Map<String, Object> conf, StormMetricsRegistry metricsRegistry) {
         settings = SchedulerSettings.fromConf(conf);
-        replanSettings = ReplanSettings.fromConf(conf);
+        replanSettings = SchedulerSettings.replanSettings(conf);
         if (rebalancer == null) {
             rebalancer = Rebalancer.nimbus(conf);
         }
@@ -697,11 +697,11 @@ public class HetschedScheduler implements IScheduler {
             Long last = lastReplaced.get(id);
             String outcome;
             if (!(gain >= replanSettings.minGain())) {
-                outcome = figures + ", below " + ReplanSettings.MIN_GAIN + " ("
+                outcome = figures + ", below " + SchedulerSettings.REPLAN_MIN_GAIN + " ("
                         + Math.round(replanSettings.minGain() * 100) + "%): kept as it runs";
             } else if (last != null && now - last < replanSettings.minInterval().toMillis()) {
                 outcome = figures + ", but it was re-placed at " + clockTime(last) + ", within "
-                        + ReplanSettings.MIN_INTERVAL_SECS + " (" + replanSettings.minInterval().toSeconds()
+                        + SchedulerSettings.REPLAN_MIN_INTERVAL_SECS + " (" + replanSettings.minInterval().toSeconds()
                         + " s): kept as it runs";
             } else if (plan.id() == null) {
                 outcome = figures + ", but the plan is not stored, so it cannot be bound: kept as it runs";

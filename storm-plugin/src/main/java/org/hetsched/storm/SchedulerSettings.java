@@ -61,6 +61,8 @@ public record SchedulerSettings(
     public static final String PLANNER_SLOW_MS = "hetsched.planner.slow.ms";
     public static final String ROUND_BUDGET_MS = "hetsched.round.budget.ms";
     public static final String PLANNER_CONCURRENCY = "hetsched.planner.concurrency";
+    public static final String REPLAN_MIN_GAIN = "hetsched.replan.min.gain";
+    public static final String REPLAN_MIN_INTERVAL_SECS = "hetsched.replan.min.interval.secs";
 
     /** What to do with a planner topology the planner could not place. */
     public enum Fallback {
@@ -125,6 +127,30 @@ public record SchedulerSettings(
                 slow,
                 Duration.ofMillis(positiveLong(conf, ROUND_BUDGET_MS, 300)),
                 (int) Math.min(64, positiveLong(conf, PLANNER_CONCURRENCY, 4)));
+    }
+
+    /** When a topology is re-placed onto a better plan after a machine joined (see {@link ReplanSettings}). */
+    public static ReplanSettings replanSettings(Map<String, Object> conf) {
+        double gain = nonNegative(conf, REPLAN_MIN_GAIN, 0.10);
+        double intervalSecs = nonNegative(conf, REPLAN_MIN_INTERVAL_SECS, 600);
+        return new ReplanSettings(gain, Duration.ofMillis((long) (intervalSecs * 1000)));
+    }
+
+    private static double nonNegative(Map<String, Object> conf, String key, double defaultValue) {
+        Object value = conf.get(key);
+        if (value == null) {
+            return defaultValue;
+        }
+        double parsed;
+        try {
+            parsed = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " must be a number, got '" + value + "'", e);
+        }
+        if (!(parsed >= 0) || Double.isInfinite(parsed)) {
+            throw new IllegalArgumentException(key + " must be a finite number of at least 0, got " + value);
+        }
+        return parsed;
     }
 
     public boolean hasPlanner() {

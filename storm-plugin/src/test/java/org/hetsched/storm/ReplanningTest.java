@@ -216,7 +216,7 @@ class ReplanningTest {
 
     @Test
     void aGainBelowTheThresholdKeepsTheTopologyAsItRuns() {
-        HetschedScheduler scheduler = scheduler(Map.of(ReplanSettings.MIN_GAIN, 0.10));
+        HetschedScheduler scheduler = scheduler(Map.of(SchedulerSettings.REPLAN_MIN_GAIN, 0.10));
         TopologyDetails linear = linearTopology();
         round(scheduler, linear);
         Map<ExecutorDetails, WorkerSlot> before = placement(round(scheduler, linear), "linear-1");
@@ -235,7 +235,7 @@ class ReplanningTest {
 
     @Test
     void aTopologyIsReplacedAtMostOncePerInterval() {
-        HetschedScheduler scheduler = scheduler(Map.of(ReplanSettings.MIN_INTERVAL_SECS, 600));
+        HetschedScheduler scheduler = scheduler(Map.of(SchedulerSettings.REPLAN_MIN_INTERVAL_SECS, 600));
         TopologyDetails linear = linearTopology();
         round(scheduler, linear);
 
@@ -270,10 +270,10 @@ class ReplanningTest {
     @Test
     void replanSettingsRefuseNonsense() {
         IllegalArgumentException fault = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-                () -> ReplanSettings.fromConf(Map.of(ReplanSettings.MIN_GAIN, "-0.1")));
+                () -> SchedulerSettings.replanSettings(Map.of(SchedulerSettings.REPLAN_MIN_GAIN, "-0.1")));
         assertEquals("hetsched.replan.min.gain must be a finite number of at least 0, got -0.1", fault.getMessage());
-        assertEquals(0.10, ReplanSettings.fromConf(Map.of()).minGain());
-        assertEquals(600, ReplanSettings.fromConf(Map.of()).minInterval().toSeconds());
+        assertEquals(0.10, SchedulerSettings.replanSettings(Map.of()).minGain());
+        assertEquals(600, SchedulerSettings.replanSettings(Map.of()).minInterval().toSeconds());
     }
 
     /** TopologyGraph.of without the checked exception, for assertions. */
