@@ -46,9 +46,12 @@ import org.slf4j.LoggerFactory;
  * <p>Enable in Nimbus's storm.yaml with {@code storm.scheduler: "org.hetsched.storm.HetschedScheduler"}
  * and {@code hetsched.planner.url}. A topology asks for the planner with {@code hetsched.profiles}
  * (or a stored {@code hetsched.plan.id}) in its conf; every other topology is scheduled as Storm's
- * DefaultScheduler would. Topologies that are already placed are never touched, except one placed
- * evenly because the planner was unavailable: it is re-placed by plan once the planner answers
- * (unless its conf sets {@code hetsched.replan.after.fallback: false}).
+ * DefaultScheduler would. A topology placed evenly because the planner was unavailable is re-placed by plan
+ * once the planner answers (unless its conf sets {@code hetsched.replan.after.fallback: false}). A topology placed
+ * by plan that lost executors (a machine or worker died) keeps the executors still running and has the lost ones
+ * placed by a repair plan; after a supervisor joins, a topology running by plan is planned again and re-placed by
+ * Nimbus's rebalance when the predicted gain reaches {@code hetsched.replan.min.gain}, at most once per
+ * {@code hetsched.replan.min.interval.secs}. A plan bound to the topology ({@code /v1/assignments}) is placed first.
  *
  * <p>Nimbus holds its scheduling lock during {@code schedule()}, so the planner is never asked on
  * Nimbus's thread: each round starts a background request per topology that needs a plan (one per
