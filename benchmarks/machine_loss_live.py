@@ -95,6 +95,8 @@ def main() -> int:
     parser.add_argument("--down", type=float, default=120.0, help="Seconds the machine stays down.")
     parser.add_argument("--after", type=float, default=150.0, help="Seconds watched after it returns.")
     parser.add_argument("--every", type=float, default=5.0)
+    parser.add_argument("--scheduler", default="plugin", choices=("plugin", "default", "resource_aware"),
+                        help="Nimbus's scheduler: the same scenario under Storm's own schedulers for comparison.")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.home.mkdir(parents=True, exist_ok=True)
@@ -106,7 +108,7 @@ def main() -> int:
             client.put_profile_set(profile_set)
         cluster = LocalCluster(load_spec(), home=args.home / "cluster", port_base=args.port_base)
         try:
-            cluster.up(scheduler="plugin", conf={
+            cluster.up(scheduler=args.scheduler, conf={
                 "hetsched.planner.url": service.url, "hetsched.planner.timeout.ms": 10000,
                 "hetsched.replan.min.interval.secs": 60, "nimbus.supervisor.timeout.secs": 20,
                 "nimbus.task.timeout.secs": 20}, timeout_s=420, allow_homogeneous=True, report=print)
@@ -118,8 +120,9 @@ def main() -> int:
             with Nimbus(address) as nimbus:
                 start = time.monotonic()
                 sampler = Sampler(nimbus, start)
-                while not sampler.sample("submitted" if not sampler.samples else None)["status"].startswith(
-                        "hetsched: placed by planner"):
+                placed = "hetsched: placed by planner" if args.scheduler == "plugin" else ""
+                while not sampler.sample("submitted" if not sampler.samples else None)["status"].startswith(placed) \
+                        or not nimbus.counts(nimbus.find(NAME).id).placed:
                     time.sleep(args.every)
                 until = time.monotonic() + args.warmup
                 while time.monotonic() < until:
@@ -151,7 +154,7 @@ def main() -> int:
                 record["nimbus_hetsched_log"] = f"not read: {exc}"
             cluster.down(purge=False)
             record["planner_log_tail"] = (args.home / "planner.log").read_text(errors="replace")[-4000:]
-    out = args.out / f"machine-loss-live-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+    out = args.out / f"machine-loss-live-{args.scheduler}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     out.write_text(json.dumps(record, indent=2, default=str) + "\n")
     print(out)
     return 0
