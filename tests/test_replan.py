@@ -1,9 +1,11 @@
 """`hetsched replan`'s decisions (hetsched.replan): the running placement, the cluster, task caps, the gain."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
+import yaml
 
 from hetsched.inventory import ExecutorPlace, SupervisorRow
 from hetsched.replan import (
@@ -69,3 +71,118 @@ def test_a_plan_over_the_task_counts_is_capped_and_evaluations_use_the_running_c
 def test_gain_is_relative_and_infinite_from_nothing():
     assert gain(10.0, 12.5) == pytest.approx(0.25)
     assert gain(0.0, 3.0) == math.inf and gain(0.0, 0.0) == 0.0
+
+
+# --- the command, against the session's real planner and a scripted Nimbus -------------------------------------
+
+from types import SimpleNamespace  # noqa: E402
+
+from typer.testing import CliRunner  # noqa: E402
+
+import hetsched.replan_cmd as replan_cmd  # noqa: E402
+from hetsched.cli import app  # noqa: E402
+from observe.nimbus import ClusterSummary, NimbusAddress, SupervisorSummary, TopologySummary  # noqa: E402
+from observe.replacement import ReplacementResult, SpoutTally  # noqa: E402
+
+_MACHINES = {"host-s": ("m-small-1", "small", 1), "host-m": ("m-medium-1", "medium", 2),
+             "host-l": ("m-large-1", "large", 4)}
+
+
+def _scripted(monkeypatch, tmp_path, profiles: str):
+    """Linear running with one executor per component (4 tasks each), all on the small machine."""
+    yamls = []
+    for host, (machine, mtype, cores) in _MACHINES.items():
+        path = tmp_path / f"{machine}.yaml"
+        path.write_text(yaml.safe_dump({"storm.local.hostname": host, "supervisor.scheduler.meta": {
+            "machine-id": machine, "machine-type": mtype, "cores": str(cores)}}))
+        yamls += ["--storm-yaml", str(path)]
+    summary = ClusterSummary("nimbus:6627", [SupervisorSummary(f"sup-{h}", h, 4, 1, 10, None, None) for h in _MACHINES],
+                             [TopologySummary("linear-1-1", "linear", "ACTIVE", 1, 5, 17, 60)])
+    monkeypatch.setattr(replan_cmd, "_cluster_state",
+                        lambda nimbus: (NimbusAddress("nimbus", 6627), summary, {}, None))
+    executors = [SimpleNamespace(component_id=c, executor_info=SimpleNamespace(task_start=t, task_end=t + 3),
+                                 host="host-s", port=6700, uptime_secs=60)
+                 for c, t in (("spout", 1), ("low", 5), ("mid", 9), ("high", 13))]
+
+    class FakeNimbus:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def topology_info(self, topology_id):
+            return SimpleNamespace(executors=executors, sched_status="hetsched: placed by planner")
+
+        def topology_conf(self, topology_id):
+            return {"hetsched.profiles": profiles, "hetsched.topology": "linear"}
+
+    monkeypatch.setattr(replan_cmd, "connect", lambda address, timeout: FakeNimbus())
+    return yamls
+
+
+def _profiles(planner_service) -> str:
+    from bench.profiles import load_profile_set
+
+    profile_set, _ = load_profile_set("default-cluster")
+    with planner_service.client() as client:
+        client.put_profile_set(profile_set)
+    return profile_set.name
+
+
+def test_a_dry_run_prints_both_predictions_and_changes_nothing(monkeypatch, tmp_path, planner_service):
+    profiles = _profiles(planner_service)
+    yamls = _scripted(monkeypatch, tmp_path, profiles)
+    monkeypatch.setattr(replan_cmd, "replace_drained", lambda *a, **k: pytest.fail("a dry run re-placed"))
+    result = CliRunner().invoke(app, ["replan", "linear", "--dry-run", "--json", "--planner", planner_service.url, *yamls])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["executors_now"] == {"spout": 1, "low": 1, "mid": 1, "high": 1}
+    assert report["tasks"] == {"spout": 4, "low": 4, "mid": 4, "high": 4}
+    assert all(n <= 4 for n in report["executors_planned"].values())
+    assert report["planned_rate"] > report["current_rate"] > 0
+    assert report["gain"] == pytest.approx(report["planned_rate"] / report["current_rate"] - 1)
+    assert report["applied"] is False
+    with planner_service.client() as client:
+        assert client.binding("linear") is None
+
+
+def test_a_worthwhile_plan_is_bound_and_replaced_drained(monkeypatch, tmp_path, planner_service):
+    profiles = _profiles(planner_service)
+    yamls = _scripted(monkeypatch, tmp_path, profiles)
+    asked = {}
+
+    def replaced(nimbus, name, wanted, machine_of_host, **kwargs):
+        asked.update(name=name, wanted=wanted, machine_of_host=machine_of_host)
+        tally = SpoutTally(100, 98, 0)
+        return ReplacementResult(name, {"high": 1}, {c: len(m) for c, m in wanted.items()}, tally,
+                                 SpoutTally(100, 100, 0), True, 3.0, 12.0, True, "hetsched: placed by planner (bound plan")
+
+    monkeypatch.setattr(replan_cmd, "replace_drained", replaced)
+    result = CliRunner().invoke(app, ["replan", "linear", "--json", "--min-gain", "0.10", "--planner",
+                                      planner_service.url, *yamls])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["applied"] is True and report["replacement"]["failed_during_drain"] == 0
+    assert asked["name"] == "linear" and asked["machine_of_host"]["host-l"] == "m-large-1"
+    assert {c: len(m) for c, m in asked["wanted"].items()} == report["executors_planned"]
+    with planner_service.client() as client:
+        assert client.binding("linear")["plan_id"] == report["plan_id"]
+
+
+def test_a_gain_below_the_minimum_is_not_applied(monkeypatch, tmp_path, planner_service):
+    profiles = _profiles(planner_service)
+    yamls = _scripted(monkeypatch, tmp_path, profiles)
+    monkeypatch.setattr(replan_cmd, "replace_drained", lambda *a, **k: pytest.fail("re-placed below the minimum gain"))
+    result = CliRunner().invoke(app, ["replan", "linear", "--json", "--min-gain", "1000", "--planner",
+                                      planner_service.url, *yamls])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["applied"] is False and "below --min-gain" in report["why_not_applied"]
+
+
+def test_a_topology_that_is_not_running_is_one_sentence(monkeypatch, tmp_path, planner_service):
+    yamls = _scripted(monkeypatch, tmp_path, "default-cluster")
+    result = CliRunner().invoke(app, ["replan", "nope", "--planner", planner_service.url, *yamls])
+    assert result.exit_code == 1
+    assert "no topology named 'nope' is running on Nimbus nimbus:6627 (running: linear)" in result.output
