@@ -70,6 +70,7 @@ public class HetschedScheduler implements IScheduler {
     private SchedulerSettings settings;
     private PlannerClient planner;
     private CircuitBreaker breaker;
+    private AliveHeartbeat heartbeat;
 
     public HetschedScheduler() {
         this(System::currentTimeMillis, null);
@@ -95,6 +96,7 @@ public class HetschedScheduler implements IScheduler {
         }
         if (settings.hasPlanner()) {
             planner = new PlannerClient(settings.plannerUrl(), settings.timeout(), settings.plannerToken(), json);
+            heartbeat = new AliveHeartbeat(planner, nowMillis);
             LOG.info("hetsched: planner at {} (timeout {} ms, fallback {}, machine type from scheduler meta '{}', {})",
                     settings.plannerUrl(), settings.timeout().toMillis(), settings.fallback(), settings.machineTypeKey(),
                     tokenSource(settings));
@@ -175,6 +177,9 @@ public class HetschedScheduler implements IScheduler {
 
         EvenScheduling.schedule(cluster, evenWithReason.keySet());
         evenWithReason.forEach((topology, fallback) -> placedEvenly(topology, cluster, fallback));
+        if (heartbeat != null) {
+            heartbeat.send(topologies);
+        }
     }
 
     @Override
@@ -186,6 +191,9 @@ public class HetschedScheduler implements IScheduler {
     public void cleanup() {
         if (ownExecutor != null) {
             ownExecutor.shutdownNow();
+        }
+        if (heartbeat != null) {
+            heartbeat.stop();
         }
     }
 
@@ -210,7 +218,7 @@ public class HetschedScheduler implements IScheduler {
 
     /** The inputs of a background request: a snapshot of the topology and cluster as this round sees them. */
     private record PlanInputs(String topologyId, TopologySettings wanted, TopologyGraph graph, List<Machine> machines,
-                              Set<String> knownSupervisors) {
+                              Set<String> knownSupervisors, TenantSettings tenant) {
     }
 
     /** Drops what is kept for topologies Nimbus no longer lists (killed); their answers are not needed. */
@@ -271,7 +279,7 @@ public class HetschedScheduler implements IScheduler {
             throw PlanFault.planDoesNotFit("no supervisor has a free worker slot");
         }
         PlanInputs inputs = new PlanInputs(topology.getId(), wanted, TopologyGraph.of(topology), machines,
-                supervisorNames(cluster, settings.machineIdKey()));
+                supervisorNames(cluster, settings.machineIdKey()), TenantSettings.fromConf(topology.getConf()));
         CompletableFuture<PlanAnswer> answer;
         try {
             answer = CompletableFuture.supplyAsync(() -> plan(inputs), executor);
@@ -433,7 +441,7 @@ public class HetschedScheduler implements IScheduler {
             }
             Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
             Plan plan = ask(() -> planner.requestPlan(
-                    PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad)), true);
+                    PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad, in.tenant())), true);
             return new PlanAnswer(plan, null, baseLoad, nowMillis.getAsLong() - started);
         } catch (PlanFault fault) {
             return new PlanAnswer(null, fault, Map.of(), nowMillis.getAsLong() - started);
@@ -490,6 +498,12 @@ public class HetschedScheduler implements IScheduler {
     private void fallBack(TopologyDetails topology, Cluster cluster, PlanFault fault,
                           Map<TopologyDetails, Fallback> evenWithReason) {
         String reason = fault.reason();
+        if (fault.notAdmitted()) {
+            LOG.warn("hetsched: topology {} left unscheduled: {}", topology.getId(), reason);
+            cluster.setStatus(topology.getId(), STATUS + "not admitted (" + reason + "); left unscheduled, the next "
+                    + "round asks again");
+            return;
+        }
         if (settings.fallback() == SchedulerSettings.Fallback.EVEN) {
             LOG.warn("hetsched: topology {} falls back to even scheduling: {}", topology.getId(), reason);
             boolean retry = fault.plannerUnavailable() && replanAllowed(topology);

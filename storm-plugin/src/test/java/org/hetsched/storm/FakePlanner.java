@@ -64,6 +64,8 @@ final class FakePlanner implements AutoCloseable {
     });
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
     private final List<Call> profileReads = Collections.synchronizedList(new ArrayList<>());
+    private final List<Call> heartbeats = Collections.synchronizedList(new ArrayList<>());
+    private volatile Answer heartbeatAnswer = Answer.raw(200, "{\"renewed\": [], \"released\": []}");
     private volatile Behaviour behaviour;
     private volatile Behaviour profileReadAnswer = call -> Answer.json(200, profileSetWithBaseLoad(
             call.path().substring(PROFILES.length()), null));
@@ -88,6 +90,13 @@ final class FakePlanner implements AutoCloseable {
     /** How reads of a profile set are answered (by default: a set with no machine base load). */
     void answerProfileReadsWith(Behaviour next) {
         profileReadAnswer = next;
+    }
+
+    /** The plugin's {@code POST /v1/tenants/alive} calls, kept apart from {@link #calls()}. */
+    List<Call> heartbeats() {
+        synchronized (heartbeats) {
+            return List.copyOf(heartbeats);
+        }
     }
 
     List<Call> profileReads() {
@@ -183,9 +192,11 @@ final class FakePlanner implements AutoCloseable {
             Call call = new Call(exchange.getRequestMethod(), exchange.getRequestURI().getPath(),
                     exchange.getRequestHeaders().getFirst("Authorization"), body);
             boolean profileRead = call.method().equals("GET") && call.path().startsWith(PROFILES);
-            (profileRead ? profileReads : calls).add(call);
+            boolean heartbeat = call.method().equals("POST") && call.path().equals("/v1/tenants/alive");
+            (profileRead ? profileReads : heartbeat ? heartbeats : calls).add(call);
             String fault = isPlanRequest(call) ? PlanRequestSchema.fault(call.body()) : null;
-            Answer answer = fault != null ? refusal(fault) : (profileRead ? profileReadAnswer : behaviour).answer(call);
+            Answer answer = fault != null ? refusal(fault)
+                    : heartbeat ? heartbeatAnswer : (profileRead ? profileReadAnswer : behaviour).answer(call);
             if (answer.delayMillis() > 0) {
                 try {
                     Thread.sleep(answer.delayMillis());
