@@ -106,3 +106,25 @@ def test_a_target_below_the_minimum_is_refused_naming_both(client):
     response = client.post("/v1/plans", json=tenant_request("x", min_rate=5, target_rate=2))
     assert response.status_code == 422
     assert "target_rate 2 is below min_rate 5" in response.json()["detail"]
+
+
+def test_the_ledger_and_priority_on_the_command_line(planner_service):
+    from typer.testing import CliRunner
+
+    from hetsched.cli import _register, app
+
+    _register()
+    runner = CliRunner()
+    with planner_service.http() as http:
+        plan(http, tenant_request("cli-first", priority=1, target_rate=20))
+        plan(http, tenant_request("cli-second", priority=4))
+    shown = runner.invoke(app, ["ledger", "--url", planner_service.url], env={"COLUMNS": "250"})
+    assert shown.exit_code == 0, shown.output
+    assert "cli-first" in shown.output and "cli-second" in shown.output and "free" in shown.output
+    changed = runner.invoke(app, ["priority", "cli-second", "0", "--no-replace", "--url", planner_service.url])
+    assert changed.exit_code == 0, changed.output
+    line = next(line for line in changed.output.splitlines() if line.startswith("cli-second: priority 0; shares changed:"))
+    assert "cli-second" in line.split(":", 2)[2]
+    missing = runner.invoke(app, ["priority", "nobody", "0", "--url", planner_service.url])
+    assert missing.exit_code == 1
+    assert "topology 'nobody' is not registered in the ledger" in missing.output
