@@ -21,6 +21,7 @@ from planner.ledger import (
     registration_of,
     with_own_types,
 )
+from planner.errors import PlanningError
 from planner.model import Cluster, Plan, PlanOptions, PlanRequest, ProfileEntry
 from planner.problem import compile_problem
 from planner.profiles import ProfileTable
@@ -82,9 +83,16 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
     now_shared = allocation_of(others, settings.share_mode, capacity)
     plan = reused
     if plan is None:
-        plan = await _plan_with_room(request, entries, used_by(now_shared), plan_on)
+        try:
+            plan = await _plan_with_room(request, entries, used_by(now_shared), plan_on)
+        except PlanningError:
+            plan = None  # what the others use now cannot host it; what their minimums leave may
         if plan is None or plan.input_rate < request.tenant.min_rate:
-            squeezed = await _plan_with_room(request, entries, used_by(now_shared, others), plan_on)
+            try:
+                squeezed = await _plan_with_room(request, entries, used_by(now_shared, others), plan_on)
+            except PlanningError as exc:
+                raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: what the other "
+                                   f"tenants' minimum rates leave cannot host it ({exc})") from None
             if squeezed is not None and (plan is None or squeezed.input_rate > plan.input_rate):
                 plan = squeezed
         if plan is None:
