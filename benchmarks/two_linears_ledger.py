@@ -31,6 +31,8 @@ from rich.table import Table  # noqa: E402
 
 from bench import measure  # noqa: E402
 from bench.planner_service import PlannerService  # noqa: E402
+from bench.schedulers import common_conf
+from bench.settings import BenchSettings
 from bench.profiles import fill_pass_through_alphas, load_profile_set  # noqa: E402
 from cluster.handle import LocalClusterHandle  # noqa: E402
 from cluster.local import LocalCluster  # noqa: E402
@@ -76,6 +78,10 @@ def main() -> int:
     parser.add_argument("--minimums", default="15,10", help="Minimum rates of the two copies (tuples/s).")
     parser.add_argument("--third-min", type=float, default=20.0, help="Minimum rate of the copy that should be refused.")
     parser.add_argument("--skip-before", action="store_true", help="Only the ledger phases.")
+    parser.add_argument("--alone-first", action="store_true",
+                        help="Measure the first copy alone before the second is submitted (a control).")
+    parser.add_argument("--slots", type=int, default=3,
+                        help="Worker slots per machine (the default spec's 2 leave none for a third copy to be refused by the planner).")
     args = parser.parse_args()
     targets = [float(x) for x in args.targets.split(",")]
     minimums = [float(x) for x in args.minimums.split(",")]
@@ -88,13 +94,17 @@ def main() -> int:
     work = Path("/tmp/s5-tenants/run")
     work.mkdir(parents=True, exist_ok=True)
     spec = load_spec()
+    spec = spec.model_copy(update={"machine_types": [t.model_copy(update={"slots": args.slots}) for t in spec.machine_types]})
     profile_set, _ = load_profile_set(PROFILES)
     profile_set, _ = fill_pass_through_alphas(profile_set, ["linear"])
     base_load = machine_base_load(profile_set)
+    run_conf = common_conf(BenchSettings(out_dir=str(work)))
+    """The bench's topology conf (even shuffle, as the model assumes; acking; stats of every tuple)."""
     entry = lookup("linear")
     service = PlannerService(work / "planner.db", work / "planner.log")
     cluster = LocalCluster(spec, home=args.home, port_base=args.port_base)
     started = time.monotonic()
+    console.print(f"topology conf of every copy: {json.dumps(run_conf, sort_keys=True)}; {args.slots} slots per machine")
     console.print(f"two Linears with the ledger; {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; "
                   f"load average {' '.join(f'{x:.2f}' for x in __import__('os').getloadavg())}")
     try:
@@ -120,7 +130,7 @@ def main() -> int:
             console.rule("before: both copies placed by the plan made for Linear alone, no ledger, unpaced")
             for c in copies:
                 submit(SubmitRequest("linear", name=c.name, plan_id=alone.id, profiles=profile_set.name,
-                                     planner_url=url, conf={keys.STATS_SAMPLE_RATE: 1.0}), address)
+                                     planner_url=url, conf={**run_conf}), address)
             wait_running(address, [c.name for c in copies], entry)
             rates, cpu = measure_window(address, handle, machines, [c.name for c in copies], entry, args)
             predicted = {c.name: alone.input_rate for c in copies}
@@ -130,11 +140,17 @@ def main() -> int:
             kill_all(address, [c.name for c in copies])
 
         console.rule("after: both copies planned by the plugin as tenants (ledger), each paced at its target")
-        for c in copies:
+        for i, c in enumerate(copies):
             submit(SubmitRequest("linear", name=c.name, parallelism=parallelism, rate=c.target_rate,
                                  profiles=profile_set.name, planner_url=url,
-                                 conf={**c.tenant_conf(), keys.STATS_SAMPLE_RATE: 1.0}), address)
+                                 conf={**c.tenant_conf(), **run_conf}), address)
             wait_running(address, [c.name], entry)
+            if i == 0 and args.alone_first:
+                with PlannerClient(url) as client:
+                    first = client.ledger()
+                rates, cpu = measure_window(address, handle, machines, [c.name], entry, args)
+                report(console, "control: the first copy alone", ledger_rates(first), rates,
+                       ledger_machines(first, machines, base_load), cpu)
         with PlannerClient(url) as client:
             ledger = client.ledger()
         for table in ledger_tables(ledger):
@@ -146,7 +162,7 @@ def main() -> int:
         console.rule(f"admission: {third.name} (priority {third.priority}) asks for a minimum of {third.min_rate:g} tuples/s")
         submit(SubmitRequest("linear", name=third.name, parallelism=parallelism, rate=third.target_rate,
                              profiles=profile_set.name, planner_url=url,
-                             conf={**third.tenant_conf(), keys.STATS_SAMPLE_RATE: 1.0}), address)
+                             conf={**third.tenant_conf(), **run_conf}), address)
         refused_status = wait_status(address, third.name, "not admitted")
         console.print(f"{third.name}'s scheduler status: {refused_status}")
         with connect(address) as nimbus:
