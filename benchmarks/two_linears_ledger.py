@@ -31,8 +31,8 @@ from rich.table import Table  # noqa: E402
 
 from bench import measure  # noqa: E402
 from bench.planner_service import PlannerService  # noqa: E402
-from bench.schedulers import common_conf
-from bench.settings import BenchSettings
+from bench.schedulers import common_conf  # noqa: E402
+from bench.settings import BenchSettings  # noqa: E402
 from bench.profiles import fill_pass_through_alphas, load_profile_set  # noqa: E402
 from cluster.handle import LocalClusterHandle  # noqa: E402
 from cluster.local import LocalCluster  # noqa: E402
@@ -45,7 +45,6 @@ from planner.client import PlannerClient  # noqa: E402
 from planner.ledger import Ledger  # noqa: E402
 from planner.model import PlanRequest, ProfileRef  # noqa: E402
 from planner.profiles import machine_base_load  # noqa: E402
-from topologies import conf as keys  # noqa: E402
 from topologies.catalog import lookup, planner_topology  # noqa: E402
 from topologies.measure import roles  # noqa: E402
 from topologies.submission import SubmitRequest  # noqa: E402
