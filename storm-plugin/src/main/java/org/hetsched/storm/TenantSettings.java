@@ -15,12 +15,16 @@ import java.util.Map;
  */
 public record TenantSettings(int priority, double minRate, Double targetRate) {
     public static final String PRIORITY = "topology.priority";
-    public static final String MIN_RATE = "hetsched.min.rate";
-    public static final String TARGET_RATE = "hetsched.target.rate";
+    public static final String MIN_RATE = TopologySettings.MIN_RATE;
+    public static final String TARGET_RATE = TopologySettings.TARGET_RATE;
     public static final int DEFAULT_PRIORITY = 29;
 
     /** Reads the three keys; a malformed value is a {@link PlanFault} naming the key. */
     public static TenantSettings fromConf(Map<String, Object> conf) throws PlanFault {
+        return TopologySettings.tenantOf(conf);
+    }
+
+    static TenantSettings of(Map<String, Object> conf, double minRate, Double targetRate) throws PlanFault {
         int priority = DEFAULT_PRIORITY;
         Object raw = conf.get(PRIORITY);
         if (raw != null) {
@@ -33,30 +37,10 @@ public record TenantSettings(int priority, double minRate, Double targetRate) {
                 throw PlanFault.topologyConf(PRIORITY + " must be 0 (most important) or more, got " + priority);
             }
         }
-        double minRate = rate(conf, MIN_RATE, true);
-        Double targetRate = conf.get(TARGET_RATE) == null ? null : rate(conf, TARGET_RATE, false);
         if (targetRate != null && targetRate < minRate) {
             throw PlanFault.topologyConf(TARGET_RATE + " (" + targetRate + ") is below " + MIN_RATE + " (" + minRate + ")");
         }
         return new TenantSettings(priority, minRate, targetRate);
-    }
-
-    private static double rate(Map<String, Object> conf, String key, boolean zeroAllowed) throws PlanFault {
-        Object value = conf.get(key);
-        if (value == null) {
-            return 0.0;
-        }
-        double d;
-        try {
-            d = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
-        } catch (NumberFormatException e) {
-            d = Double.NaN;
-        }
-        if (!Double.isFinite(d) || d < 0 || (!zeroAllowed && d == 0)) {
-            throw PlanFault.topologyConf(key + " must be a " + (zeroAllowed ? "non-negative" : "positive")
-                    + " number of tuples/s, got '" + value + "'");
-        }
-        return d;
     }
 
     /** The plan request's {@code tenant} object. */
