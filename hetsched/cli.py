@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "hetsched.serve_cmd",  # planning service: hetsched serve
     "hetsched.profiles_cmd",  # planning service: hetsched profiles put|get|list|versions|delete
     "hetsched.plans_cmd",  # planning service: hetsched plans get|delete
+    "hetsched.tenants_cmd",  # planning service: hetsched ledger|priority (topologies sharing the cluster)
     "hetsched.topology_cmd",  # topologies: hetsched submit|kill|topologies|counts (imports streamparse)
     "hetsched.ops_cmd",  # operating a cluster: hetsched supervisors|placement (imports streamparse)
     "hetsched.replan_cmd",  # re-planning a running topology: hetsched replan (imports streamparse)

@@ -21,6 +21,7 @@ from planner.service.settings import (
     DEFAULT_PORT,
     DEFAULT_QUEUE_WAIT_S,
     DEFAULT_TIME_LIMIT_S,
+    DEFAULT_TENANT_TTL_S,
     KEEP_PLANS_DAYS_ENV,
     KEEP_PROFILE_VERSIONS_ENV,
     MAX_LP_CELLS_ENV,
@@ -29,6 +30,7 @@ from planner.service.settings import (
     SizeLimit,
 )
 from planner.storage import DB_ENV, StorageError, default_db_path
+from planner.tenancy import SHARE_MODES
 
 log = logging.getLogger("hetsched.service")
 
@@ -113,6 +115,8 @@ def serve(
         None, min=1, envvar=KEEP_PROFILE_VERSIONS_ENV,
         help="Keep only the newest N versions of each profile set, plus those stored plans name [default: keep all]."),
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port whose cluster the /ui page shows live (supervisors, topologies, executors)."),
+    tenant_ttl_s: float = typer.Option(DEFAULT_TENANT_TTL_S, min=0.001, help="Release a ledger registration without a heartbeat for this long, seconds."),
+    share_mode: str = typer.Option("weighted", help="How topologies share what their minimums leave: weighted (by priority, nobody starved) or strict (higher priority first)."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
     """Run the planning service: the HTTP API of docs/api.md (docs at /docs, schema at /openapi.json) and a page of plans at /ui."""
@@ -132,12 +136,14 @@ def serve(
                 "profile sets; give --token-file (or --token), or --insecure-no-token if you mean it")
     if nimbus is not None:
         nimbus = _nimbus_address(nimbus)
+    if share_mode not in SHARE_MODES:
+        _refuse(f"--share-mode must be one of {', '.join(SHARE_MODES)}, not {share_mode!r}")
     settings = ServiceSettings(
         db_path=db or default_db_path(), token=token or None,
         max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
         max_size=SizeLimit(placement_cells=max_components_x_machines, lp_cells=max_components2_x_types),
         keep_plans_days=keep_plans_days, keep_profile_versions=keep_profile_versions,
-        nimbus=nimbus,
+        nimbus=nimbus, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
     )
     try:
         service = create_app(settings)

@@ -12,6 +12,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from planner.ledger import Ledger, PriorityAnswer
 from planner.model import (
     Evaluation,
     EvaluationRequest,
@@ -121,6 +122,15 @@ class PlannerClient:
 
     def profile_set_names(self) -> list[str]:
         return list(self._call("GET", "/v1/profiles").json()["profiles"])
+
+    def ledger(self) -> Ledger:
+        """Every topology sharing the cluster, its share, and each machine's load and room."""
+        return self._parse(Ledger, self._call("GET", "/v1/ledger"))
+
+    def set_priority(self, topology: str, priority: int) -> PriorityAnswer:
+        """Change a tenant's priority; the answer names the topologies whose share changed."""
+        return self._parse(PriorityAnswer, self._call("PUT", f"/v1/tenants/{quote(topology, safe='')}/priority",
+                                                      json={"priority": priority}))
 
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:

@@ -189,6 +189,20 @@ class PlanOptions(_Model):
     time_limit_s: PositiveFloat | None = Field(default=None, description="Seconds every strategy may compute (optimal stops its exact search then); the service caps it at its --time-limit-s.")
 
 
+class TenantSpec(_Model):
+    """What a topology asks when it shares the cluster (docs/model.md, "Many topologies")."""
+
+    priority: int = Field(default=29, ge=0, le=10_000, description="Storm's topology.priority: 0 most important, default 29.")
+    min_rate: NonNegativeFloat = Field(default=0.0, description="Guaranteed input rate, tuples/s: refused admission if it does not fit.")
+    target_rate: PositiveFloat | None = Field(default=None, description="The input rate it wants at most, tuples/s; none: all it can get.")
+
+    @model_validator(mode="after")
+    def _target_not_below_min(self) -> TenantSpec:
+        if self.target_rate is not None and self.target_rate < self.min_rate:
+            raise ValueError(f"target_rate {self.target_rate:g} is below min_rate {self.min_rate:g}")
+        return self
+
+
 class PlanRequest(_Model):
     topology: Topology
     cluster: Cluster
@@ -200,6 +214,11 @@ class PlanRequest(_Model):
         description="A stored plan (e.g. the one written in the topology's config): if it fits this request "
         "(same topology, components and instance counts, its machines in the cluster), its placement is re-evaluated "
         "and returned under its id instead of planning afresh.",
+    )
+    tenant: TenantSpec | None = Field(
+        default=None,
+        description="The topology shares the cluster: planned on what the other registered tenants leave, admitted "
+        "only if its min_rate fits, and registered in the ledger (GET /v1/ledger).",
     )
 
 

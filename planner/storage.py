@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.ledger import TenantRecord
 from planner.model import Plan, ProfileSet, ProfileSetVersion
 
 DB_ENV = "HETSCHED_DB"
@@ -76,6 +77,16 @@ CREATE TABLE IF NOT EXISTS bindings (
 )
 """
 """The plan bound to each running topology by name (``/v1/assignments``); made at open, so no schema change."""
+
+
+_TENANTS_TABLE = """
+CREATE TABLE IF NOT EXISTS tenants (
+    topology TEXT PRIMARY KEY,
+    heartbeat_at REAL NOT NULL,
+    body TEXT NOT NULL
+)
+"""
+"""The ledger's registrations (planner.ledger.TenantRecord as JSON); made at open, so no schema number changes."""
 
 
 PRIVATE_FILE_MODE = 0o600
@@ -183,6 +194,7 @@ class Storage:
         self._migrate()
         with self._transaction() as db:
             db.execute(_BINDINGS)
+            db.execute(_TENANTS_TABLE)
 
     def close(self) -> None:
         with self._lock:
@@ -400,3 +412,41 @@ class Storage:
             log.info("deleted %d old version%s of profile set %s (keeping the newest %d and those plans name)",
                      dropped, "s" if dropped > 1 else "", name, keep)
         return dropped
+
+    # --- the ledger's tenants --------------------------------------------------------------------
+
+    def put_tenant(self, record: TenantRecord) -> None:
+        """Register (or replace) a topology's share of the cluster."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO tenants (topology, heartbeat_at, body) VALUES (?, ?, ?)",
+                       (record.topology, record.heartbeat_at, record.model_dump_json()))
+
+    def tenants(self, expire_before: float | None = None) -> list[TenantRecord]:
+        """Every registration, after deleting those whose last heartbeat is older than ``expire_before`` (epoch s)."""
+        with self._transaction() as db:
+            if expire_before is not None:
+                gone = db.execute("DELETE FROM tenants WHERE heartbeat_at < ?", (expire_before,)).rowcount
+                if gone:
+                    log.info("released %d tenant%s without a heartbeat", gone, "s" if gone > 1 else "")
+            rows = db.execute("SELECT body FROM tenants ORDER BY topology").fetchall()
+        return [TenantRecord.model_validate_json(body) for (body,) in rows]
+
+    def delete_tenant(self, topology: str) -> bool:
+        with self._transaction() as db:
+            return db.execute("DELETE FROM tenants WHERE topology = ?", (topology,)).rowcount > 0
+
+    def alive_tenants(self, alive: list[str], now: float) -> tuple[list[str], list[str]]:
+        """Renew the heartbeat of the listed registrations and release every other; (renewed, released)."""
+        wanted = set(alive)
+        renewed, released = [], []
+        with self._transaction() as db:
+            for topology, body in db.execute("SELECT topology, body FROM tenants ORDER BY topology").fetchall():
+                if topology in wanted:
+                    record = TenantRecord.model_validate_json(body).model_copy(update={"heartbeat_at": now})
+                    db.execute("UPDATE tenants SET heartbeat_at = ?, body = ? WHERE topology = ?",
+                               (now, record.model_dump_json(), topology))
+                    renewed.append(topology)
+                else:
+                    db.execute("DELETE FROM tenants WHERE topology = ?", (topology,))
+                    released.append(topology)
+        return renewed, released

@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 
 from planner.service.errors import ERROR_RESPONSES, install_error_handlers
 from planner.service.guards import PROTECTED_PREFIX, BearerToken, BodySizeLimit
-from planner.service.routers import assignments, evaluations, health, plans, profiles, repairs, ui
+from planner.service.routers import assignments, evaluations, health, plans, profiles, repairs, tenants, ui
 from planner.service.routers.health import service_version
 from planner.service.settings import ServiceSettings
 from planner.service.workers import PlanningPool
@@ -55,7 +55,7 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     app.state.storage = storage
 
     app.include_router(health.router)
-    for module in (plans, evaluations, profiles, assignments, repairs, ui):
+    for module in (plans, evaluations, profiles, assignments, repairs, tenants, ui):
         app.include_router(module.router, responses=_documented_errors(settings))
     install_error_handlers(app)
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.storage import Retention, default_db_path
+from planner.tenancy import ShareMode
 
 KEEP_PLANS_DAYS_ENV = "HETSCHED_KEEP_PLANS_DAYS"
 KEEP_PROFILE_VERSIONS_ENV = "HETSCHED_KEEP_PROFILE_VERSIONS"
@@ -14,6 +15,8 @@ DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY_MB = 10.0
 DEFAULT_TIME_LIMIT_S = 10.0
 DEFAULT_QUEUE_WAIT_S = 60.0
+DEFAULT_TENANT_TTL_S = 60.0
+"""Six of Nimbus's default 10 s scheduling rounds: the plugin renews every registration each round."""
 MAX_PLACEMENT_CELLS_ENV = "HETSCHED_MAX_COMPONENTS_X_MACHINES"
 MAX_LP_CELLS_ENV = "HETSCHED_MAX_COMPONENTS2_X_TYPES"
 
@@ -44,6 +47,8 @@ class ServiceSettings:
     ``small_size``: requests up to it plan in their own lane, never behind large ones.
     ``keep_plans_days`` / ``keep_profile_versions``: what the service deletes on its own
     (:class:`planner.storage.Retention`); None keeps everything.
+    ``tenant_ttl_s``: a ledger registration without a heartbeat (``POST /v1/tenants/alive``) for this long is released.
+    ``share_mode``: how tenants share what their minimums leave, ``weighted`` or ``strict`` (planner.tenancy).
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
     """
 
@@ -57,6 +62,8 @@ class ServiceSettings:
     small_size: SizeLimit = SMALL_SIZE
     keep_plans_days: float | None = None
     keep_profile_versions: int | None = None
+    tenant_ttl_s: float = DEFAULT_TENANT_TTL_S
+    share_mode: ShareMode = "weighted"
 
     @property
     def retention(self) -> Retention:

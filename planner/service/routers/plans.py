@@ -23,6 +23,7 @@ from planner.service.planning import (
     stored_plan_fits,
 )
 from planner.service.settings import ServiceSettings
+from planner.service.tenants import plan_tenant
 from planner.service.workers import PlanningPool
 from planner.storage import Storage
 from planner.strategies import DEFAULT_STRATEGY
@@ -55,7 +56,9 @@ async def create_plan(
         planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
         profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
         plan = await _reuse(request, profiles, options, storage, planner)
-        if plan is None:
+        if request.tenant is not None:
+            plan = await _plan_tenant(request, profiles, plan, options, storage, settings, planner)
+        elif plan is None:
             fresh = await planner.plan(request.topology, request.cluster, profiles.entries, request.strategy, options)
             plan = await anyio.to_thread.run_sync(storage.save_plan, fresh.model_copy(update={"profiles": profiles.ref}))
     except (PlanningError, ServiceError) as exc:
@@ -103,6 +106,20 @@ async def _reuse(request: PlanRequest, profiles: ResolvedProfiles, options: Plan
                                         options)
     return Plan(**evaluation.model_dump(exclude={"stats"}), id=stored.id, strategy=stored.strategy, profiles=profiles.ref,
                 stats={**evaluation.stats, "reused_plan": True, "placed_afresh": sorted(uncovered)})
+
+
+async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused: Plan | None, options: PlanOptions,
+                       storage: Storage, settings: ServiceSettings, planner: Planner) -> Plan:
+    """A plan on what the other tenants leave, stored and registered in the ledger (409 when not admitted)."""
+    async def plan_on(cluster, entries):
+        return await planner.plan(request.topology, cluster, entries, request.strategy, options)
+
+    plan, record = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings)
+    plan = await anyio.to_thread.run_sync(storage.save_plan, plan.model_copy(update={"profiles": plan.profiles or profiles.ref}))
+    await anyio.to_thread.run_sync(storage.put_tenant, record.model_copy(update={"plan_id": plan.id}))
+    log.info("tenant %s registered: plan %s, rate %s tuples/s, priority %d", record.topology, plan.id,
+             plan.stats["tenancy"]["rate"], record.priority)
+    return plan
 
 
 @router.get("/{plan_id}", response_model=Plan, responses={404: {"model": ErrorBody, "description": "No plan has this id."}})

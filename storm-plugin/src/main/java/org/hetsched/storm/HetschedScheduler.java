@@ -85,6 +85,7 @@ public class HetschedScheduler implements IScheduler {
     private final Map<String, UpgradeJob> upgrades = new ConcurrentHashMap<>();
     /** When each topology was last re-placed onto a better plan (plugin clock, ms). */
     private final Map<String, Long> lastReplaced = new HashMap<>();
+    private AliveHeartbeat heartbeat;
 
     public HetschedScheduler() {
         this(System::currentTimeMillis, null);
@@ -120,6 +121,7 @@ public class HetschedScheduler implements IScheduler {
         }
         if (settings.hasPlanner()) {
             planner = new PlannerClient(settings.plannerUrl(), settings.timeout(), settings.plannerToken(), json);
+            heartbeat = new AliveHeartbeat(planner, nowMillis);
             LOG.info("hetsched: planner at {} (timeout {} ms, fallback {}, machine type from scheduler meta '{}', {})",
                     settings.plannerUrl(), settings.timeout().toMillis(), settings.fallback(), settings.machineTypeKey(),
                     tokenSource(settings));
@@ -210,6 +212,9 @@ public class HetschedScheduler implements IScheduler {
             }
         }
         applyUpgrades(topologies, cluster);
+        if (heartbeat != null) {
+            heartbeat.send(topologies);
+        }
     }
 
     @Override
@@ -221,6 +226,9 @@ public class HetschedScheduler implements IScheduler {
     public void cleanup() {
         if (ownExecutor != null) {
             ownExecutor.shutdownNow();
+        }
+        if (heartbeat != null) {
+            heartbeat.stop();
         }
     }
 
@@ -252,7 +260,7 @@ public class HetschedScheduler implements IScheduler {
      */
     private record PlanInputs(String topologyId, String topologyName, TopologySettings wanted, TopologyGraph graph,
                               List<Machine> machines, Set<String> knownSupervisors,
-                              Map<String, Map<Integer, String>> kept) {
+                              Map<String, Map<Integer, String>> kept, TenantSettings tenant) {
     }
 
     /** A background request for a better plan after machines joined. */
@@ -337,7 +345,8 @@ public class HetschedScheduler implements IScheduler {
             });
         }
         PlanInputs inputs = new PlanInputs(topology.getId(), topology.getName(), wanted, graph, machines,
-                supervisorNames(cluster, settings.machineIdKey()), kept);
+                supervisorNames(cluster, settings.machineIdKey()), kept,
+                TenantSettings.fromConf(topology.getConf()));
         CompletableFuture<PlanAnswer> answer;
         try {
             answer = CompletableFuture.supplyAsync(() -> plan(inputs), executor);
@@ -524,7 +533,7 @@ public class HetschedScheduler implements IScheduler {
             }
             Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
             Plan plan = ask(() -> planner.requestPlan(
-                    PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad)), true);
+                    PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad, in.tenant())), true);
             return new PlanAnswer(plan, null, baseLoad, nowMillis.getAsLong() - started, Source.PLANNED);
         } catch (PlanFault fault) {
             return new PlanAnswer(null, fault, Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
@@ -644,8 +653,9 @@ public class HetschedScheduler implements IScheduler {
             List<Machine> machines = Machine.usableBy(cluster, id, settings, wanted);
             TopologyGraph graph = TopologyGraph.of(topology);
             Map<String, List<String>> running = machinesByInstance(cluster, id, graph, machines);
+            TenantSettings tenant = TenantSettings.fromConf(topology.getConf());
             CompletableFuture<UpgradeAnswer> answer = CompletableFuture.supplyAsync(
-                    () -> upgrade(graph, machines, wanted, running), executor);
+                    () -> upgrade(graph, machines, wanted, running, tenant), executor);
             upgrades.put(id, new UpgradeJob(answer, nowMillis.getAsLong(), List.copyOf(joined)));
         } catch (PlanFault | RejectedExecutionException e) {
             LOG.info("hetsched: topology {} is not planned again after supervisors joined: {}", id, e.getMessage());
@@ -653,12 +663,12 @@ public class HetschedScheduler implements IScheduler {
     }
 
     private UpgradeAnswer upgrade(TopologyGraph graph, List<Machine> machines, TopologySettings wanted,
-                                  Map<String, List<String>> running) {
+                                  Map<String, List<String>> running, TenantSettings tenant) {
         try {
             Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
             double now = ask(() -> planner.evaluate(
                     PlanRequests.evaluation(json, graph, machines, wanted, baseLoad, running)), false);
-            com.fasterxml.jackson.databind.node.ObjectNode request = PlanRequests.build(json, graph, machines, wanted, baseLoad);
+            com.fasterxml.jackson.databind.node.ObjectNode request = PlanRequests.build(json, graph, machines, wanted, baseLoad, tenant);
             request.remove("plan_id");
             Plan plan = ask(() -> planner.requestPlan(request), true);
             return new UpgradeAnswer(plan, now, null);
@@ -793,6 +803,12 @@ public class HetschedScheduler implements IScheduler {
     private void fallBack(TopologyDetails topology, Cluster cluster, PlanFault fault,
                           Map<TopologyDetails, Fallback> evenWithReason) {
         String reason = fault.reason();
+        if (fault.notAdmitted()) {
+            LOG.warn("hetsched: topology {} left unscheduled: {}", topology.getId(), reason);
+            cluster.setStatus(topology.getId(), STATUS + "not admitted (" + reason + "); left unscheduled, the next "
+                    + "round asks again");
+            return;
+        }
         if (settings.fallback() == SchedulerSettings.Fallback.EVEN) {
             LOG.warn("hetsched: topology {} falls back to even scheduling: {}", topology.getId(), reason);
             boolean retry = fault.plannerUnavailable() && replanAllowed(topology);

@@ -11,6 +11,7 @@ package org.hetsched.storm;
 public final class PlanFault extends Exception {
     private final boolean countsAgainstPlanner;
     private final boolean plannerUnavailable;
+    private boolean notAdmitted;
 
     private PlanFault(String reason, boolean countsAgainstPlanner) {
         this(reason, countsAgainstPlanner, countsAgainstPlanner);
@@ -50,6 +51,18 @@ public final class PlanFault extends Exception {
     /** The planner token cannot be used (its file is missing, empty or readable by others); the planner is not asked. */
     public static PlanFault badToken(String reason) {
         return new PlanFault(reason, false);
+    }
+
+    /** The planner does not admit the topology: its minimum rate does not fit beside more important topologies'. */
+    public static PlanFault notAdmitted(String reason) {
+        PlanFault fault = new PlanFault(reason, false);
+        fault.notAdmitted = true;
+        return fault;
+    }
+
+    /** Left unscheduled, not placed evenly: an evenly placed topology would take the CPU the admitted ones were promised. */
+    public boolean notAdmitted() {
+        return notAdmitted;
     }
 
     /** A hetsched.* value in the topology conf is malformed. */

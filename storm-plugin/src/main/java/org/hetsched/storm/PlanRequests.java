@@ -24,6 +24,12 @@ public final class PlanRequests {
 
     public static ObjectNode build(ObjectMapper json, TopologyGraph graph, List<Machine> machines,
                                    TopologySettings settings, Map<String, Double> baseLoad) {
+        return build(json, graph, machines, settings, baseLoad, null);
+    }
+
+    /** The request, with {@code tenant} where given: the topology is planned on what the other topologies leave. */
+    public static ObjectNode build(ObjectMapper json, TopologyGraph graph, List<Machine> machines,
+                                   TopologySettings settings, Map<String, Double> baseLoad, TenantSettings tenant) {
         ObjectNode request = json.createObjectNode();
 
         ObjectNode topology = request.putObject("topology");
@@ -68,6 +74,9 @@ public final class PlanRequests {
         }
         if (!settings.options().isEmpty()) {
             request.set("options", json.valueToTree(settings.options()));
+        }
+        if (tenant != null) {
+            tenant.writeTo(request.putObject("tenant"));
         }
         return request;
     }

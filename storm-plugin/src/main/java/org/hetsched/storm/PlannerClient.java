@@ -3,6 +3,8 @@ package org.hetsched.storm;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.URLEncoder;
@@ -12,6 +14,7 @@ import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -166,6 +169,21 @@ public final class PlannerClient {
         return loads;
     }
 
+    /**
+     * Tells the planner which topologies the cluster runs ({@code POST /v1/tenants/alive}): their ledger registrations
+     * are renewed and every other one (a killed topology's) is released.
+     */
+    public void sendAlive(Collection<String> topologyNames) throws PlanFault {
+        ObjectNode body = json.createObjectNode();
+        ArrayNode names = body.putArray("topologies");
+        topologyNames.forEach(names::add);
+        HttpRequest request = base("/v1/tenants/alive")
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body.toString(), StandardCharsets.UTF_8))
+                .build();
+        call(request, "POST /v1/tenants/alive");
+    }
+
     public URI baseUrl() {
         return baseUrl;
     }
@@ -215,6 +233,9 @@ public final class PlannerClient {
             }
         }
         String reason = what + " answered HTTP " + status + detail(response.body());
+        if (status == 409 && response.body() != null && response.body().contains("\"admission_refused\"")) {
+            throw PlanFault.notAdmitted("planner did not admit it: " + detail(response.body()).substring(2));
+        }
         if (status == 404 || status == 422 || status == 400 || status == 413) {
             throw PlanFault.plannerRefused("planner refused the request: " + reason);
         }

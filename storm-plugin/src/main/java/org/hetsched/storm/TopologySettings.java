@@ -41,6 +41,35 @@ public record TopologySettings(
     public static final String OPTIONS = "hetsched.options";
     public static final String MAX_EXECUTORS_PER_WORKER = "hetsched.max.executors.per.worker";
     public static final String REPLAN_AFTER_FALLBACK = "hetsched.replan.after.fallback";
+    /** The input rate (tuples/s) a topology sharing the cluster is guaranteed; see {@link TenantSettings}. */
+    public static final String MIN_RATE = "hetsched.min.rate";
+    /** The most input rate (tuples/s) a topology sharing the cluster wants; see {@link TenantSettings}. */
+    public static final String TARGET_RATE = "hetsched.target.rate";
+
+    /** The tenant keys of a topology conf (Storm's topology.priority and the two rates). */
+    public static TenantSettings tenantOf(Map<String, Object> conf) throws PlanFault {
+        return TenantSettings.of(conf, rateOf(conf, MIN_RATE, 0), rateOf(conf, TARGET_RATE, null));
+    }
+
+    /** A rate in tuples/s: a non-negative finite number (positive for the target), else a fault naming the key. */
+    static Double rateOf(Map<String, Object> conf, String key, Number defaultValue) throws PlanFault {
+        Object value = conf.get(key);
+        if (value == null) {
+            return defaultValue == null ? null : defaultValue.doubleValue();
+        }
+        double d;
+        try {
+            d = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
+        } catch (NumberFormatException e) {
+            d = Double.NaN;
+        }
+        boolean zeroAllowed = !key.equals(TARGET_RATE);
+        if (!Double.isFinite(d) || d < 0 || (!zeroAllowed && d == 0)) {
+            throw PlanFault.topologyConf(key + " must be a " + (zeroAllowed ? "non-negative" : "positive")
+                    + " number of tuples/s, got '" + value + "'");
+        }
+        return d;
+    }
 
     /** Reads the settings; a malformed value is a {@link PlanFault} naming the key, so the topology still gets scheduled. */
     public static TopologySettings fromConf(Map<String, Object> conf) throws PlanFault {

@@ -64,6 +64,8 @@ final class FakePlanner implements AutoCloseable {
     });
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
     private final List<Call> profileReads = Collections.synchronizedList(new ArrayList<>());
+    private final List<Call> heartbeats = Collections.synchronizedList(new ArrayList<>());
+    private volatile Answer heartbeatAnswer = Answer.raw(200, "{\"renewed\": [], \"released\": []}");
     private volatile Behaviour behaviour;
     private volatile Behaviour profileReadAnswer = call -> Answer.json(200, profileSetWithBaseLoad(
             call.path().substring(PROFILES.length()), null));
@@ -92,6 +94,13 @@ final class FakePlanner implements AutoCloseable {
     /** How reads of a profile set are answered (by default: a set with no machine base load). */
     void answerProfileReadsWith(Behaviour next) {
         profileReadAnswer = next;
+    }
+
+    /** The plugin's {@code POST /v1/tenants/alive} calls, kept apart from {@link #calls()}. */
+    List<Call> heartbeats() {
+        synchronized (heartbeats) {
+            return List.copyOf(heartbeats);
+        }
     }
 
     List<Call> profileReads() {
@@ -218,9 +227,11 @@ final class FakePlanner implements AutoCloseable {
                     exchange.getRequestHeaders().getFirst("Authorization"), body);
             boolean profileRead = call.method().equals("GET") && call.path().startsWith(PROFILES);
             boolean binding = call.path().startsWith(ASSIGNMENTS);
-            (profileRead ? profileReads : binding ? bindingCalls : calls).add(call);
+            boolean heartbeat = call.method().equals("POST") && call.path().equals("/v1/tenants/alive");
+            (profileRead ? profileReads : heartbeat ? heartbeats : binding ? bindingCalls : calls).add(call);
             String fault = isPlanRequest(call) ? PlanRequestSchema.fault(call.body()) : null;
             Answer answer = fault != null ? refusal(fault)
+                    : heartbeat ? heartbeatAnswer
                     : binding ? bindingAnswer(call) : (profileRead ? profileReadAnswer : behaviour).answer(call);
             if (answer.delayMillis() > 0) {
                 try {

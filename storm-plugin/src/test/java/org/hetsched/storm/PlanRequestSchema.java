@@ -16,7 +16,7 @@ import java.util.Set;
  * files {@link PlanRequestContractTest} writes.
  */
 final class PlanRequestSchema {
-    private static final Set<String> REQUEST = Set.of("topology", "cluster", "profiles", "strategy", "options", "plan_id");
+    private static final Set<String> REQUEST = Set.of("topology", "cluster", "profiles", "strategy", "options", "plan_id", "tenant");
     private static final Set<String> TOPOLOGY = Set.of("name", "components", "streams");
     private static final Set<String> COMPONENT = Set.of("id", "kind", "profile", "parallelism", "weight");
     private static final Set<String> STREAM = Set.of("from", "to", "grouping");

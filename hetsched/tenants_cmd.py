@@ -1,0 +1,108 @@
+"""``hetsched ledger`` and ``hetsched priority``: the topologies sharing the cluster, and changing who comes first."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hetsched.cli import app
+from hetsched.profiles_cmd import TokenOption, UrlOption, _fail
+from planner.client import PlannerClient, PlannerClientError
+from planner.ledger import Ledger
+
+MESSAGE_TIMEOUT = "topology.message.timeout.secs"
+DEFAULT_MESSAGE_TIMEOUT_S = 30
+
+
+def ledger_tables(ledger: Ledger) -> list[Table]:
+    """Per machine each topology's predicted load and what is free; per topology its priority and share."""
+    topologies = [t.topology for t in ledger.tenants]
+    machines = Table(title=f"Machines (percent of the machine; shares: {ledger.mode})")
+    machines.add_column("machine")
+    machines.add_column("type")
+    machines.add_column("capacity", justify="right")
+    for name in topologies:
+        machines.add_column(name, justify="right")
+    machines.add_column("free", justify="right")
+    for m in ledger.machines:
+        machines.add_row(m.id, m.type, f"{m.capacity:.1f}", *(f"{m.loads[t]:.1f}" if t in m.loads else "-" for t in topologies),
+                         f"[red]{m.free:.1f}[/red]" if m.free < 0 else f"{m.free:.1f}")
+    tenants = Table(title="Topologies")
+    for column in ("topology", "priority", "min rate", "target rate", "status", "rate (tuples/s)", "plan", "heartbeat"):
+        tenants.add_column(column, justify="right" if column in ("priority", "min rate", "target rate", "rate (tuples/s)") else "left")
+    for t in ledger.tenants:
+        status = t.status if t.reason is None else f"{t.status}: {t.reason}; a min rate up to {t.fits_rate:g} would fit"
+        tenants.add_row(t.topology, str(t.priority), f"{t.min_rate:g}", "-" if t.target_rate is None else f"{t.target_rate:g}",
+                        status, f"{t.rate:.2f}", t.plan_id or "-", f"{t.heartbeat_age_s:.0f} s ago")
+    return [machines, tenants]
+
+
+@app.command("ledger")
+def ledger(url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) -> None:
+    """The topologies sharing the cluster: each machine's load per topology and what is free, each topology's share."""
+    try:
+        with PlannerClient(url, token) as client:
+            answer = client.ledger()
+    except PlannerClientError as exc:
+        raise _fail(str(exc)) from None
+    console = Console()
+    if not answer.tenants:
+        console.print("no topology is registered: none is placed by plan on a shared cluster")
+        return
+    for table in ledger_tables(answer):
+        console.print(table)
+
+
+def rebalance_drained(nimbus: str | None, topology: str) -> int:
+    """Re-place a running topology through Nimbus's rebalance, waiting its message timeout first so tuples in flight
+    are acked (the plugin then plans it again on what the others leave); returns the wait in seconds.
+
+    One small function on purpose: the re-planning work (issue #15) brings its own drained re-placement to swap in.
+    """
+    from observe.nimbus import NimbusError, connect
+    from streamparse.thrift import RebalanceOptions
+    from topologies.locate import nimbus_address
+
+    address = nimbus_address(nimbus)
+    with connect(address) as client:
+        running = client.find(topology)
+        if running is None:
+            raise NimbusError(f"no topology named {topology!r} is running on {address}")
+        wait_s = int(client.topology_conf(running.id).get(MESSAGE_TIMEOUT, DEFAULT_MESSAGE_TIMEOUT_S))
+        client._call(f"rebalance {topology!r}", lambda c: c.rebalance(topology, RebalanceOptions(wait_secs=wait_s)),
+                     repeatable=False)
+    return wait_s
+
+
+@app.command("priority")
+def priority(
+    topology: str = typer.Argument(..., help="The topology's name."),
+    level: int = typer.Argument(..., min=0, help="Its new priority: 0 most important (Storm's topology.priority)."),
+    replace: bool = typer.Option(True, "--replace/--no-replace", help="Re-place the topologies whose share changed."),
+    nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port (default: $HETSCHED_NIMBUS, else the local cluster's)."),
+    url: Optional[str] = UrlOption,
+    token: Optional[str] = TokenOption,
+) -> None:
+    """Change a topology's priority; the topologies whose share changed are re-planned and re-placed (drained)."""
+    try:
+        with PlannerClient(url, token) as client:
+            answer = client.set_priority(topology, level)
+    except PlannerClientError as exc:
+        raise _fail(str(exc)) from None
+    console = Console()
+    affected = ", ".join(answer.affected) or "none"
+    console.print(f"{topology}: priority {answer.priority}; shares changed: {affected}")
+    if not replace or not answer.affected:
+        return
+    try:
+        from observe.nimbus import NimbusError
+    except ImportError:
+        raise _fail("re-placing needs the storm extra (streamparse); or pass --no-replace") from None
+    for name in answer.affected:
+        try:
+            wait_s = rebalance_drained(nimbus, name)
+        except NimbusError as exc:
+            raise _fail(f"re-placing {name} failed: {exc}") from None
+        console.print(f"{name}: re-placed by Nimbus's rebalance after a {wait_s} s drain")

@@ -1,0 +1,210 @@
+"""The cluster's ledger: every topology placed by plan, its load on each machine, and what is left.
+
+A registration holds a placement's load as linear functions of the topology's input rate
+(the simulator's closed form), so the ledger recomputes admission and shares
+(:mod:`planner.tenancy`) whenever a tenant comes, goes or changes priority. Plans for a
+tenant are made on a cluster whose machines offer only what the others use less: machines
+of one type with different room become derived machine types (``type@machine``) with the
+same profile entries, mapped back to their own type in the answer, so no strategy changes.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from pydantic import Field
+
+from planner.model import (
+    Cluster,
+    MachineType,
+    Name,
+    NonNegativeFloat,
+    Placement,
+    Plan,
+    ProfileEntry,
+    TenantSpec,
+    _Model,
+)
+from planner.problem import Problem
+from planner.simulator import linear_loads, rate_limits
+from planner.tenancy import Allocation, ShareMode, Tenant, allocate
+
+DERIVED_TYPE_SEPARATOR = "@"
+MIN_ROOM_PCT = 1.0
+"""A machine with less room than this (percent) is left out of a tenant's plan."""
+
+
+class MachineShare(_Model):
+    """One machine under a tenant's placement: its load ``fixed + slope * R`` and its capacity (limit)."""
+
+    slope: NonNegativeFloat = Field(description="Percent of the machine per tuple/s of the topology's input rate.")
+    fixed: NonNegativeFloat = Field(default=0.0, description="Percent of the machine at any rate (the instances' MET).")
+    capacity: NonNegativeFloat = Field(description="The machine's limit, capacity * max_utilization, percent.")
+    type: Name
+
+
+class TenantRegistration(TenantSpec):
+    """``PUT /v1/tenants/{topology}``: a placed topology and its load on every machine it uses."""
+
+    plan_id: Name | None = None
+    machines: dict[str, MachineShare] = Field(min_length=1, max_length=100_000)
+    rate_cap: NonNegativeFloat | None = Field(default=None, description="The most input rate its threads carry; none: unbounded.")
+
+
+class TenantRecord(TenantRegistration):
+    topology: Name
+    registered_at: float
+    heartbeat_at: float
+
+    def tenant(self) -> Tenant:
+        return Tenant(self.topology, slope={w: m.slope for w, m in self.machines.items()},
+                      fixed={w: m.fixed for w, m in self.machines.items()}, priority=self.priority,
+                      min_rate=self.min_rate, target_rate=self.target_rate,
+                      rate_cap=math.inf if self.rate_cap is None else self.rate_cap, arrival=self.registered_at)
+
+
+class LedgerTenant(_Model):
+    topology: str
+    plan_id: str | None
+    priority: int
+    min_rate: float
+    target_rate: float | None
+    status: str = Field(description="admitted, or refused (its minimum does not fit beside more important tenants').")
+    rate: float = Field(description="Its share: the input rate, tuples/s, it is planned to run at (0 when refused).")
+    reason: str | None = None
+    fits_rate: float | None = Field(default=None, description="Refused: the largest min_rate that would fit.")
+    heartbeat_age_s: float
+
+
+class LedgerMachine(_Model):
+    id: str
+    type: str
+    capacity: float = Field(description="Percent of the machine the tenants may fill (capacity * max_utilization).")
+    loads: dict[str, float] = Field(description="Topology -> its predicted percent at its rate.")
+    free: float = Field(description="capacity less the loads, percent.")
+
+
+class Ledger(_Model):
+    mode: ShareMode
+    ttl_s: float
+    machines: list[LedgerMachine]
+    tenants: list[LedgerTenant]
+
+
+class AliveTopologies(_Model):
+    topologies: list[Name] = Field(max_length=100_000, description="The names of every topology the cluster runs now.")
+
+
+class AliveAnswer(_Model):
+    renewed: list[str]
+    released: list[str]
+
+
+class PriorityChange(_Model):
+    priority: int = Field(ge=0, le=10_000)
+
+
+class PriorityAnswer(_Model):
+    topology: str
+    priority: int
+    affected: list[str] = Field(description="Topologies whose rate or admission changed: re-place them.")
+    ledger: Ledger
+
+
+def capacities(records: Iterable[TenantRecord]) -> dict[str, float]:
+    """Each machine's limit as the newest registration naming it saw it."""
+    out: dict[str, float] = {}
+    for r in sorted(records, key=lambda r: r.registered_at):
+        out.update({w: m.capacity for w, m in r.machines.items()})
+    return out
+
+
+def allocation_of(records: Sequence[TenantRecord], mode: ShareMode,
+                  capacity: Mapping[str, float] | None = None) -> Allocation:
+    return allocate([r.tenant() for r in records], capacity if capacity is not None else capacities(records), mode)
+
+
+def ledger_of(records: Sequence[TenantRecord], mode: ShareMode, ttl_s: float, now: float) -> Ledger:
+    """The ledger: per machine each admitted tenant's load at its share, per tenant its share or refusal."""
+    capacity = capacities(records)
+    allocation = allocation_of(records, mode, capacity)
+    types = {w: m.type for r in records for w, m in r.machines.items()}
+    machines = []
+    for w in sorted(capacity):
+        loads = {t: round(v, 3) for t, v in sorted(allocation.loads.get(w, {}).items()) if v > 0}
+        machines.append(LedgerMachine(id=w, type=types[w], capacity=round(capacity[w], 3), loads=loads,
+                                      free=round(capacity[w] - sum(loads.values()), 3)))
+    tenants = []
+    for r in sorted(records, key=lambda r: (r.priority, r.registered_at, r.topology)):
+        refusal = allocation.refused.get(r.topology)
+        tenants.append(LedgerTenant(
+            topology=r.topology, plan_id=r.plan_id, priority=r.priority, min_rate=r.min_rate,
+            target_rate=r.target_rate, status="refused" if refusal else "admitted",
+            rate=0.0 if refusal else round(allocation.rates[r.topology], 3),
+            reason=refusal.reason if refusal else None, fits_rate=refusal.fits_rate if refusal else None,
+            heartbeat_age_s=round(max(0.0, now - r.heartbeat_at), 1)))
+    return Ledger(mode=mode, ttl_s=ttl_s, machines=machines, tenants=tenants)
+
+
+def registration_of(problem: Problem, placement: Placement, spec: TenantSpec, plan_id: str | None) -> TenantRegistration:
+    """A placement's load on every machine it uses, as linear functions of R (``planner.simulator.linear_loads``)."""
+    loads = linear_loads(problem, placement)
+    machines = {}
+    for w, machine in enumerate(problem.cluster.machines):
+        if loads.a_w[w] > 0 or loads.b_w[w] > 0:
+            machines[machine.id] = MachineShare(slope=float(loads.a_w[w]), fixed=float(loads.b_w[w]),
+                                                capacity=float(problem.limit[w]), type=machine.type)
+    thread = rate_limits(loads.thread_limit_i, loads.a_i, loads.b_i)
+    cap = float(np.min(thread)) if thread.size else math.inf
+    return TenantRegistration(**spec.model_dump(), plan_id=plan_id, machines=machines,
+                              rate_cap=None if math.isinf(cap) else max(0.0, cap))
+
+
+def cluster_with_room(cluster: Cluster, entries: Sequence[ProfileEntry], used: Mapping[str, float],
+                      max_utilization: float) -> tuple[Cluster, list[ProfileEntry]]:
+    """The cluster as a tenant sees it: each machine's capacity less ``used`` (percent of its limit).
+
+    A machine with room left but less than its type's capacity gets a type of its own,
+    ``type@machine``, with the type's profile entries; one with under MIN_ROOM_PCT is left out.
+    Raises ValueError when no machine has room.
+    """
+    types = {t.name: t for t in cluster.machine_types}
+    derived: list[MachineType] = []
+    machines = []
+    extra: list[ProfileEntry] = []
+    by_type: dict[str, list[ProfileEntry]] = {}
+    for e in entries:
+        by_type.setdefault(e.machine_type, []).append(e)
+    for m in cluster.machines:
+        t = types[m.type]
+        taken = used.get(m.id, 0.0) / max_utilization
+        if taken <= 1e-9:
+            machines.append(m)
+            continue
+        room = t.capacity - taken
+        if room < MIN_ROOM_PCT:
+            continue
+        name = f"{m.type}{DERIVED_TYPE_SEPARATOR}{m.id}"
+        derived.append(t.model_copy(update={"name": name, "capacity": room}))
+        machines.append(m.model_copy(update={"type": name}))
+        extra += [e.model_copy(update={"machine_type": name}) for e in by_type.get(m.type, [])]
+    if not machines:
+        raise ValueError("no machine has room left: the other tenants fill the whole cluster")
+    used_types = {m.type for m in machines}
+    kept = [t for t in cluster.machine_types if t.name in used_types]
+    return Cluster(machine_types=kept + derived, machines=machines), list(entries) + extra
+
+
+def with_own_types(plan: Plan, cluster: Cluster) -> Plan:
+    """A plan made on derived types, its machines named with their own types again."""
+    own = {m.id: m.type for m in cluster.machines}
+    machines = [m.model_copy(update={"type": own.get(m.id, m.type)}) for m in plan.machines]
+    return plan.model_copy(update={"machines": machines})
+
+
+def placement_of_plan(plan: Plan) -> Placement:
+    placement: Placement = {}
+    for a in sorted(plan.assignments, key=lambda a: (a.component, a.index)):
+        placement.setdefault(a.component, []).append(a.machine)
+    return placement

@@ -1,0 +1,131 @@
+"""How the service plans a topology that shares the cluster: on what the others leave, admitted or refused.
+
+The ledger's registrations hold each placement's load as linear functions of its input rate;
+admission and shares come from :mod:`planner.tenancy` over every registration and the newcomer.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+import anyio
+
+from planner.ledger import (
+    TenantRecord,
+    TenantRegistration,
+    allocation_of,
+    capacities,
+    cluster_with_room,
+    placement_of_plan,
+    registration_of,
+    with_own_types,
+)
+from planner.errors import PlanningError
+from planner.model import Cluster, Plan, PlanOptions, PlanRequest, ProfileEntry
+from planner.problem import compile_problem
+from planner.profiles import ProfileTable
+from planner.service.errors import ServiceError
+from planner.service.settings import ServiceSettings
+from planner.storage import Storage
+from planner.tenancy import Allocation
+
+log = logging.getLogger("hetsched.service")
+
+PlanOn = Callable[[Cluster, list[ProfileEntry]], Awaitable[Plan]]
+"""Plans the request's topology on a cluster (the service's worker pool)."""
+
+
+def current_tenants(storage: Storage, settings: ServiceSettings, now: float) -> list[TenantRecord]:
+    """The registrations still alive (those without a heartbeat for ``tenant_ttl_s`` are released)."""
+    return storage.tenants(expire_before=now - settings.tenant_ttl_s)
+
+
+def request_limits(cluster: Cluster, options: PlanOptions) -> dict[str, float]:
+    """Each machine's limit, capacity * max_utilization, percent."""
+    types = {t.name: t for t in cluster.machine_types}
+    return {m.id: types[m.type].capacity * options.max_utilization for m in cluster.machines}
+
+
+def used_by(allocation: Allocation, at_minimum: Sequence[TenantRecord] | None = None) -> dict[str, float]:
+    """Per machine, the others' load at their shares, or at their minimums where ``at_minimum`` is given."""
+    if at_minimum is not None:
+        used: dict[str, float] = {}
+        for r in at_minimum:
+            if r.topology in allocation.rates:
+                for w, m in r.machines.items():
+                    used[w] = used.get(w, 0.0) + m.fixed + m.slope * r.min_rate
+        return used
+    return {w: sum(loads.values()) for w, loads in allocation.loads.items()}
+
+
+def registration_for(request: PlanRequest, entries: list[ProfileEntry], plan: Plan) -> TenantRegistration:
+    """The plan's load on every machine of the request's own cluster (not the derived one it was planned on)."""
+    assert request.tenant is not None
+    problem = compile_problem(request.topology, request.cluster, ProfileTable.from_entries(entries), request.options)
+    return registration_of(problem, placement_of_plan(plan), request.tenant, plan.id)
+
+
+async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused: Plan | None, plan_on: PlanOn,
+                      storage: Storage, settings: ServiceSettings) -> tuple[Plan, TenantRecord]:
+    """Plan (or take the reused placement of) a tenant on what the others leave; 409 when it is not admitted.
+
+    First on what the others use at their shares now; if that cannot hold its minimum, on what
+    their minimums leave (their shares then shrink). The record is not stored here.
+    """
+    assert request.tenant is not None
+    name = request.topology.name
+    now = time.time()
+    records = await anyio.to_thread.run_sync(current_tenants, storage, settings, now)
+    previous = next((r for r in records if r.topology == name), None)
+    others = [r for r in records if r.topology != name]
+    capacity = {**capacities(others), **request_limits(request.cluster, request.options)}
+    now_shared = allocation_of(others, settings.share_mode, capacity)
+    plan = reused
+    if plan is None:
+        try:
+            plan = await _plan_with_room(request, entries, used_by(now_shared), plan_on)
+        except PlanningError:
+            plan = None  # what the others use now cannot host it; what their minimums leave may
+        if plan is None or plan.input_rate < request.tenant.min_rate:
+            try:
+                squeezed = await _plan_with_room(request, entries, used_by(now_shared, others), plan_on)
+            except PlanningError as exc:
+                raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: what the other "
+                                   f"tenants' minimum rates leave cannot host it ({exc})") from None
+            if squeezed is not None and (plan is None or squeezed.input_rate > plan.input_rate):
+                plan = squeezed
+        if plan is None:
+            raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: the other tenants' "
+                               "minimum rates leave no machine with room")
+    registration = await anyio.to_thread.run_sync(registration_for, request, entries, plan)
+    record = TenantRecord(**registration.model_dump(), topology=name,
+                          registered_at=previous.registered_at if previous else now, heartbeat_at=now)
+    allocation = allocation_of(others + [record], settings.share_mode, capacity)
+    refusal = allocation.refused.get(name)
+    if refusal is not None:
+        raise ServiceError(409, "admission_refused", (
+            f"topology {name} is not admitted: {refusal.reason}; a min_rate up to {refusal.fits_rate:g} tuples/s "
+            "would fit"))
+    stats = {**plan.stats, "tenancy": {
+        "rate": round(allocation.rates[name], 3), "mode": settings.share_mode, "priority": record.priority,
+        "min_rate": record.min_rate, "target_rate": record.target_rate,
+        "loads": {w: round(loads[name], 3) for w, loads in allocation.loads.items() if name in loads},
+        "others": sorted(r.topology for r in others),
+        "rates": {t: round(r, 3) for t, r in sorted(allocation.rates.items())},
+    }}
+    return plan.model_copy(update={"stats": stats}), record
+
+
+async def _plan_with_room(request: PlanRequest, entries: list[ProfileEntry], used: Mapping[str, float],
+                          plan_on: PlanOn) -> Plan | None:
+    """A plan on what ``used`` leaves of each machine; None when no machine has room."""
+    try:
+        cluster, derived_entries = cluster_with_room(request.cluster, entries, used, request.options.max_utilization)
+    except ValueError:
+        return None
+    plan = await plan_on(cluster, derived_entries)
+    planned = with_own_types(plan, request.cluster)
+    stats = {**planned.stats, "planned_on_room": {m.id: round(t.capacity, 3) for m in cluster.machines
+                                                  for t in cluster.machine_types if t.name == m.type}}
+    return planned.model_copy(update={"stats": stats})

@@ -1,0 +1,129 @@
+package org.hetsched.storm;
+
+import static org.hetsched.storm.StormFixtures.byId;
+import static org.hetsched.storm.StormFixtures.cluster;
+import static org.hetsched.storm.StormFixtures.linear;
+import static org.hetsched.storm.StormFixtures.supervisor;
+import static org.hetsched.storm.StormFixtures.topology;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.storm.scheduler.Cluster;
+import org.apache.storm.scheduler.SupervisorDetails;
+import org.apache.storm.scheduler.Topologies;
+import org.apache.storm.scheduler.TopologyDetails;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Topologies sharing the cluster: priority and rates sent as the plan request's tenant, refusals, heartbeats. */
+class TenancyPluginTest {
+    private static final Map<String, Object> ASKS_PLANNER = Map.of(TopologySettings.PROFILES, "micro");
+
+    private final AtomicLong clock = new AtomicLong(1_000_000);
+    private FakePlanner planner;
+    private Map<String, SupervisorDetails> supervisors;
+
+    @BeforeEach
+    void start() throws IOException {
+        planner = new FakePlanner(FakePlanner.planning("p-1", HetschedSchedulerTest.HIGH_ON_FAST));
+        supervisors = byId(
+                supervisor("sup-small-1", "host-1", "small", null, 4),
+                supervisor("sup-small-2", "host-2", "small", null, 4),
+                supervisor("sup-fast-1", "host-3", "fast", 4, 4));
+    }
+
+    @AfterEach
+    void stop() {
+        planner.close();
+    }
+
+    private HetschedScheduler scheduler() {
+        Map<String, Object> yaml = new HashMap<>();
+        yaml.put(SchedulerSettings.PLANNER_URL, planner.url().toString());
+        yaml.put(SchedulerSettings.PLANNER_TIMEOUT_MS, 60_000);
+        return StormFixtures.scheduler(yaml, clock::get);
+    }
+
+    @Test
+    void priorityAndRatesGoAlongAsTheTenant() {
+        Map<String, Object> conf = new HashMap<>(ASKS_PLANNER);
+        conf.put(TenantSettings.PRIORITY, 2);
+        conf.put(TenantSettings.MIN_RATE, 5);
+        conf.put(TenantSettings.TARGET_RATE, "12.5");
+        TopologyDetails linear = topology("linear-1", linear(2, 3), 2, 4, conf);
+
+        scheduler().schedule(new Topologies(linear), cluster(supervisors, linear));
+
+        JsonNode tenant = planner.calls().get(0).body().get("tenant");
+        assertEquals(2, tenant.get("priority").asInt());
+        assertEquals(5.0, tenant.get("min_rate").asDouble());
+        assertEquals(12.5, tenant.get("target_rate").asDouble());
+    }
+
+    @Test
+    void stormsDefaultPriorityAndNoRatesWhenTheConfSetsNone() throws PlanFault {
+        TopologyDetails linear = topology("linear-1", linear(2, 3), 2, 4, ASKS_PLANNER);
+        assertEquals(new TenantSettings(29, 0.0, null), TenantSettings.fromConf(linear.getConf()));
+    }
+
+    @Test
+    void malformedRatesAreNamed() {
+        PlanFault negative = assertThrows(PlanFault.class, () -> TenantSettings.fromConf(Map.of(TenantSettings.MIN_RATE, -1)));
+        assertTrue(negative.reason().startsWith("hetsched.min.rate must be a non-negative number"), negative.reason());
+        PlanFault below = assertThrows(PlanFault.class, () -> TenantSettings.fromConf(
+                Map.of(TenantSettings.MIN_RATE, 5, TenantSettings.TARGET_RATE, 2)));
+        assertEquals("hetsched.target.rate (2.0) is below hetsched.min.rate (5.0)", below.reason());
+        PlanFault priority = assertThrows(PlanFault.class, () -> TenantSettings.fromConf(Map.of(TenantSettings.PRIORITY, "high")));
+        assertEquals("topology.priority must be a whole number, got 'high'", priority.reason());
+    }
+
+    @Test
+    void aTopologyThePlannerDoesNotAdmitIsLeftUnscheduledNotPlacedEvenly() {
+        planner.answerWith(call -> FakePlanner.Answer.raw(409, "{\"detail\": \"topology linear is not admitted: its "
+                + "minimum rate 30 tuples/s needs 120.0% of machine sup-fast-1\", \"error\": \"admission_refused\"}"));
+        TopologyDetails linear = topology("linear-1", linear(2, 3), 2, 4, ASKS_PLANNER);
+        Cluster cluster = cluster(supervisors, linear);
+
+        scheduler().schedule(new Topologies(linear), cluster);
+
+        assertNull(cluster.getAssignmentById("linear-1"), "not placed evenly: it would take the others' CPU");
+        String status = cluster.getStatus("linear-1");
+        assertTrue(status.startsWith("hetsched: not admitted (planner did not admit it: topology linear is not admitted: "
+                + "its minimum rate 30 tuples/s"), status);
+        assertFalse(status.contains("evenly"), status);
+    }
+
+    @Test
+    void everyRoundTellsThePlannerWhichTopologiesRun() throws InterruptedException {
+        TopologyDetails a = topology("alpha-1", linear(2, 3), 2, 4, ASKS_PLANNER);
+        TopologyDetails b = topology("beta-7", linear(1, 1), 1, 2, Map.of());
+        HetschedScheduler scheduler = scheduler();
+
+        scheduler.schedule(new Topologies(a, b), cluster(supervisors, a, b));
+        for (int i = 0; i < 100 && planner.heartbeats().isEmpty(); i++) {
+            Thread.sleep(20);
+        }
+        scheduler.schedule(new Topologies(a, b), cluster(supervisors, a, b));
+        clock.addAndGet(AliveHeartbeat.INTERVAL_MS);
+        scheduler.schedule(new Topologies(a), cluster(supervisors, a));
+        for (int i = 0; i < 100 && planner.heartbeats().size() < 2; i++) {
+            Thread.sleep(20);
+        }
+        scheduler.cleanup();
+
+        List<FakePlanner.Call> sent = planner.heartbeats();
+        assertEquals(2, sent.size(), "one per interval, not one per round");
+        assertEquals("[\"alpha\",\"beta\"]", sent.get(0).body().get("topologies").toString());
+        assertEquals("[\"alpha\"]", sent.get(1).body().get("topologies").toString());
+    }
+}

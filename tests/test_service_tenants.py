@@ -1,0 +1,130 @@
+"""The ledger through the service: tenants planned on what the others leave, admission, heartbeats, priorities."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+from fastapi.testclient import TestClient
+
+from planner.service.app import create_app
+from planner.service.settings import ServiceSettings
+from tests.fixtures.service import small_plan_request
+
+
+@pytest.fixture
+def client(tmp_path):
+    with TestClient(create_app(ServiceSettings(db_path=tmp_path / "db.sqlite", tenant_ttl_s=3600))) as c:
+        yield c
+
+
+def tenant_request(name: str, **tenant) -> dict:
+    body = copy.deepcopy(small_plan_request(machines=4))
+    body["topology"]["name"] = name
+    body["tenant"] = tenant
+    return body
+
+
+def plan(client: TestClient, body: dict) -> dict:
+    response = client.post("/v1/plans", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def machine_totals(ledger: dict) -> dict[str, tuple[float, float]]:
+    return {m["id"]: (sum(m["loads"].values()), m["capacity"]) for m in ledger["machines"]}
+
+
+def test_two_copies_share_the_cluster_and_no_machine_is_over_capacity(client):
+    alone = plan(client, small_plan_request(machines=4))["input_rate"]
+    first = plan(client, tenant_request("linear-a", target_rate=alone / 2))
+    second = plan(client, tenant_request("linear-b"))
+    assert first["stats"]["tenancy"]["rate"] == pytest.approx(alone / 2, rel=1e-3)
+    assert second["stats"]["tenancy"]["others"] == ["linear-a"]
+    assert second["stats"]["planned_on_room"]  # planned on what linear-a leaves
+    assert {m["type"] for m in second["machines"]} <= {"slow", "fast"}  # derived types mapped back
+    ledger = client.get("/v1/ledger").json()
+    assert [t["topology"] for t in ledger["tenants"]] == ["linear-a", "linear-b"]
+    assert all(t["status"] == "admitted" for t in ledger["tenants"])
+    for machine, (load, capacity) in machine_totals(ledger).items():
+        assert load <= capacity + 1e-3, machine
+    rates = {t["topology"]: t["rate"] for t in ledger["tenants"]}
+    assert rates["linear-a"] + rates["linear-b"] <= alone * 1.001
+    assert rates["linear-b"] > 0
+
+
+def test_a_minimum_that_does_not_fit_is_refused_and_nothing_is_registered(client):
+    alone = plan(client, small_plan_request(machines=4))["input_rate"]
+    plan(client, tenant_request("first", min_rate=alone * 0.7, target_rate=alone * 0.7))
+    response = client.post("/v1/plans", json=tenant_request("second", min_rate=alone * 0.7))
+    assert response.status_code == 409
+    body = response.json()
+    assert body["error"] == "admission_refused"
+    assert body["detail"].startswith("topology second is not admitted: its minimum rate")
+    assert "would fit" in body["detail"]
+    ledger = client.get("/v1/ledger").json()
+    assert [t["topology"] for t in ledger["tenants"]] == ["first"]
+    assert ledger["tenants"][0]["rate"] == pytest.approx(alone * 0.7, rel=1e-3)
+
+
+def test_alive_renews_the_listed_and_releases_the_rest(client):
+    plan(client, tenant_request("kept"))
+    plan(client, tenant_request("killed"))
+    answer = client.post("/v1/tenants/alive", json={"topologies": ["kept", "never-planned"]}).json()
+    assert answer == {"renewed": ["kept"], "released": ["killed"]}
+    assert [t["topology"] for t in client.get("/v1/ledger").json()["tenants"]] == ["kept"]
+
+
+def test_registrations_without_a_heartbeat_expire(tmp_path):
+    with TestClient(create_app(ServiceSettings(db_path=tmp_path / "db.sqlite", tenant_ttl_s=0.001))) as c:
+        plan(c, tenant_request("short-lived"))
+        assert c.get("/v1/ledger").json()["tenants"] == []
+
+
+def test_priority_change_names_the_affected_topologies(client):
+    plan(client, tenant_request("a", priority=5))
+    plan(client, tenant_request("b", priority=5))
+    before = {t["topology"]: t["rate"] for t in client.get("/v1/ledger").json()["tenants"]}
+    answer = client.put("/v1/tenants/b/priority", json={"priority": 0})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["priority"] == 0 and set(body["affected"]) == {"a", "b"}
+    rates = {t["topology"]: t["rate"] for t in body["ledger"]["tenants"]}
+    assert rates["b"] > before["b"] and rates["a"] < before["a"]
+    assert client.put("/v1/tenants/nobody/priority", json={"priority": 1}).status_code == 404
+
+
+def test_put_and_delete_a_registration(client):
+    registration = {"plan_id": "p1", "priority": 3, "min_rate": 1,
+                    "machines": {"m0": {"slope": 2.0, "fixed": 1.0, "capacity": 100.0, "type": "slow"}}}
+    ledger = client.put("/v1/tenants/manual", json=registration).json()
+    assert ledger["machines"] == [{"id": "m0", "type": "slow", "capacity": 100.0, "loads": {"manual": 100.0}, "free": 0.0}]
+    assert client.delete("/v1/tenants/manual").status_code == 204
+    assert client.delete("/v1/tenants/manual").json()["error"] == "not_found"
+
+
+def test_a_target_below_the_minimum_is_refused_naming_both(client):
+    response = client.post("/v1/plans", json=tenant_request("x", min_rate=5, target_rate=2))
+    assert response.status_code == 422
+    assert "target_rate 2 is below min_rate 5" in response.json()["detail"]
+
+
+def test_the_ledger_and_priority_on_the_command_line(planner_service):
+    from typer.testing import CliRunner
+
+    from hetsched.cli import _register, app
+
+    _register()
+    runner = CliRunner()
+    with planner_service.http() as http:
+        plan(http, tenant_request("cli-first", priority=1, target_rate=20))
+        plan(http, tenant_request("cli-second", priority=4))
+    shown = runner.invoke(app, ["ledger", "--url", planner_service.url], env={"COLUMNS": "250"})
+    assert shown.exit_code == 0, shown.output
+    assert "cli-first" in shown.output and "cli-second" in shown.output and "free" in shown.output
+    changed = runner.invoke(app, ["priority", "cli-second", "0", "--no-replace", "--url", planner_service.url])
+    assert changed.exit_code == 0, changed.output
+    line = next(line for line in changed.output.splitlines() if line.startswith("cli-second: priority 0; shares changed:"))
+    assert "cli-second" in line.split(":", 2)[2]
+    missing = runner.invoke(app, ["priority", "nobody", "0", "--url", planner_service.url])
+    assert missing.exit_code == 1
+    assert "topology 'nobody' is not registered in the ledger" in missing.output
