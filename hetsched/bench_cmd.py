@@ -101,7 +101,8 @@ def _print(data: dict) -> None:
 def bench(
     topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated: linear,diamond,star [default: all three]."),
     schedulers: Optional[str] = typer.Option(
-        None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four]."),
+        None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four], "
+                             "also sps,dps,ras-priority (docs/baselines.md)."),
     profiles: str = typer.Option("default-cluster", "--profiles", help="A shipped profile set's name (profiles/NAME.json) or a ProfileSet file."),
     profile_now: bool = typer.Option(False, "--profile-now", help="Measure the profile set on the cluster first (hetsched profile) instead."),
     window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),
@@ -122,7 +123,7 @@ def bench(
     from bench import report
     from bench.errors import BenchError
     from bench.profiles import load_profile_set
-    from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
+    from bench.settings import KNOWN_SCHEDULERS, TOPOLOGIES, BenchSettings, SCHEDULERS, parse_names
 
     try:
         if report_file is not None:
@@ -136,7 +137,7 @@ def bench(
         settings = BenchSettings(
             out_dir=out or _default_out("bench"),
             topologies=parse_names(topologies, TOPOLOGIES, "topology"),
-            schedulers=parse_names(schedulers, SCHEDULERS, "scheduler"),
+            schedulers=parse_names(schedulers, KNOWN_SCHEDULERS, "scheduler") if schedulers else SCHEDULERS,
             profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup,
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
             start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base,
