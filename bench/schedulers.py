@@ -213,3 +213,45 @@ def run_specs(
             specs.append(RunSpec(entry.name, scheduler, name, counts, conf, plan_id=plan.id, profiles=profile_set,
                                  note=f"hetsched plugin, plan {plan.id} ({plan.strategy})"))
     return specs
+
+
+MT_WORKERS = 2
+"""Workers (and, for SPS/DPS, desired whole machines) of each multi-tenant topology: the default
+cluster's 6 slots over 3 tenants."""
+
+
+def tenant_spec(scheduler: str, entry: CatalogEntry, plan: Plan, priority: int, min_rate: float,
+                settings: BenchSettings, entries: list[ProfileEntry], reference_type: str, reference_cores: float,
+                profile_set: str) -> RunSpec:
+    """One topology of the multi-tenant scenario as ``scheduler`` wants it submitted.
+
+    Every tenant carries ``topology.priority`` and ``hetsched.min.rate`` whatever the scheduler; what
+    else each needs: ``default`` and ``sps``/``dps`` a worker count (and whole machines wanted), RAS
+    CPU points for the tenant's minimum rate (what it is guaranteed, not what the cluster alone
+    would give), ``planned`` the profile set, so the plugin asks the planner (and its ledger) at submit.
+    """
+    counts = plan_counts(plan)
+    name = f"mt-{entry.name}-{scheduler}".replace("_", "-")
+    base = {**common_conf(settings), PRIORITY: priority, keys.MIN_RATE: round(min_rate, 3)}
+    if scheduler == "default":
+        return RunSpec(entry.name, scheduler, name, counts, {**base, keys.WORKERS: MT_WORKERS},
+                       note=f"Storm DefaultScheduler, plan's instance counts, {MT_WORKERS} workers")
+    if scheduler in ("sps", "dps"):
+        nodes = {SPS_NODES: MT_WORKERS, SPS_MIN_NODES: 1} if scheduler == "sps" else {DPS_NODES: MT_WORKERS}
+        return RunSpec(entry.name, scheduler, name, counts, {**base, keys.WORKERS: MT_WORKERS, **nodes},
+                       note=f"{scheduler.upper()}: {MT_WORKERS} workers, {MT_WORKERS} whole machines wanted"
+                            + (", 1 at least" if scheduler == "sps" else ""))
+    if scheduler in ("resource_aware", "ras-priority"):
+        scale = min(1.0, min_rate / plan.input_rate) if plan.input_rate > 0 else 1.0
+        points = ras_cpu_points(plan, entry, entries, reference_type, reference_cores, rate_scale=scale)
+        component_conf = {c: {CPU_POINTS: p, RESOURCES_MAP: {CPU_POINTS: p}} for c, p in points.items()}
+        return RunSpec(entry.name, scheduler, name, counts, {**base, ACKER_CPU_POINTS: DEFAULT_ACKER_POINTS},
+                       component_conf,
+                       note=("RAS with a user pool" if scheduler == "ras-priority" else "RAS")
+                            + f", CPU points for {min_rate:.1f} tuples/s: "
+                            + ", ".join(f"{c} {p:g}" for c, p in points.items()))
+    if scheduler == "planned":
+        return RunSpec(entry.name, scheduler, name, counts, {**base, keys.PROFILES: profile_set},
+                       profiles=profile_set,
+                       note="hetsched plugin, planned at submit with the profile set (and the ledger, where merged)")
+    raise BenchError(f"the multi-tenant scenario has no scheduler {scheduler!r}")

@@ -20,6 +20,8 @@ COMPONENT_PROFILES = "hetsched.component.profiles"
 PLAN_ID = "hetsched.plan.id"
 PROFILES = "hetsched.profiles"
 """Name of the profile set the plan was made with."""
+MIN_RATE = "hetsched.min.rate"
+"""A tenant's guaranteed minimum input rate, tuples/s (issue 16)."""
 TOPOLOGY = "hetsched.topology"
 """The catalog name of the topology (linear, diamond, ...), whatever name it runs under."""
 
