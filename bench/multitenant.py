@@ -140,7 +140,9 @@ def spout_total(counts: TopologyCounts, field_name: str) -> int:
 
 
 def rate_series(samples: list[CountSample], origin: float) -> list[tuple[float, float]]:
-    """(seconds since ``origin``, spout tuples/s over the trailing SERIES_SPAN_S) every SERIES_STEP_S."""
+    """(seconds since ``origin``, input rate over the trailing SERIES_SPAN_S) every SERIES_STEP_S.
+
+    The input rate as in the window: tuples/s per spout component (the mean over a topology's spouts)."""
     if not samples:
         return []
     points: list[tuple[float, float]] = []
@@ -149,7 +151,9 @@ def rate_series(samples: list[CountSample], origin: float) -> list[tuple[float, 
         now = max((s for s in samples if s.at <= at), key=lambda s: s.at)
         then = max((s for s in samples if s.at <= at - SERIES_SPAN_S), key=lambda s: s.at)
         seconds = now.at - then.at
-        rate = (spout_total(now.counts, "emitted") - spout_total(then.counts, "emitted")) / seconds if seconds > 0 else 0.0
+        spouts = len({e.component for e in now.counts.executors.values() if e.is_spout}) or 1
+        emitted = spout_total(now.counts, "emitted") - spout_total(then.counts, "emitted")
+        rate = emitted / spouts / seconds if seconds > 0 else 0.0
         points.append((round(at - origin, 1), round(max(0.0, rate), 3)))
         at += SERIES_STEP_S
     return points
@@ -170,27 +174,36 @@ def window_rate(samples: list[CountSample], start: float, end: float, component_
 
 
 def replacement(samples: list[CountSample], changed_at: float) -> dict[str, Any]:
-    """When, after the change, the tenant's placement first differed (fully placed) and its spouts moved again."""
+    """When, after the change, the tenant lost its workers (``unplaced_s``), when its placement first differed
+    (fully placed) and when its spouts moved again."""
     before = [s for s in samples if s.at <= changed_at]
     old = placement_of(before[-1].counts) if before else None
-    moved_at = None
+    unplaced_at = None
     for s in samples:
         if s.at <= changed_at:
             continue
         now = placement_of(s.counts)
+        if now is None and old is not None and unplaced_at is None:
+            unplaced_at = s.at
         if now is not None and now != old:
             moved_at = s.at
             base = spout_total(s.counts, "emitted")
             resumed = next((t.at for t in samples if t.at > s.at and spout_total(t.counts, "emitted") > base), None)
             return {"moved": True, "replaced_s": round(moved_at - changed_at, 1),
-                    "running_again_s": None if resumed is None else round(resumed - changed_at, 1)}
-    return {"moved": False, "replaced_s": None, "running_again_s": None}
+                    "running_again_s": None if resumed is None else round(resumed - changed_at, 1),
+                    "unplaced_s": None if unplaced_at is None else round(unplaced_at - changed_at, 1)}
+    return {"moved": False, "replaced_s": None, "running_again_s": None,
+            "unplaced_s": None if unplaced_at is None else round(unplaced_at - changed_at, 1)}
 
 
 def failed_since(samples: list[CountSample], changed_at: float) -> int:
-    """Tuple trees the spouts failed (timeouts included) from the change to the last sample."""
+    """Tuple trees the spouts failed (timeouts included) from the change to the last sample that had spouts.
+
+    A tenant whose workers are all taken away loses its tuples in flight uncounted (at most
+    ``topology.max.spout.pending`` per spout task): ``unplaced_s`` says when that happened."""
     before = [s for s in samples if s.at <= changed_at]
-    after = samples[-1] if samples else None
+    with_spouts = [s for s in samples if any(e.is_spout for e in s.counts.executors.values())]
+    after = with_spouts[-1] if with_spouts else None
     if not before or after is None:
         return 0
     return max(0, spout_total(after.counts, "failed") - spout_total(before[-1].counts, "failed"))

@@ -29,7 +29,8 @@ def tenants_table(data: dict[str, Any]) -> Table:
                 f"{t['min_rate']:.2f}", f"{t['input_rate']:.2f}", "yes" if t["min_met"] else "[red]no[/red]",
                 f"{100 * t['cpu_share']:.1f}%", f"{after['input_rate']:.2f}",
                 "yes" if after["min_met"] else "[red]no[/red]",
-                "-" if after["replaced_s"] is None else f"{after['replaced_s']:g}",
+                ("-" if after["replaced_s"] is None else f"{after['replaced_s']:g}")
+                + ("" if after.get("unplaced_s") is None else f" (lost its workers at {after['unplaced_s']:g})"),
                 str(after["failed_since_change"]), (t.get("sched_status") or "")[:60])
     return table
 

@@ -107,6 +107,10 @@ def test_rate_over_time_is_the_trailing_span_every_step():
     samples = [CountSample(float(t), _counts(10 * t)) for t in range(0, 41)]
     series = multitenant.rate_series(samples, origin=0.0)
     assert series[0] == (20.0, 10.0) and series[-1] == (40.0, 10.0)
+    doubled = [CountSample(float(t), TopologyCounts("", {
+        1: _counts(10 * t).executors[1],
+        3: ExecutorCounts("spout2", 3, 3, "h", 1, 1, True, 10 * t, 0, 0, 0, 0)}, {})) for t in range(0, 21)]
+    assert multitenant.rate_series(doubled, 0.0) == [(20.0, 10.0)], "per spout component, as the window's input rate"
     assert [x for x, _ in series] == [20.0, 25.0, 30.0, 35.0, 40.0]
 
 
@@ -114,9 +118,12 @@ def test_replacement_is_the_first_fully_placed_new_placement_and_when_spouts_mov
     samples = ([CountSample(float(t), _counts(100)) for t in range(0, 5)]
                + [CountSample(5.0, _counts(100, placed=False)), CountSample(7.0, _counts(100, port=6701)),
                   CountSample(9.0, _counts(100, port=6701)), CountSample(12.0, _counts(130, failed=4, port=6701))])
-    assert multitenant.replacement(samples, changed_at=4.0) == {"moved": True, "replaced_s": 3.0, "running_again_s": 8.0}
+    assert multitenant.replacement(samples, changed_at=4.0) == {
+        "moved": True, "replaced_s": 3.0, "running_again_s": 8.0, "unplaced_s": 1.0}
     assert multitenant.failed_since(samples, 4.0) == 4
     assert multitenant.replacement(samples[:5], changed_at=4.0)["moved"] is False
+    gone = samples[:5] + [CountSample(6.0, TopologyCounts("share 0", {}, {}))]
+    assert multitenant.replacement(gone, 4.0)["unplaced_s"] == 2.0 and multitenant.failed_since(gone, 4.0) == 0
 
 
 def test_weighted_throughput_weighs_each_tenant_by_its_priority():
