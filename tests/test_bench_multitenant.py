@@ -216,3 +216,13 @@ def test_the_command_prints_a_recorded_scenario_and_refuses_other_files(tmp_path
     (tmp_path / "other.json").write_text("{}")
     result = runner.invoke(app, ["bench", "--scenario", "multi-tenant", "--report", str(tmp_path / "other.json")])
     assert result.exit_code == 1 and "is not a multi-tenant scenario result" in result.output
+
+
+def test_repeated_rounds_summarize_to_median_and_range():
+    from benchmarks.multi_tenant_summary import summarize
+
+    first, second = _recorded(), _recorded()
+    second["runs"]["sps"]["weighted_throughput"] = 12.0
+    summary = summarize([first, second, {"runs": {}}])
+    assert summary["sps"]["weighted_throughput"] == {"median": 11.0, "low": 10.0, "high": 12.0, "n": 2}
+    assert summary["planned"]["star.replaced_s"]["n"] == 2
