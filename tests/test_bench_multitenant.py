@@ -226,3 +226,16 @@ def test_repeated_rounds_summarize_to_median_and_range():
     summary = summarize([first, second, {"runs": {}}])
     assert summary["sps"]["weighted_throughput"] == {"median": 11.0, "low": 10.0, "high": 12.0, "n": 2}
     assert summary["planned"]["star.replaced_s"]["n"] == 2
+
+
+def test_a_planner_started_again_in_the_same_folder_answers_at_its_own_address(tmp_path):
+    from bench.planner_service import PlannerService
+
+    urls = []
+    for _ in range(2):
+        service = PlannerService(tmp_path / "planner.db", tmp_path / "planner.log")
+        try:
+            urls.append(service.start())
+        finally:
+            service.stop()
+    assert len(set(urls)) == 2, "the second start must not take the first one's address from the shared log"
