@@ -357,6 +357,9 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
             reporter.log(f"{scheduler}: priority change: {change_note}")
             _watch(nimbus, tenants, settings.after_s, f"{scheduler}: after the priority change", reporter)
             end = time.monotonic()
+            changed = next(t for t in tenants if t.topology == CHANGED[0])
+            if changed.topology_id is not None:
+                record["changed_conf_priority"] = nimbus.topology_conf(changed.topology_id).get("topology.priority")
     except (BenchError, NimbusError, TopologyError, ClusterError, PlannerClientError, OSError) as exc:
         record["error"] = str(exc)
         reporter.log(f"[red]{scheduler}: {exc}[/red]")
