@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import getpass
 import os
 import platform
 import signal
@@ -32,7 +33,7 @@ from planner.durable import private_folder, write_atomic
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas, load_profile_set, require_pairs
 from bench.run import RunContext, RunResult, run
-from bench.schedulers import RunSpec, run_specs
+from bench.schedulers import PHASES, POOLS_FILE, RunSpec, nimbus_setup, run_specs, user_pools
 from bench.settings import BenchSettings
 from cluster.errors import ClusterError
 from cluster.handle import LocalClusterHandle
@@ -148,9 +149,11 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 reporter.log(f"planner at {result.planner_url} (database {planner.db_path})")
             else:
                 result.planner_url = planner_url
+            phase_up = None
             if own_cluster:
                 cluster_started = True
                 _cluster_up(cluster, "plugin", result.planner_url, reporter)
+                phase_up = "plugin"
             if settings.profile_now:
                 measure = measure_profiles or measure_profiles_now
                 result.profile_set, result.profile_origin = measure(cluster, result.planner_url, out / "profiling",
@@ -160,12 +163,12 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
             specs = _plan(settings, spec, result, reporter)
             result.expected_runs = [(s.topology, s.scheduler) for s in _in_run_order(specs)]
             save(result, started)
-            for phase in ("plugin", "resource_aware"):
+            for phase in PHASES:
                 phase_specs = [s for s in specs if s.cluster_scheduler == phase]
                 if not phase_specs:
                     continue
                 running = cluster.status().scheduler
-                if running != phase and not own_cluster:
+                if running != nimbus_setup(phase, None, pools=_pools(cluster)).scheduler and not own_cluster:
                     for s in phase_specs:
                         result.runs.append(RunResult(
                             s.topology, s.scheduler, s.name, s.note, dict(s.parallelism), s.plan_id,
@@ -173,10 +176,11 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                                    "(the bench restarts Nimbus only on a cluster of its own)"))
                     save(result, started)
                     continue
-                if running != phase:
+                if own_cluster and phase_up != phase:
                     reporter.log(f"restarting the cluster with Nimbus running {phase}")
                     cluster.down()
                     _cluster_up(cluster, phase, result.planner_url, reporter)
+                    phase_up = phase
                 ctx = RunContext(cluster, result.planner_url, result.profile_set.name, settings.window_s,
                                  settings.warmup_s, settings.start_timeout_s, reporter,
                                  machine_base_load(result.profile_set))
@@ -213,7 +217,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
 
 def _in_run_order(specs: list[RunSpec]) -> list[RunSpec]:
     """The plugin's runs first, then Resource Aware Scheduler's (Nimbus restarted once), as :func:`run_bench` runs them."""
-    return [s for phase in ("plugin", "resource_aware") for s in specs if s.cluster_scheduler == phase]
+    return [s for phase in PHASES for s in specs if s.cluster_scheduler == phase]
 
 
 def save(result: BenchResult, started: float, quiet: bool = False) -> None:
@@ -251,10 +255,27 @@ def _shutdown(cluster: LocalCluster | None, planner: PlannerService | None, resu
             signal.signal(signal.SIGINT, previous)
 
 
-def _cluster_up(cluster: LocalCluster, scheduler: str, planner_url: str, reporter: Reporter) -> None:
-    reporter.status(f"bringing the cluster up ({scheduler}); workers' first start can take minutes on a busy host")
-    conf = {"hetsched.planner.url": planner_url} if scheduler == "plugin" else {}
-    status = cluster.up(scheduler=scheduler, conf=conf, timeout_s=CLUSTER_START_TIMEOUT_S, report=reporter.log)
+def _pools(cluster: LocalCluster) -> dict:
+    """The submitting user guaranteed the whole cluster's CPU and memory (``ras-priority``)."""
+    machines = cluster.layout.machines
+    return user_pools(getpass.getuser(), sum(m.cpu_capacity for m in machines),
+                      float(sum(m.memory_mb for m in machines)))
+
+
+def _cluster_up(cluster: LocalCluster, phase: str, planner_url: str, reporter: Reporter,
+                dps_priorities: Path | None = None) -> None:
+    """Bring the cluster up with Nimbus set up for ``phase`` (bench.schedulers.PHASES)."""
+    setup = nimbus_setup(phase, planner_url, dps_priorities, _pools(cluster))
+    scheduler = setup.scheduler
+    reporter.status(f"bringing the cluster up ({phase}); workers' first start can take minutes on a busy host")
+    conf_dir = cluster.layout.home / "conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in setup.conf_files.items():
+        (conf_dir / name).write_text(text)
+    if not setup.conf_files:
+        for stale in conf_dir.glob(POOLS_FILE):
+            stale.unlink()
+    status = cluster.up(scheduler=scheduler, conf=setup.conf, timeout_s=CLUSTER_START_TIMEOUT_S, report=reporter.log)
     if not status.heterogeneous:
         raise BenchError("the cluster has no CPU quotas (cgroups not writable): it is not heterogeneous")
     reporter.log(f"cluster up ({scheduler}) in {cluster.layout.home}: "

@@ -37,12 +37,13 @@ class PlannerService:
         env.pop("HETSCHED_PLANNER_TOKEN", None)
         args = [sys.executable, "-m", "uvicorn", "--factory", "planner.service.app:create_app",
                 "--host", "127.0.0.1", "--port", "0", "--no-access-log"]
+        earlier = len(self._log())  # appended to: a service started before in this folder left its address in it
         with open_private_append(self.log_path) as log:
             self.process = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
-            found = _LISTENING.search(self._log())
+            found = _LISTENING.search(self._log()[earlier:])
             if found:
                 self.url = found.group(1)
                 break

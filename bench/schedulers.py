@@ -8,12 +8,19 @@ stats, grouping); only what the scheduler needs differs:
   (what a user without a plan would pick on this cluster), one worker per machine;
 - ``resource_aware``: Storm's RAS, the plan's instance counts, every component declaring the CPU
   points its profile implies on the reference machine type at the plan's rate;
-- ``planned``: the hetsched plugin, the plan's instance counts and placement (``hetsched.plan.id``).
+- ``planned``: the hetsched plugin, the plan's instance counts and placement (``hetsched.plan.id``);
+- ``sps``, ``dps``: the thesis's Static and Dynamic Priority Schedulers (the plugin jar's
+  ``org.hetsched.storm.baselines``), the plan's instance counts, whole machines per topology;
+- ``ras-priority``: Storm's RAS as ``resource_aware``, with ``topology.priority`` and a user pool
+  (``user-resource-pools.yaml`` in Nimbus's conf folder) guaranteeing the submitting user the whole cluster.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from planner.model import SYSTEM_PREFIX, Plan, ProfileEntry
 from planner.profiles import ProfileTable
@@ -35,9 +42,50 @@ RAS_FALLBACK_SCALES = (0.9, 0.8, 0.7, 0.6)
 DISABLE_LOAD_AWARE = "topology.disable.loadaware.messaging"
 MESSAGE_TIMEOUT = "topology.message.timeout.secs"
 
-CLUSTER_SCHEDULER = {"default": "plugin", "default-naive": "plugin", "planned": "plugin", "resource_aware": "resource_aware"}
-"""What Nimbus must run for each: the plugin schedules topologies without ``hetsched.profiles``
-exactly as Storm's DefaultScheduler, so only RAS needs Nimbus restarted."""
+CLUSTER_SCHEDULER = {"default": "plugin", "default-naive": "plugin", "planned": "plugin", "resource_aware": "resource_aware",
+                     "sps": "sps", "dps": "dps", "ras-priority": "resource_aware-pool"}
+"""What Nimbus must run for each (a phase of the bench): the plugin schedules topologies without
+``hetsched.profiles`` exactly as Storm's DefaultScheduler; every other phase restarts Nimbus."""
+PHASES = ("plugin", "sps", "dps", "resource_aware", "resource_aware-pool")
+"""Phases in the order the bench runs them."""
+POOLS_FILE = "user-resource-pools.yaml"
+USER_POOLS = "resource.aware.scheduler.user.pools"
+DPS_PRIORITIES_FILE = "hetsched.dps.priorities.file"
+SPS_NODES = "hetsched.sps.nodes"
+SPS_MIN_NODES = "hetsched.sps.nodes.min"
+DPS_NODES = "hetsched.dps.nodes"
+PRIORITY = "topology.priority"
+
+
+@dataclass(frozen=True)
+class NimbusSetup:
+    """How Nimbus runs for one phase: its scheduler's short name, storm.yaml extras, files beside its conf."""
+
+    scheduler: str
+    conf: dict[str, Any]
+    conf_files: dict[str, str] = field(default_factory=dict)
+    """File name -> text, written into the cluster's conf folder (on Nimbus's class path) before it starts."""
+
+
+def user_pools(user: str, cpu_points: float, memory_mb: float) -> dict[str, Any]:
+    """RAS's user pools: ``user`` guaranteed ``cpu_points`` (percent of a core) and ``memory_mb``."""
+    return {USER_POOLS: {user: {"cpu": round(cpu_points, 1), "memory": round(memory_mb, 1)}}}
+
+
+def nimbus_setup(phase: str, planner_url: str | None, dps_priorities: Path | None = None,
+                 pools: dict[str, Any] | None = None) -> NimbusSetup:
+    """What Nimbus needs for ``phase`` (a value of :data:`CLUSTER_SCHEDULER`)."""
+    if phase == "plugin":
+        return NimbusSetup("plugin", {"hetsched.planner.url": planner_url} if planner_url else {})
+    if phase == "dps":
+        return NimbusSetup("dps", {DPS_PRIORITIES_FILE: str(dps_priorities)} if dps_priorities else {})
+    if phase == "resource_aware-pool":
+        if not pools:
+            raise BenchError("ras-priority needs a user pool (user-resource-pools.yaml)")
+        return NimbusSetup("resource_aware", dict(pools), {POOLS_FILE: yaml.safe_dump(pools, sort_keys=True)})
+    if phase in ("sps", "resource_aware"):
+        return NimbusSetup(phase, {})
+    raise BenchError(f"unknown bench phase {phase!r}; known: {', '.join(PHASES)}")
 
 
 @dataclass(frozen=True)
@@ -95,10 +143,11 @@ def run_name(topology: str, scheduler: str) -> str:
 
 
 def ras_cpu_points(plan: Plan, entry: CatalogEntry, entries: list[ProfileEntry], reference_type: str,
-                   reference_cores: float) -> dict[str, float]:
+                   reference_cores: float, rate_scale: float = 1.0) -> dict[str, float]:
     """CPU points (percent of one core) of one executor of each component, as RAS wants them.
 
-    From the profile on the reference machine type at the rate one instance gets in the plan:
+    From the profile on the reference machine type at the rate one instance gets in the plan (times
+    ``rate_scale``: a tenant declares what its guaranteed rate needs, not what the whole cluster gives):
     ``TCU = 100 * e * IR + MET`` percent of that machine, times its cores.
     """
     table = ProfileTable.from_entries(entries)
@@ -112,7 +161,7 @@ def ras_cpu_points(plan: Plan, entry: CatalogEntry, entries: list[ProfileEntry],
         if profile is None:
             raise BenchError(f"the profile set has no {profiles[component]} on the reference machine type {reference_type}")
         per_instance = rates.get(component) or [0.0]
-        rate = sum(per_instance) / len(per_instance)
+        rate = rate_scale * sum(per_instance) / len(per_instance)
         tcu = entry_cpu_pct(profile, rate)
         points[component] = round(max(0.5, tcu * reference_cores), 2)
     return points
@@ -143,13 +192,19 @@ def run_specs(
             specs.append(RunSpec(entry.name, scheduler, name, naive, dict(base),
                                  note=f"Storm DefaultScheduler, {machines} executors per component "
                                       f"(one per machine), {machines} workers"))
-        elif scheduler == "resource_aware":
+        elif scheduler in ("sps", "dps"):
+            nodes = {SPS_NODES: machines, SPS_MIN_NODES: 1} if scheduler == "sps" else {DPS_NODES: machines}
+            specs.append(RunSpec(entry.name, scheduler, name, counts, {**base, **nodes},
+                                 note=f"the thesis's {scheduler.upper()}, plan's instance counts, {machines} workers "
+                                      f"on up to {machines} whole machines"))
+        elif scheduler in ("resource_aware", "ras-priority"):
             points = ras_cpu_points(plan, entry, entries, reference_type, reference_cores)
             component_conf = {c: {CPU_POINTS: p, RESOURCES_MAP: {CPU_POINTS: p}} for c, p in points.items()}
             conf = {k: v for k, v in base.items() if k != keys.WORKERS}
             conf[ACKER_CPU_POINTS] = DEFAULT_ACKER_POINTS
             specs.append(RunSpec(entry.name, scheduler, name, counts, conf, component_conf,
-                                 note="Storm RAS, plan's instance counts, CPU points on "
+                                 note=("Storm RAS with a user pool" if scheduler == "ras-priority" else "Storm RAS")
+                                      + ", plan's instance counts, CPU points on "
                                       f"{reference_type}: " + ", ".join(f"{c} {p:g}" for c, p in points.items()),
                                  fallback_scales=RAS_FALLBACK_SCALES))
         elif scheduler == "planned":
@@ -158,3 +213,45 @@ def run_specs(
             specs.append(RunSpec(entry.name, scheduler, name, counts, conf, plan_id=plan.id, profiles=profile_set,
                                  note=f"hetsched plugin, plan {plan.id} ({plan.strategy})"))
     return specs
+
+
+MT_WORKERS = 2
+"""Workers (and, for SPS/DPS, desired whole machines) of each multi-tenant topology: the default
+cluster's 6 slots over 3 tenants."""
+
+
+def tenant_spec(scheduler: str, entry: CatalogEntry, plan: Plan, priority: int, min_rate: float,
+                settings: BenchSettings, entries: list[ProfileEntry], reference_type: str, reference_cores: float,
+                profile_set: str) -> RunSpec:
+    """One topology of the multi-tenant scenario as ``scheduler`` wants it submitted.
+
+    Every tenant carries ``topology.priority`` and ``hetsched.min.rate`` whatever the scheduler; what
+    else each needs: ``default`` and ``sps``/``dps`` a worker count (and whole machines wanted), RAS
+    CPU points for the tenant's minimum rate (what it is guaranteed, not what the cluster alone
+    would give), ``planned`` the profile set, so the plugin asks the planner (and its ledger) at submit.
+    """
+    counts = plan_counts(plan)
+    name = f"mt-{entry.name}-{scheduler}".replace("_", "-")
+    base = {**common_conf(settings), PRIORITY: priority, keys.MIN_RATE: round(min_rate, 3)}
+    if scheduler == "default":
+        return RunSpec(entry.name, scheduler, name, counts, {**base, keys.WORKERS: MT_WORKERS},
+                       note=f"Storm DefaultScheduler, plan's instance counts, {MT_WORKERS} workers")
+    if scheduler in ("sps", "dps"):
+        nodes = {SPS_NODES: MT_WORKERS, SPS_MIN_NODES: 1} if scheduler == "sps" else {DPS_NODES: MT_WORKERS}
+        return RunSpec(entry.name, scheduler, name, counts, {**base, keys.WORKERS: MT_WORKERS, **nodes},
+                       note=f"{scheduler.upper()}: {MT_WORKERS} workers, {MT_WORKERS} whole machines wanted"
+                            + (", 1 at least" if scheduler == "sps" else ""))
+    if scheduler in ("resource_aware", "ras-priority"):
+        scale = min(1.0, min_rate / plan.input_rate) if plan.input_rate > 0 else 1.0
+        points = ras_cpu_points(plan, entry, entries, reference_type, reference_cores, rate_scale=scale)
+        component_conf = {c: {CPU_POINTS: p, RESOURCES_MAP: {CPU_POINTS: p}} for c, p in points.items()}
+        return RunSpec(entry.name, scheduler, name, counts, {**base, ACKER_CPU_POINTS: DEFAULT_ACKER_POINTS},
+                       component_conf,
+                       note=("RAS with a user pool" if scheduler == "ras-priority" else "RAS")
+                            + f", CPU points for {min_rate:.1f} tuples/s: "
+                            + ", ".join(f"{c} {p:g}" for c, p in points.items()))
+    if scheduler == "planned":
+        return RunSpec(entry.name, scheduler, name, counts, {**base, keys.PROFILES: profile_set},
+                       profiles=profile_set,
+                       note="hetsched plugin, planned at submit with the profile set (and the ledger, where merged)")
+    raise BenchError(f"the multi-tenant scenario has no scheduler {scheduler!r}")

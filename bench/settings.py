@@ -15,6 +15,12 @@ SCHEDULERS = ("default", "default-naive", "resource_aware", "planned")
   from the profile on the reference machine type;
 - ``planned``: the hetsched plugin placing the plan.
 """
+KNOWN_SCHEDULERS = SCHEDULERS + ("sps", "dps", "ras-priority")
+"""Also runnable when named (``--schedulers``), not by default:
+
+- ``sps``, ``dps``: the thesis's priority schedulers as Nimbus schedulers (docs/baselines.md);
+- ``ras-priority``: Storm's RAS with ``topology.priority`` and a user pool.
+"""
 TOPOLOGIES = ("linear", "diamond", "star")
 DEFAULT_PROFILES = "default-cluster"
 """The profile set shipped for the default local cluster (``profiles/default-cluster.json``)."""
@@ -59,9 +65,9 @@ def check(settings: BenchSettings) -> None:
         raise BenchError("no topology to run: give at least one of " + ", ".join(TOPOLOGIES))
     if not settings.schedulers:
         raise BenchError("no scheduler to run: give at least one of " + ", ".join(SCHEDULERS))
-    unknown = [s for s in settings.schedulers if s not in SCHEDULERS]
+    unknown = [s for s in settings.schedulers if s not in KNOWN_SCHEDULERS]
     if unknown:
-        raise BenchError(f"unknown scheduler {', '.join(unknown)}; known schedulers: {', '.join(SCHEDULERS)}")
+        raise BenchError(f"unknown scheduler {', '.join(unknown)}; known schedulers: {', '.join(KNOWN_SCHEDULERS)}")
     for name, value, low in (("--window", settings.window_s, 0.0), ("--warmup", settings.warmup_s, 0.0),
                              ("--start-timeout", settings.start_timeout_s, 10.0)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:

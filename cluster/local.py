@@ -329,7 +329,7 @@ class LocalCluster:
             shutil.rmtree(folder, ignore_errors=True)
         for folder in (layout.home / "conf", layout.home / "run", layout.extlib_daemon):
             folder.mkdir(parents=True, exist_ok=True)
-        if scheduler == "plugin" or PLUGIN_JAR.is_file():
+        if scheduler in ("plugin", "sps", "dps") or PLUGIN_JAR.is_file():
             shutil.copy2(PLUGIN_JAR, layout.extlib_daemon / PLUGIN_JAR.name)
         jar = self._cluster_jar()
         for daemon in layout.daemon_names():

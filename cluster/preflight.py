@@ -11,13 +11,16 @@ from cluster.errors import ClusterError
 from cluster.layout import ClusterLayout
 from cluster.storm_config import PLUGIN_JAR, SCHEDULERS
 
+PLUGIN_SCHEDULERS = ("plugin", "sps", "dps")
+"""Schedulers whose classes are in the plugin jar."""
+
 MIN_JAVA = 17
 
 
 def check_scheduler(scheduler: str) -> None:
     if scheduler not in SCHEDULERS:
         raise ClusterError(f"Unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}.")
-    if scheduler == "plugin" and not PLUGIN_JAR.is_file():
+    if scheduler in PLUGIN_SCHEDULERS and not PLUGIN_JAR.is_file():
         raise ClusterError(
             f"The scheduler plugin jar {PLUGIN_JAR} does not exist; build it first (make plugin), "
             "or choose --scheduler default or resource_aware."

@@ -18,6 +18,8 @@ SCHEDULERS = {
     "default": "org.apache.storm.scheduler.DefaultScheduler",
     "resource_aware": "org.apache.storm.scheduler.resource.ResourceAwareScheduler",
     "plugin": "org.hetsched.storm.HetschedScheduler",
+    "sps": "org.hetsched.storm.baselines.SpsScheduler",
+    "dps": "org.hetsched.storm.baselines.DpsScheduler",
 }
 """Choices of ``storm.scheduler`` for Nimbus by their short names."""
 
@@ -139,7 +141,9 @@ def class_path(storm_home: Path, layout: ClusterLayout, daemon: str) -> str:
     if daemon == UI:
         folders.insert(0, storm_home / "lib-webapp")
     folders += [storm_home / "extlib", storm_home / "extlib-daemon", layout.extlib_daemon]
-    return ":".join([f"{folder}/*" for folder in folders] + [str(storm_home / "conf")])
+    # Nimbus finds user-resource-pools.yaml (RAS's user pools) in the cluster's own conf folder first.
+    conf_dirs = [layout.conf_file(daemon).parent] if daemon == NIMBUS else []
+    return ":".join([f"{folder}/*" for folder in folders] + [str(d) for d in conf_dirs] + [str(storm_home / "conf")])
 
 
 def java_command(storm_home: Path, layout: ClusterLayout, daemon: str, heaps: DaemonHeaps) -> list[str]:

@@ -101,7 +101,8 @@ def _print(data: dict) -> None:
 def bench(
     topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated: linear,diamond,star [default: all three]."),
     schedulers: Optional[str] = typer.Option(
-        None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four]."),
+        None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four], "
+                             "also sps,dps,ras-priority (docs/baselines.md)."),
     profiles: str = typer.Option("default-cluster", "--profiles", help="A shipped profile set's name (profiles/NAME.json) or a ProfileSet file."),
     profile_now: bool = typer.Option(False, "--profile-now", help="Measure the profile set on the cluster first (hetsched profile) instead."),
     window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),
@@ -117,13 +118,25 @@ def bench(
     report_file: Optional[Path] = typer.Option(
         None, "--report", help="Only print (and re-plot) a result written before: a bench's folder or its bench.json, "
                                "also of a bench cut short (its finished runs)."),
+    scenario: Optional[str] = typer.Option(
+        None, "--scenario", help="'multi-tenant': Linear, Diamond and Star sharing the cluster with priorities and "
+                                 "minimums under each scheduler, and a priority change mid-run (docs/baselines.md)."),
+    min_rates: Optional[str] = typer.Option(
+        None, "--min-rates", help="multi-tenant: topology=tuples/s pairs [default: a quarter of each one's solo plan]."),
+    after: float = typer.Option(120.0, "--after", help="multi-tenant: seconds watched after the priority change."),
 ) -> None:
     """Run topologies under Storm's schedulers and hetsched's plan on the local heterogeneous cluster; compare."""
     from bench import report
     from bench.errors import BenchError
     from bench.profiles import load_profile_set
-    from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
+    from bench.settings import KNOWN_SCHEDULERS, TOPOLOGIES, BenchSettings, SCHEDULERS, parse_names
 
+    if scenario is not None:
+        if scenario != "multi-tenant":
+            raise _fail(f"unknown scenario {scenario!r}; known: multi-tenant")
+        _multi_tenant(schedulers, profiles, window if window != 60.0 else 30.0, warmup if warmup != 30.0 else 20.0,
+                      after, min_rates, max_spout_pending, out, spec, port_base, start_timeout, report_file)
+        return
     try:
         if report_file is not None:
             path = report.result_path(report_file)
@@ -136,7 +149,7 @@ def bench(
         settings = BenchSettings(
             out_dir=out or _default_out("bench"),
             topologies=parse_names(topologies, TOPOLOGIES, "topology"),
-            schedulers=parse_names(schedulers, SCHEDULERS, "scheduler"),
+            schedulers=parse_names(schedulers, KNOWN_SCHEDULERS, "scheduler") if schedulers else SCHEDULERS,
             profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup,
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
             start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base,
@@ -148,6 +161,47 @@ def bench(
     code = _run_and_report(settings)
     if code:
         raise typer.Exit(code)
+
+
+def _multi_tenant(schedulers, profiles, window, warmup, after, min_rates, max_spout_pending, out, spec, port_base,
+                  start_timeout, report_file) -> None:
+    from bench import multitenant, multitenant_report
+    from bench.errors import BenchError
+    from bench.settings import parse_names
+    from observe.progress import RichReporter
+
+    try:
+        if report_file is not None:
+            path = report_file / multitenant.RESULT_FILE if report_file.is_dir() else report_file
+            data = multitenant.read_result(path)
+        else:
+            settings = multitenant.ScenarioSettings(
+                out_dir=out or _default_out("multi-tenant"),
+                schedulers=parse_names(schedulers, multitenant.SCHEDULERS, "scheduler"),
+                profiles=profiles, min_rates=multitenant.parse_min_rates(min_rates), window_s=window,
+                warmup_s=warmup, after_s=after, start_timeout_s=start_timeout, max_spout_pending=max_spout_pending,
+                spec_path=spec, port_base=port_base)
+            logging.basicConfig(level=logging.WARNING)
+            columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+            with Progress(*columns, console=console, transient=True) as progress:
+                data = multitenant.run_scenario(settings, RichReporter(progress))
+            path = Path(data["saved_to"])
+    except BenchError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        drawn = multitenant_report.plots(data, path.parent)
+    except Exception as exc:  # noqa: BLE001  matplotlib can fail in many ways; the data is already safe
+        console.print(f"[yellow]plots not drawn ({type(exc).__name__}: {exc})[/yellow]", highlight=False)
+        drawn = []
+    console.print(multitenant_report.tenants_table(data))
+    console.print(multitenant_report.summary_table(data))
+    for line in multitenant_report.headline_lines(data):
+        console.print(f"[bold]{line}[/bold]", highlight=False)
+    console.print(f"results: {path}")
+    for p in drawn:
+        console.print(f"plot: {p}")
+    if data.get("error"):
+        raise _fail(data["error"])
 
 
 @app.command("demo")

@@ -31,6 +31,7 @@ from tests.fixtures.docs import (
     DOCS,
     REPO,
     CodeBlock,
+    baseline_setting_keys,
     code_blocks,
     doc_pages,
     hetsched_literals_in_plugin,
@@ -241,7 +242,13 @@ def test_every_plugin_setting_is_documented_with_its_default():
 def known_keys() -> set[str]:
     keys = {s.key for s in plugin_settings()}
     keys |= {v for v in vars(topology_keys).values() if isinstance(v, str) and v.startswith("hetsched.")}
-    return keys
+    return keys | baseline_setting_keys()
+
+
+def test_every_baseline_setting_is_documented():
+    page = (DOCS / "baselines.md").read_text()
+    for key in baseline_setting_keys():
+        assert f"`{key}`" in page, f"docs/baselines.md does not document {key}"
 
 
 def test_every_hetsched_setting_named_in_the_docs_exists():

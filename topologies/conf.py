@@ -25,6 +25,8 @@ Python component is its own subprocess, so the default is 1 (no spare tasks)."""
 TASKS = "topology.tasks"
 PROFILES = "hetsched.profiles"
 """Name of the profile set the plan was made with."""
+MIN_RATE = "hetsched.min.rate"
+"""A tenant's guaranteed minimum input rate, tuples/s (issue 16)."""
 TOPOLOGY = "hetsched.topology"
 """The catalog name of the topology (linear, diamond, ...), whatever name it runs under."""
 

@@ -1,0 +1,547 @@
+"""``hetsched bench --scenario multi-tenant``: three topologies share the cluster, under each scheduler in turn.
+
+Linear (priority 0), Diamond (1) and Star (2), each with a guaranteed minimum input rate, are
+submitted one after another on the default cluster. After a warm-up, one window measures every
+tenant at once: its input rate (spout tuples/s), whether its minimum holds, its share of the
+cluster's CPU (its workers' and their subprocesses' CPU seconds over the cluster's cores), and the
+weighted throughput. Then Star becomes priority 0, the way each scheduler allows:
+
+- ``dps``: its trigger, the priority file (``hetsched.dps.priorities.file``);
+- ``resource_aware``, ``ras-priority``: Storm's rebalance with ``topology.priority`` overridden;
+- ``planned``: the planner's ``PUT /v1/tenants/{topology}/priority`` (issue 16's ledger; a planner
+  without it answers 404, recorded as such);
+- ``sps`` (static by design) and ``default`` (no priorities): nothing changes, said so.
+
+The bench keeps sampling: how long until each tenant is re-placed and runs again, the rates at the
+end, the tuples failed since the change, and every tenant's input rate over time.
+
+The result is ``multi-tenant.json`` in the output folder, rewritten after every scheduler; a rerun
+into the same folder replaces only the schedulers it runs (e.g. ``--schedulers planned`` after the
+ledger is merged) and keeps the others.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+import psutil
+from thriftpy2.thrift import TPayload, TType
+
+from bench.errors import BenchError
+from bench.experiment import _cluster_up, _load_profiles, _signals_interrupt, versions
+from bench.planner_service import PlannerService
+from bench.profiles import fill_pass_through_alphas
+from bench.run import RunContext, _belongs, _wait_workers_gone, submit
+from bench.schedulers import CLUSTER_SCHEDULER, RunSpec, tenant_spec
+from bench.settings import BenchSettings
+from cluster.errors import ClusterError
+from cluster.layout import port_span
+from cluster.local import LocalCluster
+from cluster.ports import free_port_base
+from cluster.spec import load_spec
+from observe.counts import TopologyCounts
+from observe.nimbus import Nimbus, NimbusError, connect
+from observe.progress import QuietReporter, Reporter
+from observe.rates import CountSample, component_rates, unmeasured
+from planner.client import PlannerClient, PlannerClientError
+from planner.durable import private_folder, write_json_atomic
+from planner.model import PlanRequest, ProfileRef
+from planner.profiles import machine_base_load
+from topologies.catalog import lookup, planner_topology
+from topologies.errors import TopologyError
+from topologies.measure import roles
+
+RESULT_FILE = "multi-tenant.json"
+TENANTS = (("linear", 0), ("diamond", 1), ("star", 2))
+"""(topology, priority) in submission order; 0 is the most important (Storm's ``topology.priority``)."""
+CHANGED = ("star", 0)
+"""The priority change mid-run: Star becomes as important as Linear."""
+SCHEDULERS = ("default", "resource_aware", "ras-priority", "sps", "dps", "planned")
+DEFAULT_MIN_SHARE = 0.25
+"""Each tenant's minimum rate, by default: this share of the rate its plan alone on the cluster predicts."""
+MESSAGE_TIMEOUT_S = 30
+"""Storm's default: a tuple lost in the re-placement fails (and is counted) within the after-phase."""
+SAMPLE_S = 1.0
+SERIES_STEP_S = 5.0
+SERIES_SPAN_S = 20.0
+"""The rate over time: spout tuples over the trailing 20 s (two stats steps), every 5 s."""
+UNPLACED_GRACE_S = 45.0
+
+
+def priority_weight(priority: int) -> float:
+    """A tenant's weight in the weighted throughput: 1 / (1 + priority) (priority 0 weighs 1, 1 a half, 2 a third)."""
+    return 1.0 / (1.0 + priority)
+
+
+@dataclass(frozen=True)
+class ScenarioSettings:
+    out_dir: Path
+    schedulers: tuple[str, ...] = SCHEDULERS
+    profiles: str = "default-cluster"
+    min_rates: dict[str, float] = field(default_factory=dict)
+    """Topology -> guaranteed input rate, tuples/s; a tenant not named gets DEFAULT_MIN_SHARE of its solo plan's."""
+    window_s: float = 30.0
+    warmup_s: float = 20.0
+    after_s: float = 120.0
+    """How long the bench watches after the priority change; the rates after are those of its last window_s."""
+    start_timeout_s: float = 300.0
+    max_spout_pending: int = 100
+    spec_path: Path | None = None
+    port_base: int | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.schedulers if s not in SCHEDULERS]
+        if unknown or not self.schedulers:
+            raise BenchError(f"the multi-tenant scenario runs {', '.join(SCHEDULERS)}; "
+                             f"not {', '.join(unknown) or 'none'}")
+        for name, value, low in (("--window", self.window_s, 15.0), ("--warmup", self.warmup_s, 0.0),
+                                 ("--after", self.after_s, self.window_s)):
+            if not isinstance(value, (int, float)) or value < low:
+                raise BenchError(f"{name} must be at least {low:g} s, not {value!r}")
+        bad = {t: r for t, r in self.min_rates.items() if t not in dict(TENANTS) or not r > 0}
+        if bad:
+            raise BenchError(f"--min-rates: {', '.join(f'{t}={r}' for t, r in bad.items())} is not a positive rate "
+                             f"of {', '.join(dict(TENANTS))}")
+
+
+def parse_min_rates(text: str | None) -> dict[str, float]:
+    """``"linear=8,star=2.5"`` -> {"linear": 8.0, "star": 2.5}; a fault is one sentence."""
+    rates: dict[str, float] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition("=")
+        try:
+            rates[name.strip().lower()] = float(value)
+        except ValueError:
+            raise BenchError(f"--min-rates wants topology=tuples/s pairs, not {part.strip()!r}") from None
+        if not sep:
+            raise BenchError(f"--min-rates wants topology=tuples/s pairs, not {part.strip()!r}")
+    return rates
+
+
+# ---- pure maths over samples ----------------------------------------------------------------------------
+
+
+def placement_of(counts: TopologyCounts) -> dict[int, str] | None:
+    """Executor (first task) -> host:port, or None while any executor is unplaced."""
+    if not counts.placed:
+        return None
+    return {task: f"{e.host}:{e.port}" for task, e in counts.executors.items()}
+
+
+def spout_total(counts: TopologyCounts, field_name: str) -> int:
+    return sum(getattr(e, field_name) for e in counts.executors.values() if e.is_spout)
+
+
+def rate_series(samples: list[CountSample], origin: float) -> list[tuple[float, float]]:
+    """(seconds since ``origin``, input rate over the trailing SERIES_SPAN_S) every SERIES_STEP_S.
+
+    The input rate as in the window: tuples/s per spout component (the mean over a topology's spouts)."""
+    if not samples:
+        return []
+    points: list[tuple[float, float]] = []
+    at = samples[0].at + SERIES_SPAN_S
+    while at <= samples[-1].at:
+        now = max((s for s in samples if s.at <= at), key=lambda s: s.at)
+        then = max((s for s in samples if s.at <= at - SERIES_SPAN_S), key=lambda s: s.at)
+        seconds = now.at - then.at
+        spouts = len({e.component for e in now.counts.executors.values() if e.is_spout}) or 1
+        emitted = spout_total(now.counts, "emitted") - spout_total(then.counts, "emitted")
+        rate = emitted / spouts / seconds if seconds > 0 else 0.0
+        points.append((round(at - origin, 1), round(max(0.0, rate), 3)))
+        at += SERIES_STEP_S
+    return points
+
+
+def window_rate(samples: list[CountSample], start: float, end: float, component_roles: dict[str, str]) -> dict[str, Any]:
+    """A tenant's rates between two moments: input (spout) and sink tuples/s, which components did nothing."""
+    inside = [s for s in samples if start <= s.at <= end and s.counts.executors]
+    if len(inside) < 2:
+        return {"input_rate": 0.0, "sink_throughput": 0.0, "idle": list(component_roles)}
+    rates = component_rates(inside, component_roles)
+    spouts = [r.per_second for r in rates if r.role == "spout"]
+    return {
+        "input_rate": round(sum(spouts) / len(spouts), 3) if spouts else 0.0,
+        "sink_throughput": round(sum(r.per_second for r in rates if r.role == "sink"), 3),
+        "idle": unmeasured(rates),
+    }
+
+
+def replacement(samples: list[CountSample], changed_at: float) -> dict[str, Any]:
+    """When, after the change, the tenant lost its workers (``unplaced_s``), when its placement first differed
+    (fully placed) and when its spouts moved again."""
+    before = [s for s in samples if s.at <= changed_at]
+    old = placement_of(before[-1].counts) if before else None
+    unplaced_at = None
+    for s in samples:
+        if s.at <= changed_at:
+            continue
+        now = placement_of(s.counts)
+        if now is None and old is not None and unplaced_at is None:
+            unplaced_at = s.at
+        if now is not None and now != old:
+            moved_at = s.at
+            base = spout_total(s.counts, "emitted")
+            resumed = next((t.at for t in samples if t.at > s.at and spout_total(t.counts, "emitted") > base), None)
+            return {"moved": True, "replaced_s": round(moved_at - changed_at, 1),
+                    "running_again_s": None if resumed is None else round(resumed - changed_at, 1),
+                    "unplaced_s": None if unplaced_at is None else round(unplaced_at - changed_at, 1)}
+    return {"moved": False, "replaced_s": None, "running_again_s": None,
+            "unplaced_s": None if unplaced_at is None else round(unplaced_at - changed_at, 1)}
+
+
+def failed_since(samples: list[CountSample], changed_at: float) -> int:
+    """Tuple trees the spouts failed (timeouts included) from the change to the last sample that had spouts.
+
+    A tenant whose workers are all taken away loses its tuples in flight uncounted (at most
+    ``topology.max.spout.pending`` per spout task): ``unplaced_s`` says when that happened."""
+    before = [s for s in samples if s.at <= changed_at]
+    with_spouts = [s for s in samples if any(e.is_spout for e in s.counts.executors.values())]
+    after = with_spouts[-1] if with_spouts else None
+    if not before or after is None:
+        return 0
+    return max(0, spout_total(after.counts, "failed") - spout_total(before[-1].counts, "failed"))
+
+
+def weighted_throughput(rates: dict[str, float], priorities: dict[str, int]) -> float:
+    """Sum over tenants of priority_weight(priority) x input rate, tuples/s."""
+    return round(sum(priority_weight(priorities[t]) * r for t, r in rates.items()), 3)
+
+
+# ---- the priority change ----------------------------------------------------------------------------------
+
+
+class _RebalanceOptions(TPayload):
+    """Storm 2's RebalanceOptions with field 5, ``topology_conf_overrides`` (JSON), which streamparse's older
+    Thrift bindings lack; the binary protocol writes a struct from its own spec."""
+
+    thrift_spec = {1: (TType.I32, "wait_secs", False), 2: (TType.I32, "num_workers", False),
+                   3: (TType.MAP, "num_executors", (TType.STRING, TType.I32), False),
+                   5: (TType.STRING, "topology_conf_overrides", False)}
+    default_spec = [("wait_secs", None), ("num_workers", None), ("num_executors", None),
+                    ("topology_conf_overrides", None)]
+
+
+def rebalance_conf(nimbus: Nimbus, name: str, overrides: dict[str, Any], wait_s: int = 0) -> None:
+    """Storm's rebalance of ``name`` with topology conf overrides (``storm rebalance -t``)."""
+    options = _RebalanceOptions(wait_secs=wait_s, topology_conf_overrides=json.dumps(overrides))
+    nimbus._call(f"rebalance {name!r}", lambda c: c.rebalance(name, options), repeatable=False)
+
+
+def change_priority(scheduler: str, name: str, priority: int, nimbus: Nimbus, planner_url: str,
+                    dps_file: Path) -> str:
+    """Make the tenant ``name`` priority ``priority`` the way ``scheduler`` allows; what was done, one sentence."""
+    if scheduler == "dps":
+        current = json.loads(dps_file.read_text()) if dps_file.is_file() else {}
+        dps_file.write_text(json.dumps({**current, name: priority}))
+        return f"DPS trigger: {dps_file.name} now gives {name} priority {priority}"
+    if scheduler in ("resource_aware", "ras-priority"):
+        rebalance_conf(nimbus, name, {"topology.priority": priority})
+        return f"Storm rebalance of {name} with topology.priority {priority}"
+    if scheduler == "planned":
+        try:
+            answer = httpx.put(f"{planner_url}/v1/tenants/{name}/priority", json={"priority": priority}, timeout=30)
+        except httpx.HTTPError as exc:
+            return f"the planner did not take the change: {exc}"
+        if answer.status_code == 404:
+            return "the planner has no tenant ledger yet (404): nothing changed"
+        return f"planner PUT /v1/tenants/{name}/priority answered {answer.status_code}"
+    if scheduler == "sps":
+        return "SPS is static: priorities as submitted, nothing changed"
+    return "Storm's DefaultScheduler has no priorities: nothing changed"
+
+
+# ---- the live run ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class TenantRun:
+    topology: str
+    priority: int
+    min_rate: float
+    name: str
+    note: str
+    topology_id: str | None = None
+    status: str = "not submitted"
+    sched_status: str = ""
+    samples: list[CountSample] = field(default_factory=list)
+    cpu_before: float = 0.0
+    cpu_after: float = 0.0
+
+
+def _tenant_cpu(topology_id: str | None) -> float:
+    """CPU seconds so far of the tenant's workers and their subprocesses (streamparse's Python components)."""
+    if topology_id is None:
+        return 0.0
+    total = 0.0
+    for p in psutil.process_iter(["cmdline"]):
+        if _belongs(p, topology_id):
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+    return total
+
+
+def _read(nimbus: Nimbus, tenants: list[TenantRun]) -> None:
+    now = time.monotonic()
+    for t in tenants:
+        if t.topology_id is None:
+            continue
+        try:
+            counts = nimbus.counts(t.topology_id)
+        except NimbusError:
+            continue
+        t.samples.append(CountSample(now, counts))
+        t.sched_status = counts.scheduler_status or t.sched_status
+
+
+def _watch(nimbus: Nimbus, tenants: list[TenantRun], seconds: float, what: str, reporter: Reporter) -> None:
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        _read(nimbus, tenants)
+        reporter.status(f"{what} ({left:.0f} s left)")
+        time.sleep(min(SAMPLE_S, max(0.0, left)))
+
+
+def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profile_set, plans: dict, min_rates: dict,
+                  settings: ScenarioSettings, reporter: Reporter) -> dict[str, Any]:
+    """One scheduler's part: cluster up, the tenants in, window, priority change, after; the cluster down."""
+    out = Path(settings.out_dir)
+    dps_file = out / "dps-priorities.json"
+    dps_file.unlink(missing_ok=True)
+    bench_settings = BenchSettings(out_dir=out, window_s=max(15.0, settings.window_s), warmup_s=settings.warmup_s,
+                                   max_spout_pending=settings.max_spout_pending, message_timeout_s=MESSAGE_TIMEOUT_S)
+    cluster_model = cluster.spec.planner_cluster(machine_base_load(profile_set))
+    reference = cluster_model.machine_types[0]
+    specs: list[RunSpec] = [
+        tenant_spec(scheduler, lookup(topology), plans[topology], priority, min_rates[topology], bench_settings,
+                    profile_set.entries, reference.name, reference.cores or 1.0, profile_set.name)
+        for topology, priority in TENANTS]
+    if scheduler == "planned":
+        specs = [replace(s, conf={**s.conf, "hetsched.planner.url": planner_url}) for s in specs]
+    tenants = [TenantRun(s.topology, p, min_rates[s.topology], s.name, s.note) for s, (_, p) in zip(specs, TENANTS)]
+    record: dict[str, Any] = {"scheduler": scheduler, "started_at": _now(), "error": None}
+    _cluster_up(cluster, CLUSTER_SCHEDULER[scheduler], planner_url, reporter, dps_priorities=dps_file)
+    ctx = RunContext(cluster, planner_url, profile_set.name, settings.window_s, settings.warmup_s,
+                     settings.start_timeout_s, reporter)
+    cores = sum(m.cores for m in ctx.handle.machines())
+    try:
+        with connect(ctx.handle.nimbus) as nimbus:
+            for spec, tenant in zip(specs, tenants):
+                reporter.status(f"{scheduler}: submitting {spec.name}")
+                tenant.topology_id, _, _ = submit(spec, ctx)
+                tenant.status = "submitted"
+                reporter.log(f"{scheduler}: submitted {spec.name} (priority {tenant.priority}, "
+                             f"minimum {tenant.min_rate:.1f} tuples/s): {spec.note}")
+                _wait_placed(nimbus, tenant, reporter, scheduler)
+            _wait_running(nimbus, tenants, settings.start_timeout_s, reporter, scheduler)
+            _watch(nimbus, tenants, settings.warmup_s, f"{scheduler}: warming up", reporter)
+            window_start = time.monotonic()
+            for t in tenants:
+                t.cpu_before = _tenant_cpu(t.topology_id)
+            _watch(nimbus, tenants, settings.window_s, f"{scheduler}: measuring every tenant", reporter)
+            window_end = time.monotonic()
+            for t in tenants:
+                t.cpu_after = _tenant_cpu(t.topology_id)
+            changed_name = next(t.name for t in tenants if t.topology == CHANGED[0])
+            change_note = change_priority(scheduler, changed_name, CHANGED[1], nimbus, planner_url, dps_file)
+            changed_at = time.monotonic()
+            reporter.log(f"{scheduler}: priority change: {change_note}")
+            _watch(nimbus, tenants, settings.after_s, f"{scheduler}: after the priority change", reporter)
+            end = time.monotonic()
+            changed = next(t for t in tenants if t.topology == CHANGED[0])
+            if changed.topology_id is not None:
+                record["changed_conf_priority"] = nimbus.topology_conf(changed.topology_id).get("topology.priority")
+    except (BenchError, NimbusError, TopologyError, ClusterError, PlannerClientError, OSError) as exc:
+        record["error"] = str(exc)
+        reporter.log(f"[red]{scheduler}: {exc}[/red]")
+        window_start = window_end = changed_at = end = time.monotonic()
+        change_note = "not reached"
+    finally:
+        _kill_all(ctx, tenants, reporter)
+    priorities_after = {t.topology: (CHANGED[1] if t.topology == CHANGED[0] else t.priority) for t in tenants}
+    origin = window_start
+    rows = []
+    for t in tenants:
+        roles_ = roles(lookup(t.topology))
+        before = window_rate(t.samples, window_start, window_end, roles_)
+        after = window_rate(t.samples, end - settings.window_s, end, roles_)
+        window = window_end - window_start
+        rows.append({
+            "topology": t.topology, "name": t.name, "topology_id": t.topology_id, "note": t.note,
+            "priority": t.priority, "priority_after": priorities_after[t.topology], "min_rate": round(t.min_rate, 3),
+            "sched_status": t.sched_status, "status": t.status,
+            "input_rate": before["input_rate"], "sink_throughput": before["sink_throughput"], "idle": before["idle"],
+            "min_met": before["input_rate"] >= t.min_rate,
+            "cpu_share": round((t.cpu_after - t.cpu_before) / window / cores, 4) if window > 0 and cores else 0.0,
+            "after": {**after, "min_met": after["input_rate"] >= t.min_rate,
+                      **replacement(t.samples, changed_at), "failed_since_change": failed_since(t.samples, changed_at)},
+            "series": rate_series(t.samples, origin),
+        })
+    record.update({
+        "tenants": rows, "cores": cores, "window_s": round(window_end - window_start, 1),
+        "change": {"topology": CHANGED[0], "priority": CHANGED[1], "how": change_note,
+                   "at_s": round(changed_at - origin, 1)},
+        "weighted_throughput": weighted_throughput({r["topology"]: r["input_rate"] for r in rows},
+                                                   {r["topology"]: r["priority"] for r in rows}),
+        "weighted_throughput_after": weighted_throughput({r["topology"]: r["after"]["input_rate"] for r in rows},
+                                                         priorities_after),
+        "minimums_met": sum(r["min_met"] for r in rows),
+        "failed_since_change": sum(r["after"]["failed_since_change"] for r in rows),
+        "finished_at": _now(),
+    })
+    return record
+
+
+def _wait_placed(nimbus: Nimbus, tenant: TenantRun, reporter: Reporter, scheduler: str) -> None:
+    """Until Nimbus placed every executor of the tenant, or it says (after a grace) it will not: then on."""
+    start = time.monotonic()
+    while True:
+        _read(nimbus, [tenant])
+        last = tenant.samples[-1].counts if tenant.samples else None
+        if last is not None and last.placed:
+            tenant.status = "placed"
+            return
+        if time.monotonic() - start > UNPLACED_GRACE_S:
+            tenant.status = "not placed"
+            reporter.log(f"[yellow]{scheduler}: {tenant.name} not placed after {UNPLACED_GRACE_S:g} s: "
+                         f"{tenant.sched_status or 'no scheduler status'}[/yellow]")
+            return
+        reporter.status(f"{scheduler}: waiting for {tenant.name} to be placed")
+        time.sleep(2.0)
+
+
+def _wait_running(nimbus: Nimbus, tenants: list[TenantRun], timeout_s: float, reporter: Reporter, scheduler: str) -> None:
+    """Until every placed tenant's components all handled tuples (a tenant left without nodes is not waited for)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        _read(nimbus, tenants)
+        waiting = [t for t in tenants if t.status in ("placed", "running")
+                   and t.samples and not all(t.samples[-1].counts.totals().get(c, 0) > 0
+                                             for c in roles(lookup(t.topology)))]
+        for t in tenants:
+            if t.status == "placed" and t not in waiting:
+                t.status = "running"
+        if not waiting:
+            return
+        reporter.status(f"{scheduler}: waiting for {', '.join(t.name for t in waiting)} to handle tuples")
+        time.sleep(2.0)
+    reporter.log(f"[yellow]{scheduler}: some tenants handled no tuple within {timeout_s:g} s; measuring anyway[/yellow]")
+
+
+def _kill_all(ctx: RunContext, tenants: list[TenantRun], reporter: Reporter) -> None:
+    try:
+        with connect(ctx.handle.nimbus, leader_timeout_s=30) as nimbus:
+            for t in tenants:
+                if t.topology_id and nimbus.find(t.name) is not None:
+                    nimbus.kill(t.name, wait_s=0)
+            for t in tenants:
+                if t.topology_id:
+                    nimbus.wait_gone(t.name, 120)
+                    _wait_workers_gone(t.topology_id)
+    except (NimbusError, BenchError, TopologyError, OSError) as exc:
+        reporter.log(f"[yellow]could not kill every tenant: {exc}[/yellow]")
+
+
+def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
+                 on_saved: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """Every scheduler of ``settings`` in turn on one cluster (restarted per scheduler) and one planner; the result."""
+    reporter = reporter or QuietReporter()
+    out = Path(settings.out_dir)
+    try:
+        private_folder(out)
+    except OSError as exc:
+        raise BenchError(f"cannot make the results folder {out}: {exc.strerror or exc}") from None
+    path = out / RESULT_FILE
+    data = read_result(path) if path.is_file() else {"scenario": "multi-tenant", "runs": {}}
+    data.update({"started_at": _now(), "settings": _settings_dict(settings), "versions": versions(), "error": None,
+                 "tenants": [{"topology": t, "priority": p} for t, p in TENANTS],
+                 "change": {"topology": CHANGED[0], "priority": CHANGED[1]}})
+    spec = load_spec(settings.spec_path)
+    cluster = LocalCluster(spec, home=out / "cluster",
+                           port_base=settings.port_base or free_port_base(port_span(len(spec.machine_ids()))))
+    planner = PlannerService(out / "planner.db", out / "planner.log")
+    with _signals_interrupt():
+        try:
+            profile_set, origin = _load_profiles(BenchSettings(out_dir=out, profiles=settings.profiles), spec)
+            profile_set, _ = fill_pass_through_alphas(profile_set, [t for t, _ in TENANTS])
+            data["profiles"] = origin
+            if cluster.is_running():
+                raise BenchError(f"a cluster already runs in {cluster.layout.home}; bring it down first")
+            planner_url = planner.start()
+            plans, min_rates = _plans(planner_url, profile_set, spec, settings)
+            data["solo_plans"] = {t: {"id": p.id, "input_rate": round(p.input_rate, 3), "strategy": p.strategy}
+                                  for t, p in plans.items()}
+            data["min_rates"] = {t: round(r, 3) for t, r in min_rates.items()}
+            for scheduler in settings.schedulers:
+                reporter.log(f"scheduler {scheduler}: bringing the cluster up")
+                try:
+                    data["runs"][scheduler] = run_scheduler(scheduler, cluster, planner_url, profile_set, plans,
+                                                            min_rates, settings, reporter)
+                finally:
+                    cluster.down()
+                _save(path, data)
+                if on_saved:
+                    on_saved(data)
+        except KeyboardInterrupt as exc:
+            data["error"] = f"interrupted ({exc or 'Ctrl-C'})"
+        except (BenchError, ClusterError, PlannerClientError, TopologyError) as exc:
+            data["error"] = str(exc)
+        finally:
+            try:
+                if cluster.is_running():
+                    cluster.down()
+            except ClusterError as exc:
+                data["error"] = f"{data['error']}; {exc}" if data["error"] else str(exc)
+            planner.stop()
+    data["finished_at"] = _now()
+    _save(path, data)
+    data["saved_to"] = str(path)
+    return data
+
+
+def _plans(planner_url: str, profile_set, spec, settings: ScenarioSettings):
+    """Each tenant's plan alone on the whole cluster: its instance counts, and its default minimum rate."""
+    cluster_model = spec.planner_cluster(machine_base_load(profile_set))
+    plans, min_rates = {}, {}
+    with PlannerClient(planner_url) as client:
+        client.put_profile_set(profile_set)
+        for topology, _ in TENANTS:
+            entry = lookup(topology)
+            plans[topology] = client.plan(PlanRequest(topology=planner_topology(entry), cluster=cluster_model,
+                                                      profiles=ProfileRef(name=profile_set.name)))
+            min_rates[topology] = settings.min_rates.get(topology, DEFAULT_MIN_SHARE * plans[topology].input_rate)
+    return plans, min_rates
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BenchError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("scenario") != "multi-tenant":
+        raise BenchError(f"{path} is not a multi-tenant scenario result")
+    return data
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    try:
+        write_json_atomic(path, data)
+    except OSError as exc:
+        raise BenchError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _settings_dict(settings: ScenarioSettings) -> dict[str, Any]:
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(settings).items()}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
