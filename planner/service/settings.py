@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.records_store import DEFAULT_MAX_BATCH_BYTES
 from planner.storage import Retention, default_db_path
 
 KEEP_PLANS_DAYS_ENV = "HETSCHED_KEEP_PLANS_DAYS"
@@ -45,6 +46,8 @@ class ServiceSettings:
     ``keep_plans_days`` / ``keep_profile_versions``: what the service deletes on its own
     (:class:`planner.storage.Retention`); None keeps everything.
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
+    ``records_dir``: the workers' metrics records store; None: ``records/`` next to the database
+    (or ``$HETSCHED_RECORDS_DIR``). ``max_batch_bytes``: the largest metrics batch, bytes.
     """
 
     db_path: Path = field(default_factory=default_db_path)
@@ -57,6 +60,8 @@ class ServiceSettings:
     small_size: SizeLimit = SMALL_SIZE
     keep_plans_days: float | None = None
     keep_profile_versions: int | None = None
+    records_dir: Path | None = None
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
 
     @property
     def retention(self) -> Retention:
