@@ -385,3 +385,15 @@ def test_scheduler_status_is_listed_a_line_per_topology_as_the_scheduler_said_it
     print_scheduler_status(Console(file=out, width=40), [SimpleNamespace(name="b", scheduler_status=said),
                                                         SimpleNamespace(name="a", scheduler_status="")])
     assert out.getvalue() == f"scheduler status:\n  b: {said}\n", "markup-like text kept, unwrapped; silent ones left out"
+
+
+def test_metrics_are_on_by_request_and_keep_the_topologys_own_hooks():
+    on = build_submission(SubmitRequest("linear", metrics=True, metrics_url="http://planner:8765",
+                                        conf={keys.TASK_HOOKS: ["com.example.Hook"]})).conf
+    assert on[keys.TASK_HOOKS] == ["com.example.Hook", keys.METRICS_HOOK_CLASS]
+    assert on[keys.MULTILANG_LOG_HANDLER] == keys.PID_LOG_HANDLER_CLASS
+    assert on[keys.METRICS_URL] == "http://planner:8765"
+    workers_own = build_submission(SubmitRequest("linear", metrics=True)).conf
+    assert keys.METRICS_URL not in workers_own and workers_own[keys.TASK_HOOKS] == [keys.METRICS_HOOK_CLASS]
+    off = build_submission(SubmitRequest("linear")).conf
+    assert keys.TASK_HOOKS not in off and keys.MULTILANG_LOG_HANDLER not in off
