@@ -24,7 +24,8 @@ final class ExecutorMetrics {
     final LongAdder emitted = new LongAdder();
     final LongAdder acked = new LongAdder();
     final LongAdder failed = new LongAdder();
-    final ConcurrentHashMap<String, LongAdder> executedByStream = new ConcurrentHashMap<>();
+    /** Source component to stream to count: two lookups and no allocation per tuple. */
+    final ConcurrentHashMap<String, ConcurrentHashMap<String, LongAdder>> executedByStream = new ConcurrentHashMap<>();
     final ConcurrentHashMap<String, LongAdder> emittedByStream = new ConcurrentHashMap<>();
 
     ExecutorMetrics(String component, String profile, boolean spout) {
@@ -41,14 +42,26 @@ final class ExecutorMetrics {
     void onExecute(String sourceComponent, String stream) {
         if (userStream(stream) && !sourceComponent.startsWith("__")) {
             executed.increment();
-            executedByStream.computeIfAbsent(sourceComponent + ":" + stream, k -> new LongAdder()).increment();
+            ConcurrentHashMap<String, LongAdder> streams = executedByStream.get(sourceComponent);
+            if (streams == null) {
+                streams = executedByStream.computeIfAbsent(sourceComponent, k -> new ConcurrentHashMap<>());
+            }
+            LongAdder count = streams.get(stream);
+            if (count == null) {
+                count = streams.computeIfAbsent(stream, k -> new LongAdder());
+            }
+            count.increment();
         }
     }
 
     void onEmit(String stream) {
         if (userStream(stream)) {
             emitted.increment();
-            emittedByStream.computeIfAbsent(stream, k -> new LongAdder()).increment();
+            LongAdder count = emittedByStream.get(stream);
+            if (count == null) {
+                count = emittedByStream.computeIfAbsent(stream, k -> new LongAdder());
+            }
+            count.increment();
             if (spout) {
                 executed.increment();
             }
@@ -91,7 +104,9 @@ final class ExecutorMetrics {
         }
         r.put("executed", executed.sum());
         r.put("emitted", emitted.sum());
-        r.put("executed_by_stream", sums(executedByStream));
+        Map<String, Long> inputs = new TreeMap<>();
+        executedByStream.forEach((source, streams) -> streams.forEach((stream, n) -> inputs.put(source + ":" + stream, n.sum())));
+        r.put("executed_by_stream", inputs);
         r.put("emitted_by_stream", sums(emittedByStream));
         if (spout) {
             r.put("acked", acked.sum());
