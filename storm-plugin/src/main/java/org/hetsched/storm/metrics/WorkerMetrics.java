@@ -121,11 +121,11 @@ final class WorkerMetrics implements Runnable {
                 identity.host(), identity.port(), identity.pid(), identity.machine(), identity.machineType(),
                 identity.machineCores(), workerCpu);
         for (ExecutorMetrics e : executors) {
-            double threadCpu = -1;
-            if (e.threadId != 0) {
-                long ns = threads.getThreadCpuTime(e.threadId);
-                threadCpu = ns >= 0 ? ns / 1e9 : -1;
+            if (e.threadId == 0) {
+                continue;  // not run yet: a shell executor may not have its subprocess, so its pid would be the worker's
             }
+            long ns = threads.getThreadCpuTime(e.threadId);
+            double threadCpu = ns >= 0 ? ns / 1e9 : -1;
             double shellCpu = -1;
             long shellPid = 0;
             for (int task : e.tasks) {
