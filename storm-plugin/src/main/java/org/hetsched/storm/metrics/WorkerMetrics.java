@@ -42,8 +42,7 @@ final class WorkerMetrics implements Runnable {
     private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     private final OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
     private final HttpClient http;
-    private Batch pending;
-    private long sent;
+    private final Shipper shipper;
     private long failures;
     private String lastFault;
 
@@ -53,6 +52,7 @@ final class WorkerMetrics implements Runnable {
         this.worker = new Batch.WorkerIdentity(identity.host(), identity.port(), identity.pid(), identity.topologyId());
         this.buffer = new RecordBuffer(settings.bufferRecords());
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(3)).build();
+        this.shipper = new Shipper(buffer, MAX_BATCH_RECORDS, this::send);
     }
 
     /** Adds an executor to this worker's sampler, starting the sampler with the first one. */
@@ -142,41 +142,25 @@ final class WorkerMetrics implements Runnable {
         }
     }
 
-    /** Sends the pending batch, then fresh ones, until the buffer is empty or a send fails. */
     private void ship() {
-        while (true) {
-            if (pending == null) {
-                List<String> records = buffer.take(MAX_BATCH_RECORDS);
-                if (records.isEmpty()) {
-                    return;
-                }
-                pending = Batch.of(records);
+        Shipper.Outcome outcome = shipper.ship();
+        if (outcome.recordsRefused() > 0) {
+            LOG.warn("hetsched metrics: the service refused {} records for good: {}; they are dropped",
+                    outcome.recordsRefused(), lastFault);
+        }
+        if (outcome.failed()) {
+            if (failures++ == 0) {
+                LOG.warn("hetsched metrics: cannot ship to {}: {}; keeping up to {} records and retrying",
+                        settings.batchesUrl(), lastFault, settings.bufferRecords());
             }
-            int status = send(pending);
-            if (status == 200) {
-                sent += pending.records().size();
-                pending = null;
-                if (failures > 0) {
-                    LOG.info("hetsched metrics: the service answers again after {} failed sends; {} records dropped so far",
-                            failures, buffer.dropped());
-                    failures = 0;
-                }
-            } else if (status >= 400 && status < 500 && status != 401 && status != 408 && status != 429) {
-                LOG.warn("hetsched metrics: the service refused batch {} ({}): {}; its {} records are dropped",
-                        pending.id(), status, lastFault, pending.records().size());
-                buffer.countDropped(pending.records().size());
-                pending = null;
-            } else {
-                if (failures++ == 0) {
-                    LOG.warn("hetsched metrics: cannot ship to {}: {}; keeping up to {} records and retrying",
-                            settings.batchesUrl(), lastFault, settings.bufferRecords());
-                }
-                return;
-            }
+        } else if (failures > 0) {
+            LOG.info("hetsched metrics: the service answers again after {} failed sends; {} records dropped so far",
+                    failures, buffer.dropped());
+            failures = 0;
         }
     }
 
-    private int send(Batch batch) {
+    private int send(Batch batch, long dropped) {
         String token;
         try {
             token = settings.token().get();
@@ -187,7 +171,7 @@ final class WorkerMetrics implements Runnable {
         HttpRequest.Builder request = HttpRequest.newBuilder(settings.batchesUrl())
                 .timeout(SEND_TIMEOUT)
                 .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(batch.body(worker, buffer.dropped()), StandardCharsets.UTF_8));
+                .POST(HttpRequest.BodyPublishers.ofString(batch.body(worker, dropped), StandardCharsets.UTF_8));
         if (token != null) {
             request.header("Authorization", "Bearer " + token);
         }
