@@ -125,9 +125,13 @@ final class WorkerMetrics implements Runnable {
                 continue;  // not run yet: a shell executor may not have its subprocess, so its pid would be the worker's
             }
             long ns = threads.getThreadCpuTime(e.threadId);
-            double threadCpu = ns >= 0 ? ns / 1e9 : -1;
+            if (ns < 0) {
+                continue;  // the executor thread has ended: the worker is shutting down
+            }
+            double threadCpu = ns / 1e9;
             double shellCpu = -1;
             long shellPid = 0;
+            boolean shellGone = false;
             for (int task : e.tasks) {
                 long pid = ShellPids.of(task);
                 if (pid > 0) {
@@ -135,8 +139,13 @@ final class WorkerMetrics implements Runnable {
                     if (cpu.isPresent()) {
                         shellCpu = Math.max(shellCpu, 0) + cpu.getAsDouble();
                         shellPid = shellPid == 0 ? pid : shellPid;
+                    } else {
+                        shellGone = true;
                     }
                 }
+            }
+            if (shellGone) {
+                continue;  // a subprocess has exited: its CPU is lost, so this sample would undercount
             }
             buffer.add(Json.write(e.record(facts, ts, threadCpu, shellCpu, shellPid)));
         }
