@@ -312,10 +312,12 @@ def check_outage(setup: Setup, folder: Path, down_s: float, buffer_records: int,
         phases["up_before"] = window("service up", down_s / 2)
         phases["summary_before"] = service.summary()
         service.stop()
+        stopped_at = time.time()
         console.print(f"metrics service stopped for {down_s:g} s", highlight=False)
         phases["down"] = window("service down", down_s)
         service.start()
-        console.print("metrics service started again", highlight=False)
+        back_at = time.time()
+        console.print(f"metrics service answers again {back_at - stopped_at:.1f} s after it stopped", highlight=False)
         phases["up_after"] = window("service back", down_s / 2)
         time.sleep(3 * interval_s)
         phases["summary_after"] = service.summary()
@@ -323,19 +325,20 @@ def check_outage(setup: Setup, folder: Path, down_s: float, buffer_records: int,
         _kill_quietly(name, ctx, result)
         service.stop()
     records = records_of(service.records_dir, name, result.topology_id)
-    down = phases["down"]
-    in_outage = [r for r in records if down["from"] <= r["ts"] <= down["to"]]
-    executors = len(executor_series(records))
-    expected_in_outage = executors * int(down_s / interval_s)
-    dropped_said = max((r["worker_dropped"] for r in records), default=0)
-    summary_dropped = phases["summary_after"]["dropped"]
+    executors = len({(r["component"], r["task_id"]) for r in records})
+    in_outage = [r for r in records if stopped_at <= r["ts"] <= back_at]
+    expected_in_outage = round(executors * (back_at - stopped_at) / interval_s)
+    dropped_by_worker: dict[str, int] = {}
+    for r in records:
+        dropped_by_worker[r["worker_id"]] = max(dropped_by_worker.get(r["worker_id"], 0), r["worker_dropped"])
+    dropped = sum(dropped_by_worker.values())
     out = {
         "topology_id": result.topology_id, "plan_id": setup.plan.id, "down_s": down_s, "interval_s": interval_s,
         "buffer_records": buffer_records, "phases": phases, "records": len(records), "executors": executors,
-        "records_in_outage_kept": len(in_outage), "records_in_outage_expected": expected_in_outage,
-        "dropped_reported_by_workers": summary_dropped, "dropped_in_records": dropped_said,
-        "stored_twice": duplicates(records),
-        "duplicate_batches_answered": phases["summary_after"]["duplicates"],
+        "outage_s": round(back_at - stopped_at, 1), "records_in_outage_kept": len(in_outage),
+        "samples_in_outage_expected": expected_in_outage, "dropped_by_worker": dropped_by_worker,
+        "dropped": dropped, "dropped_in_service_summary": phases["summary_after"]["dropped"],
+        "stored_twice": duplicates(records), "duplicate_batches_answered": phases["summary_after"]["duplicates"],
     }
     table = Table(title=f"Linear with its metrics service down for {down_s:g} s (buffer {buffer_records} records, "
                         f"sample every {interval_s:g} s)", title_justify="left")
@@ -345,11 +348,12 @@ def check_outage(setup: Setup, folder: Path, down_s: float, buffer_records: int,
     for key, label in (("up_before", "service up"), ("down", "service down"), ("up_after", "service back")):
         table.add_row(label, str(phases[key]["sink_tuples_per_s"]), str(phases[key]["bolt_tuples_per_s"]))
     console.print(table)
-    console.print(f"executors {executors}; records stored {len(records)}; of the outage's ~{expected_in_outage} "
-                  f"samples {len(in_outage)} kept and shipped after it; dropped by the workers' buffers "
-                  f"{summary_dropped} (the service's summary; records carry {dropped_said}); stored twice "
-                  f"{out['stored_twice']}; retried batches answered as duplicates {out['duplicate_batches_answered']}",
-                  highlight=False)
+    console.print(f"executors {executors}; records stored {len(records)}; service unreachable for {out['outage_s']} s, "
+                  f"~{expected_in_outage} samples taken meanwhile: {len(in_outage)} kept (buffer and the batch in "
+                  f"flight, shipped when it came back) + {dropped} dropped and counted by the workers "
+                  f"({', '.join(f'{w} {n}' for w, n in sorted(dropped_by_worker.items()))}) = "
+                  f"{len(in_outage) + dropped}; stored twice {out['stored_twice']}; retried batches answered as "
+                  f"duplicates {out['duplicate_batches_answered']}", highlight=False)
     return out
 
 
