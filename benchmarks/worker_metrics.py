@@ -284,6 +284,45 @@ class MetricsService:
         return httpx.get(f"{self.url}/v1/metrics/summary", timeout=5).json()
 
 
+def outage_counts(records: list[dict[str, Any]], stopped_at: float, back_at: float,
+                  interval_s: float) -> dict[str, Any]:
+    """What became of the samples taken while the service was unreachable: kept (shipped later) or dropped and counted.
+
+    Records of an executor's last moments (the worker's pid instead of its subprocess's, no CPU) are left out.
+    """
+    executors = len({(r["component"], r["task_id"]) for r in records})
+    in_outage = [r for r in records if stopped_at <= r["ts"] <= back_at]
+    dropped_by_worker: dict[str, int] = {}
+    for r in records:
+        dropped_by_worker[r["worker_id"]] = max(dropped_by_worker.get(r["worker_id"], 0), r["worker_dropped"])
+    return {"records": len(records), "executors": executors, "outage_s": round(back_at - stopped_at, 1),
+            "samples_in_outage_expected": round(executors * (back_at - stopped_at) / interval_s),
+            "records_in_outage_kept": len(in_outage), "dropped_by_worker": dropped_by_worker,
+            "dropped": sum(dropped_by_worker.values()), "stored_twice": duplicates(records)}
+
+
+def outage_sentence(out: dict[str, Any]) -> str:
+    return (f"executors {out['executors']}; records stored {out['records']}; service unreachable for {out['outage_s']} s, "
+            f"~{out['samples_in_outage_expected']} samples taken meanwhile: {out['records_in_outage_kept']} kept (buffer "
+            f"and the batch in flight, shipped when it came back) + {out['dropped']} dropped and counted by the workers "
+            f"({', '.join(f'{w} {n}' for w, n in sorted(out['dropped_by_worker'].items()))}) = "
+            f"{out['records_in_outage_kept'] + out['dropped']}; stored twice {out['stored_twice']}; retried batches "
+            f"answered as duplicates {out.get('duplicate_batches_answered')}")
+
+
+def reanalyze_outage(saved: Path, records_dir: Path) -> dict[str, Any]:
+    """The counts of an outage run again from its JSON and its records store (the service stopped as the "down"
+    window began and answered again as the "up_after" window began, where the JSON predates stopped_at/back_at)."""
+    run = json.loads(saved.read_text())
+    stopped_at = run.get("stopped_at", run["phases"]["down"]["from"])
+    back_at = run.get("back_at", run["phases"]["up_after"]["from"])
+    records = records_of(records_dir, "metrics-outage", run["topology_id"])
+    out = {**run, "stopped_at": stopped_at, "back_at": back_at,
+           **outage_counts(records, stopped_at, back_at, run["interval_s"])}
+    console.print(outage_sentence(out), highlight=False)
+    return out
+
+
 def check_outage(setup: Setup, folder: Path, down_s: float, buffer_records: int, interval_s: float) -> dict[str, Any]:
     service = MetricsService(folder, free_port())
     service.start()
@@ -325,21 +364,11 @@ def check_outage(setup: Setup, folder: Path, down_s: float, buffer_records: int,
         _kill_quietly(name, ctx, result)
         service.stop()
     records = records_of(service.records_dir, name, result.topology_id)
-    executors = len({(r["component"], r["task_id"]) for r in records})
-    in_outage = [r for r in records if stopped_at <= r["ts"] <= back_at]
-    expected_in_outage = round(executors * (back_at - stopped_at) / interval_s)
-    dropped_by_worker: dict[str, int] = {}
-    for r in records:
-        dropped_by_worker[r["worker_id"]] = max(dropped_by_worker.get(r["worker_id"], 0), r["worker_dropped"])
-    dropped = sum(dropped_by_worker.values())
-    out = {
-        "topology_id": result.topology_id, "plan_id": setup.plan.id, "down_s": down_s, "interval_s": interval_s,
-        "buffer_records": buffer_records, "phases": phases, "records": len(records), "executors": executors,
-        "outage_s": round(back_at - stopped_at, 1), "records_in_outage_kept": len(in_outage),
-        "samples_in_outage_expected": expected_in_outage, "dropped_by_worker": dropped_by_worker,
-        "dropped": dropped, "dropped_in_service_summary": phases["summary_after"]["dropped"],
-        "stored_twice": duplicates(records), "duplicate_batches_answered": phases["summary_after"]["duplicates"],
-    }
+    out = {"topology_id": result.topology_id, "plan_id": setup.plan.id, "down_s": down_s, "interval_s": interval_s,
+           "buffer_records": buffer_records, "phases": phases, "stopped_at": stopped_at, "back_at": back_at,
+           **outage_counts(records, stopped_at, back_at, interval_s),
+           "dropped_in_service_summary": phases["summary_after"]["dropped"],
+           "duplicate_batches_answered": phases["summary_after"]["duplicates"]}
     table = Table(title=f"Linear with its metrics service down for {down_s:g} s (buffer {buffer_records} records, "
                         f"sample every {interval_s:g} s)", title_justify="left")
     table.add_column("window")
@@ -348,18 +377,14 @@ def check_outage(setup: Setup, folder: Path, down_s: float, buffer_records: int,
     for key, label in (("up_before", "service up"), ("down", "service down"), ("up_after", "service back")):
         table.add_row(label, str(phases[key]["sink_tuples_per_s"]), str(phases[key]["bolt_tuples_per_s"]))
     console.print(table)
-    console.print(f"executors {executors}; records stored {len(records)}; service unreachable for {out['outage_s']} s, "
-                  f"~{expected_in_outage} samples taken meanwhile: {len(in_outage)} kept (buffer and the batch in "
-                  f"flight, shipped when it came back) + {dropped} dropped and counted by the workers "
-                  f"({', '.join(f'{w} {n}' for w, n in sorted(dropped_by_worker.items()))}) = "
-                  f"{len(in_outage) + dropped}; stored twice {out['stored_twice']}; retried batches answered as "
-                  f"duplicates {out['duplicate_batches_answered']}", highlight=False)
+    console.print(outage_sentence(out), highlight=False)
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("check", choices=["records", "overhead", "outage"])
+    parser.add_argument("check", choices=["records", "overhead", "outage", "reanalyze-outage"])
+    parser.add_argument("--saved", type=Path, default=None, help="reanalyze-outage: the outage run's JSON")
     parser.add_argument("--home", type=Path, default=None)
     parser.add_argument("--planner", default=None, help="default: Nimbus's hetsched.planner.url")
     parser.add_argument("--records-dir", type=Path, default=None, help="the planner's records store (records check)")
@@ -374,6 +399,11 @@ def main() -> int:
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/hetsched-worker-metrics"))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if args.check == "reanalyze-outage":
+        out = reanalyze_outage(args.saved, args.records_dir)
+        if args.out:
+            args.out.write_text(json.dumps(out, indent=2) + "\n")
+        return 0
     setup = Setup(args.home, args.planner, args.window_s, args.warmup_s)
     started = time.time()
     if args.check == "records":
