@@ -75,7 +75,9 @@ class WorkerRecord(BaseModel):
     emitted_by_stream: dict[str, float] | None = None
     acked: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     failed: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    cpu_seconds: float = Field(ge=0, allow_inf_nan=False)
+    cpu_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False, description=(
+        "Absent where it cannot be measured whole (a shell executor whose subprocess is unknown): "
+        "the aggregation then counts the record as missing:cpu_seconds instead of fitting too little CPU."))
     thread_cpu_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     subprocess_cpu_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     worker_cpu_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)

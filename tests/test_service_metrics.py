@@ -80,6 +80,14 @@ def test_a_worker_restart_starts_new_series_and_both_are_kept(service):
     assert [w["worker"] for w in workers] == ["127.0.0.1:6701:900", "127.0.0.1:6701:901"]
 
 
+def test_a_record_without_cpu_seconds_is_stored_for_the_aggregation_to_count_as_unusable(service):
+    client, store = service
+    body = record()
+    del body["cpu_seconds"]
+    assert post(client, batch([body]))[0] == 200
+    assert "cpu_seconds" not in store.read("linear")[0]
+
+
 def test_the_workers_dropped_records_are_counted(service):
     client, store = service
     post(client, batch([record()], dropped=0))

@@ -16,6 +16,8 @@ final class ExecutorMetrics {
     final String component;
     final String profile;
     final boolean spout;
+    /** A ShellBolt/ShellSpout: its work runs in a subprocess, whose CPU must be counted too. */
+    final boolean shell;
     final NavigableSet<Integer> tasks = new ConcurrentSkipListSet<>();
     /** The executor thread's id (Thread.getId), 0 until the hook first runs on that thread. */
     volatile long threadId;
@@ -29,9 +31,14 @@ final class ExecutorMetrics {
     final ConcurrentHashMap<String, LongAdder> emittedByStream = new ConcurrentHashMap<>();
 
     ExecutorMetrics(String component, String profile, boolean spout) {
+        this(component, profile, spout, false);
+    }
+
+    ExecutorMetrics(String component, String profile, boolean spout, boolean shell) {
         this.component = component;
         this.profile = profile;
         this.spout = spout;
+        this.shell = shell;
     }
 
     /** Storm's own streams (acking, metrics, ticks, ...) are named {@code __...}; only user streams count. */
@@ -112,9 +119,9 @@ final class ExecutorMetrics {
             r.put("acked", acked.sum());
             r.put("failed", failed.sum());
         }
-        double thread = Math.max(threadCpu, 0.0);
-        double shell = Math.max(shellCpu, 0.0);
-        r.put("cpu_seconds", thread + shell);
+        if (!(shell && shellCpu < 0)) {  // a shell executor's CPU without its subprocess's would be far too low
+            r.put("cpu_seconds", Math.max(threadCpu, 0.0) + Math.max(shellCpu, 0.0));
+        }
         if (threadCpu >= 0) {
             r.put("thread_cpu_seconds", threadCpu);
         }

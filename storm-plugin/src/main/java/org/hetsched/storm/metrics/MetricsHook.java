@@ -42,12 +42,24 @@ public class MetricsHook extends BaseTaskHook {
                 executor = metrics;
             } else {
                 boolean spout = context.getRawTopology().get_spouts().containsKey(component);
-                executor = new ExecutorMetrics(component, MetricsSettings.profileOf(conf, component), spout);
+                executor = new ExecutorMetrics(component, MetricsSettings.profileOf(conf, component), spout,
+                        isShell(context, component, spout));
                 context.setExecutorData(EXECUTOR_KEY, executor);
                 WorkerMetrics.register(conf, context, executor);
             }
         }
         executor.tasks.add(context.getThisTaskId());
+    }
+
+    private static boolean isShell(TopologyContext context, String component, boolean spout) {
+        try {
+            var topology = context.getRawTopology();
+            var object = spout ? topology.get_spouts().get(component).get_spout_object()
+                    : topology.get_bolts().get(component).get_bolt_object();
+            return object.is_set_shell();
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     @Override

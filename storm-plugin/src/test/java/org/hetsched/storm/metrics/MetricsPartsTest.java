@@ -127,6 +127,18 @@ class MetricsPartsTest {
     }
 
     @Test
+    void aShellExecutorWhoseSubprocessIsUnknownSendsNoCpuSecondsRatherThanTooFew() {
+        ExecutorMetrics shell = new ExecutorMetrics("high", "highCompute", false, true);
+        shell.tasks.add(2);
+        ExecutorMetrics.WorkerFacts facts = new ExecutorMetrics.WorkerFacts("t", "t-1-2", "h", 6701, 900, "h",
+                "small", 0.5, 3.0);
+        Map<String, Object> unknown = shell.record(facts, 1.0, 0.3, -1, 0);
+        assertFalse(unknown.containsKey("cpu_seconds"), unknown.toString());
+        assertEquals(0.3, unknown.get("thread_cpu_seconds"));
+        assertEquals(2.3, (double) shell.record(facts, 1.0, 0.3, 2.0, 4242).get("cpu_seconds"), 1e-12);
+    }
+
+    @Test
     void settingsComeFromTheWorkersConfWithDefaultsAndNamedFaults(@org.junit.jupiter.api.io.TempDir Path dir)
             throws IOException {
         Map<String, Object> conf = new HashMap<>();
