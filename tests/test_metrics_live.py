@@ -30,19 +30,20 @@ def test_every_executor_of_linear_ships_records_with_moving_counters_and_cpu(liv
     assert result.exit_code == 0, result.output
     try:
         host, port = nimbus.split(":")
+        deadline = time.monotonic() + WAIT_S
+        executors, moving = 0, {}
         with connect(NimbusAddress(host, int(port), "live_cluster")) as client:
             running = client.find(NAME)
-            executors = sum(1 for e in client.topology_info(running.id).executors
-                            if not e.component_id.startswith("__"))
-        deadline = time.monotonic() + WAIT_S
-        moving: dict = {}
-        while time.monotonic() < deadline:
-            series = executor_series(records_of(records_dir, NAME, running.id))
-            moving = {key: s for key, s in series.items()
-                      if len(s) >= 3 and s[-1]["executed"] > s[0]["executed"] and s[-1]["cpu_seconds"] > s[0]["cpu_seconds"]}
-            if len(moving) >= executors:
-                break
-            time.sleep(5)
+            while time.monotonic() < deadline:
+                executors = sum(1 for e in client.topology_info(running.id).executors or []
+                                if not e.component_id.startswith("__"))
+                series = executor_series(records_of(records_dir, NAME, running.id))
+                moving = {key: s for key, s in series.items() if len(s) >= 3
+                          and s[-1]["executed"] > s[0]["executed"] and s[-1].get("cpu_seconds", 0) > s[0].get("cpu_seconds", 0)}
+                if executors and len(moving) >= executors:
+                    break
+                time.sleep(5)
+        assert executors > 0, f"Storm placed no executor of {NAME} within {WAIT_S:g} s"
         assert len(moving) == executors, f"{len(moving)} of {executors} executors have records with moving counters"
         records = records_of(records_dir, NAME, running.id)
         assert duplicates(records) == 0
