@@ -29,6 +29,7 @@ from planner.service.settings import (
     ServiceSettings,
     SizeLimit,
 )
+from planner.records_store import RECORDS_DIR_ENV
 from planner.storage import DB_ENV, StorageError, default_db_path
 from planner.tenancy import SHARE_MODES
 
@@ -114,6 +115,7 @@ def serve(
     keep_profile_versions: Optional[int] = typer.Option(
         None, min=1, envvar=KEEP_PROFILE_VERSIONS_ENV,
         help="Keep only the newest N versions of each profile set, plus those stored plans name [default: keep all]."),
+    records_dir: Optional[Path] = typer.Option(None, "--records-dir", envvar=RECORDS_DIR_ENV, help="Where workers' metrics batches are stored (POST /v1/metrics/batches) [default: records/ next to the database]."),
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port whose cluster the /ui page shows live (supervisors, topologies, executors)."),
     tenant_ttl_s: float = typer.Option(DEFAULT_TENANT_TTL_S, min=0.001, help="Release a ledger registration without a heartbeat for this long, seconds."),
     share_mode: str = typer.Option("weighted", help="How topologies share what their minimums leave: weighted (by priority, nobody starved) or strict (higher priority first)."),
@@ -143,7 +145,7 @@ def serve(
         max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
         max_size=SizeLimit(placement_cells=max_components_x_machines, lp_cells=max_components2_x_types),
         keep_plans_days=keep_plans_days, keep_profile_versions=keep_profile_versions,
-        nimbus=nimbus, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
+        nimbus=nimbus, records_dir=records_dir, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
     )
     try:
         service = create_app(settings)

@@ -51,6 +51,7 @@ def submit(
     name: Optional[str] = typer.Option(None, "--name", help="Name to run under (default: the topology's own)."),
     sample_rate: float = typer.Option(1.0, "--sample-rate", help="topology.stats.sample.rate (1.0: exact counts)."),
     spare_tasks: Optional[float] = typer.Option(None, "--spare-tasks", help="Tasks per executor of every component (hetsched.spare.tasks; default 1): 2 lets `hetsched replan` double any component's executors later. Each task of a Python component is its own subprocess."),
+    metrics: bool = typer.Option(True, "--metrics/--no-metrics", help="Ship every executor's counts and CPU to the planning service (the plugin jar's task hook; the jar must be in the workers' extlib)."),
     force: bool = typer.Option(False, "--force", help="Kill a running topology of the same name first, and wait for it to go."),
     multilang_command: str = typer.Option(MULTILANG_COMMAND, "--multilang-command", envvar=MULTILANG_ENV, help="What workers run for each Python component: a name on the supervisors' PATH, or an absolute path on every supervisor host."),
     nimbus: Optional[str] = NimbusOption,
@@ -74,6 +75,8 @@ def submit(
             profiles=profiles,
             planner_url=planner if plan else None,
             spare_tasks=spare_tasks,
+            metrics=metrics,
+            metrics_url=planner,
         )
         result = do_submit(request, nimbus_address(nimbus), force=force, multilang_command=multilang_command)
     except TopologyError as exc:

@@ -408,3 +408,15 @@ def test_without_spare_tasks_a_component_has_one_task_per_executor():
 def test_spare_tasks_below_one_are_refused_in_one_sentence(factor):
     with pytest.raises(TopologyError, match="spare tasks .* must be a factor of at least 1"):
         build_submission(SubmitRequest("linear", conf={keys.SPARE_TASKS: factor}))
+
+
+def test_metrics_are_on_by_request_and_keep_the_topologys_own_hooks():
+    on = build_submission(SubmitRequest("linear", metrics=True, metrics_url="http://planner:8765",
+                                        conf={keys.TASK_HOOKS: ["com.example.Hook"]})).conf
+    assert on[keys.TASK_HOOKS] == ["com.example.Hook", keys.METRICS_HOOK_CLASS]
+    assert on[keys.MULTILANG_LOG_HANDLER] == keys.PID_LOG_HANDLER_CLASS
+    assert on[keys.METRICS_URL] == "http://planner:8765"
+    workers_own = build_submission(SubmitRequest("linear", metrics=True)).conf
+    assert keys.METRICS_URL not in workers_own and workers_own[keys.TASK_HOOKS] == [keys.METRICS_HOOK_CLASS]
+    off = build_submission(SubmitRequest("linear")).conf
+    assert keys.TASK_HOOKS not in off and keys.MULTILANG_LOG_HANDLER not in off

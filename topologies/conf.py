@@ -59,3 +59,16 @@ def cpu_ms_key(profile: str) -> str:
     return f"{CPU_MS_PREFIX}{profile}"
 PLANNER_URL = "hetsched.planner.url"
 """The planner service the plan came from."""
+
+METRICS_URL = "hetsched.metrics.url"
+"""The planning service the workers' task hook (org.hetsched.storm.metrics.MetricsHook) posts its records to;
+absent: ``hetsched.planner.url``."""
+METRICS_INTERVAL_S = "hetsched.metrics.interval.secs"
+"""Seconds between two samples of every executor by the task hook (default 5)."""
+METRICS_BUFFER_RECORDS = "hetsched.metrics.buffer.records"
+"""Records a worker keeps while the service cannot be reached; beyond it the oldest are dropped and counted."""
+TASK_HOOKS = "topology.auto.task.hooks"
+METRICS_HOOK_CLASS = "org.hetsched.storm.metrics.MetricsHook"
+MULTILANG_LOG_HANDLER = "topology.multilang.log.handler"
+PID_LOG_HANDLER_CLASS = "org.hetsched.storm.metrics.PidRecordingLogHandler"
+"""Storm's default multilang log handler that also tells the metrics hook each shell subprocess's pid."""

@@ -35,6 +35,10 @@ class SubmitRequest:
     planner_url: str | None = None
     spare_tasks: float | None = None
     """Tasks per executor of every component (``hetsched.spare.tasks``); None: that key of ``conf``, else 1."""
+    metrics: bool = False
+    """Run the plugin jar's metrics task hook in every executor (the jar must be on the workers' class path)."""
+    metrics_url: str | None = None
+    """Where the hook ships its records; None: the workers' own ``hetsched.planner.url``."""
 
 
 @dataclass
@@ -170,7 +174,20 @@ def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]
     conf[keys.SPARE_TASKS] = spare_tasks_factor(request)
     conf[keys.COMPONENT_PROFILES] = entry.profiles()
     conf[keys.TOPOLOGY] = entry.name
+    if request.metrics:
+        conf.update(metrics_conf(conf, request.metrics_url))
     return conf
+
+
+def metrics_conf(conf: dict[str, Any], metrics_url: str | None) -> dict[str, Any]:
+    """The keys that turn the workers' metrics hook on, keeping any task hooks ``conf`` already names."""
+    hooks = list(conf.get(keys.TASK_HOOKS) or [])
+    added: dict[str, Any] = {keys.TASK_HOOKS: hooks + [keys.METRICS_HOOK_CLASS] if keys.METRICS_HOOK_CLASS not in hooks else hooks}
+    if not conf.get(keys.MULTILANG_LOG_HANDLER):
+        added[keys.MULTILANG_LOG_HANDLER] = keys.PID_LOG_HANDLER_CLASS
+    if metrics_url:
+        added[keys.METRICS_URL] = metrics_url
+    return added
 
 
 def build_submission(request: SubmitRequest, multilang_command: str | None = None) -> Submission:

@@ -12,7 +12,8 @@ from fastapi.openapi.utils import get_openapi
 
 from planner.service.errors import ERROR_RESPONSES, install_error_handlers
 from planner.service.guards import PROTECTED_PREFIX, BearerToken, BodySizeLimit
-from planner.service.routers import assignments, evaluations, health, plans, profiles, repairs, tenants, ui
+from planner.records_store import RecordsStore, default_records_dir
+from planner.service.routers import assignments, evaluations, health, metrics, plans, profiles, repairs, tenants, ui
 from planner.service.routers.health import service_version
 from planner.service.settings import ServiceSettings
 from planner.service.workers import PlanningPool
@@ -53,9 +54,10 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     )
     app.state.settings = settings
     app.state.storage = storage
+    app.state.records_store = RecordsStore(settings.records_dir or default_records_dir(settings.db_path))
 
     app.include_router(health.router)
-    for module in (plans, evaluations, profiles, assignments, repairs, tenants, ui):
+    for module in (plans, evaluations, profiles, assignments, repairs, tenants, metrics, ui):
         app.include_router(module.router, responses=_documented_errors(settings))
     install_error_handlers(app)
 

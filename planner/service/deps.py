@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from planner.records_store import RecordsStore
 from planner.service.settings import ServiceSettings
 from planner.service.workers import PlanningPool
 from planner.storage import Storage
@@ -18,3 +19,7 @@ def get_storage(request: Request) -> Storage:
 
 def get_planning_pool(request: Request) -> PlanningPool:
     return request.app.state.planning_pool
+
+
+def get_records_store(request: Request) -> RecordsStore:
+    return request.app.state.records_store

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.records_store import DEFAULT_MAX_BATCH_BYTES
 from planner.storage import Retention, default_db_path
 from planner.tenancy import ShareMode
 
@@ -50,6 +51,8 @@ class ServiceSettings:
     ``tenant_ttl_s``: a ledger registration without a heartbeat (``POST /v1/tenants/alive``) for this long is released.
     ``share_mode``: how tenants share what their minimums leave, ``weighted`` or ``strict`` (planner.tenancy).
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
+    ``records_dir``: the workers' metrics records store; None: ``records/`` next to the database
+    (or ``$HETSCHED_RECORDS_DIR``). ``max_batch_bytes``: the largest metrics batch, bytes.
     """
 
     db_path: Path = field(default_factory=default_db_path)
@@ -64,6 +67,8 @@ class ServiceSettings:
     keep_profile_versions: int | None = None
     tenant_ttl_s: float = DEFAULT_TENANT_TTL_S
     share_mode: ShareMode = "weighted"
+    records_dir: Path | None = None
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
 
     @property
     def retention(self) -> Retention:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import anyio
 from fastapi import APIRouter, Depends, Response
@@ -29,7 +30,7 @@ from planner.storage import Storage
 log = logging.getLogger("hetsched.service")
 
 router = APIRouter(tags=["tenants"], route_class=StrictJSONRoute)
-NO_TENANT = {404: {"model": ErrorBody, "description": "No topology of this name is registered."}}
+NO_TENANT: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody, "description": "No topology of this name is registered."}}
 
 
 def _ledger(storage: Storage, settings: ServiceSettings) -> Ledger:
