@@ -16,19 +16,24 @@ import logging
 import os
 import sys
 import time
+from dataclasses import replace
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from functools import reduce
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from planner.durable import write_atomic
 from planner.model import ProfileEntry, ProfileSet
 from planner.profiles import MACHINE_BASE_LOAD
 from spark_profiling.errors import ProfilingError
-from spark_profiling.fit import Clamped, PairSums, Skipped, machine_base_load, profile_entry
+from spark_profiling.fit import (
+    OUTLIER_FLOOR_PERCENT, OUTLIER_FLOOR_RELATIVE, Clamped, FitCriteria, OutlierBand, PairSums, Skipped, machine_base_load,
+    outlier_band, profile_entry,
+)
 from spark_profiling.inputs import Format, InputSpec, read_raw, resolve_inputs, spark_error_sentence
 from spark_profiling.progress import reporting
 from spark_profiling.rates import (
@@ -44,12 +49,49 @@ DEFAULT_MIN_SAMPLES = 5
 """Fewest intervals a (profile key, machine type) pair needs before its line is trusted."""
 
 
-def _pair_sums_frame(records: DataFrame) -> DataFrame:
-    """One row per (input, reason, profile, machine type) with the counts and regression sums."""
-    points = intervals(records)
+OUTLIER_SAMPLE = 400
+"""Intervals per pair the robust line is drawn from (a random sample, brought to the driver)."""
+
+
+def _outlier_bands(points: DataFrame, seed: int = 0) -> list[OutlierBand]:
+    """Each pair's robust band from at most :data:`OUTLIER_SAMPLE` of its usable intervals."""
+    usable = points.where(F.col(REASON).isNull() & (F.col(INTERVAL) == OK) & F.col(CPU_PERCENT).isNotNull())
+    pick = Window.partitionBy("profile", "machine_type").orderBy(F.rand(seed))
+    sample = (
+        usable.select("profile", "machine_type", INPUT_RATE, CPU_PERCENT, F.row_number().over(pick).alias("_pick"))
+        .where(F.col("_pick") <= OUTLIER_SAMPLE)
+        .collect()
+    )
+    by_pair: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for row in sample:
+        by_pair[(row["profile"], row["machine_type"])].append((row[INPUT_RATE], row[CPU_PERCENT]))
+    bands = [outlier_band(profile, machine_type, pts) for (profile, machine_type), pts in sorted(by_pair.items())]
+    return [b for b in bands if b is not None]
+
+
+def _band_frame(spark: SparkSession, bands: list[OutlierBand]) -> DataFrame:
+    return spark.createDataFrame(
+        [(b.profile, b.machine_type, b.slope, b.intercept, b.k * b.mad_percent) for b in bands],
+        "profile string, machine_type string, _band_slope double, _band_intercept double, _band_limit double",
+    )
+
+
+def _pair_sums_frame(points: DataFrame, bands: DataFrame | None = None) -> DataFrame:
+    """One row per (input, reason, profile, machine type) with the counts and regression sums.
+
+    With ``bands``, an interval outside its pair's band (:meth:`OutlierBand.is_outlier`, the same
+    rule in Spark's terms) is counted as an outlier and kept out of the sums.
+    """
     valid = F.col(REASON).isNull()
-    ok = F.col(INTERVAL) == OK
     x, y = F.col(INPUT_RATE), F.col(CPU_PERCENT)
+    if bands is not None:
+        points = points.join(F.broadcast(bands), ["profile", "machine_type"], "left")
+        predicted = F.col("_band_intercept") + F.col("_band_slope") * x
+        limit = F.greatest(F.col("_band_limit"), F.lit(OUTLIER_FLOOR_PERCENT), F.lit(OUTLIER_FLOOR_RELATIVE) * F.abs(predicted))
+        outlier = (F.col(INTERVAL) == OK) & valid & F.col("_band_slope").isNotNull() & (F.abs(y - predicted) > limit)
+    else:
+        outlier = F.lit(False)
+    ok = (F.col(INTERVAL) == OK) & ~F.coalesce(outlier, F.lit(False))
 
     def ok_sum(value):
         return F.sum(F.when(ok, value))
@@ -79,8 +121,9 @@ def _pair_sums_frame(records: DataFrame) -> DataFrame:
         ok_sum(x * y).alias("sxy"),
         ok_sum(x * x).alias("sxx"),
         ok_sum(y * y).alias("syy"),
-        F.min(x).alias("x_min"),
-        F.max(x).alias("x_max"),
+        F.min(F.when(ok, x)).alias("x_min"),
+        F.max(F.when(ok, x)).alias("x_max"),
+        F.count(F.when(outlier, 1)).alias("outliers"),
         ok_sum(F.col(D_EXECUTED)).alias("executed"),
         ok_sum(F.col(D_EMITTED)).alias("emitted"),
         F.count(F.when(ok, overhead)).alias("on"),
@@ -118,29 +161,40 @@ def _sums(row) -> PairSums:
     )
 
 
-def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_samples: int = DEFAULT_MIN_SAMPLES) -> ProfileSet:
+def aggregate(
+    spark: SparkSession, inputs: list[InputSpec], name: str, min_samples: int = DEFAULT_MIN_SAMPLES,
+    criteria: FitCriteria | None = None, since: float | None = None,
+) -> ProfileSet:
     """Aggregate the inputs into a ProfileSet whose ``source`` reports the run.
 
-    Raises ProfilingError when an input cannot be read, holds no valid record, or no pair has
-    enough intervals for a profile.
+    ``since`` (unix seconds) keeps only samples taken from then on. Raises ProfilingError when an
+    input cannot be read, holds no valid record, or no pair has enough intervals for a profile.
     """
     if min_samples < 2:
         raise ProfilingError(f"min_samples must be at least 2 (a line needs two points), not {min_samples}.")
+    criteria = replace(criteria or FitCriteria(), min_samples=min_samples)
     started = time.monotonic()
     records = reduce(
         DataFrame.unionByName,
         [validate(read_raw(spark, spec)).withColumn(INPUT, F.lit(i)) for i, spec in enumerate(inputs)],
     )
+    if since is not None:
+        records = records.where(F.col(REASON).isNotNull() | (F.col("ts") >= since))
+    points = intervals(records).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        groups = _pair_sums_frame(records).collect()
+        bands = _outlier_bands(points)
+        groups = _pair_sums_frame(points, _band_frame(spark, bands) if bands else None).collect()
     except Exception as exc:  # a file that fails mid-read (corrupt gzip, truncated Parquet)
         raise ProfilingError(f"reading the inputs failed: {spark_error_sentence(exc)}") from None
+    finally:
+        points.unpersist()
 
     rows_per_input: Counter[int] = Counter()
     bad_per_input: Counter[int] = Counter()
     bad_rows: Counter[str] = Counter()
     pairs: dict[tuple[str, str], PairSums] = defaultdict(PairSums)
     resets = non_increasing = 0
+    outliers: Counter[str] = Counter()
     runs: set[str] = set()
     for g in groups:
         rows_per_input[g[INPUT]] += g["rows"]
@@ -151,6 +205,8 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
         pairs[(g["profile"], g["machine_type"])] += _sums(g)
         resets += g["resets"]
         non_increasing += g["non_increasing"]
+        if g["outliers"]:
+            outliers[f"{g['profile']}@{g['machine_type']}"] += g["outliers"]
         runs.update(g["runs"])
 
     total_rows = sum(rows_per_input.values())
@@ -169,7 +225,7 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
     removed: dict[str, float] = {}
     for (profile, machine_type), sums in sorted(pairs.items()):
         base = base_loads.get(machine_type)
-        result = profile_entry(profile, machine_type, sums, min_samples, base.percent if base else 0.0)
+        result = profile_entry(profile, machine_type, sums, min_samples, base.percent if base else 0.0, criteria)
         if result.entry is not None:
             entries.append(result.entry)
             if result.base_load_removed is not None:
@@ -197,7 +253,13 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
         "rows": total_rows,
         "valid_rows": valid_rows,
         "bad_rows": dict(sorted(bad_rows.items())),
-        "intervals": {"used": sum(p.n for p in pairs.values()), COUNTER_RESET: resets, NON_INCREASING_TS: non_increasing},
+        "intervals": {
+            "used": sum(p.n for p in pairs.values()), COUNTER_RESET: resets, NON_INCREASING_TS: non_increasing,
+            "outlier": sum(outliers.values()),
+        },
+        "outliers": dict(sorted(outliers.items())),
+        "fit_criteria": {"min_rate_spread": criteria.min_rate_spread, "max_e_error": criteria.max_e_error,
+                         "outlier_mads": bands[0].k if bands else None},
         "runs": sorted(runs),
         "min_samples": min_samples,
         "skipped_pairs": [vars(s) for s in skipped],

@@ -50,8 +50,16 @@ FIELDS: tuple[Field, ...] = (
     Field("machine_cpu_seconds", "number", False, "non_negative", "Cumulative cgroup cpuacct usage of the machine, seconds."),
     Field("machine_quota_cores", "number", False, "positive", "The machine's cgroup CPU quota in cores as read from the cgroup."),
     Field("process_cpu_seconds", "number", False, "non_negative", "Cumulative CPU seconds of the task's own Python process (psutil)."),
-    Field("cpu_basis", "text", False, doc="How cpu_seconds was charged: machine (the task alone on its machine) or shared.",
-          choices=("machine", "shared")),
+    Field("cpu_basis", "text", False, doc="How cpu_seconds was charged: machine (the task alone on its machine), shared, "
+          "or thread (a worker's record: its executor thread plus its shell subprocess).",
+          choices=("machine", "shared", "thread")),
+    Field("source", "text", False, doc="Who wrote the record: worker (the plugin's task hook) or lab (a collector).",
+          choices=("worker", "lab")),
+    Field("thread_cpu_seconds", "number", False, "non_negative", "Cumulative CPU seconds of the executor's JVM thread."),
+    Field("subprocess_cpu_seconds", "number", False, "non_negative", "Cumulative CPU seconds of a shell component's subprocess."),
+    Field("worker_cpu_seconds", "number", False, "non_negative", "Cumulative CPU seconds of the whole worker JVM process."),
+    Field("acked", "number", False, "non_negative", "Cumulative tuple trees a spout saw acked."),
+    Field("failed", "number", False, "non_negative", "Cumulative tuple trees a spout saw failed."),
 )
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
