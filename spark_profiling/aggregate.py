@@ -37,8 +37,8 @@ from spark_profiling.fit import (
 from spark_profiling.inputs import Format, InputSpec, read_raw, resolve_inputs, spark_error_sentence
 from spark_profiling.progress import reporting
 from spark_profiling.rates import (
-    COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, INPUT_RATE, INTERVAL, MACHINE_PERCENT, NON_INCREASING_TS, OK,
-    OWN_PERCENT, intervals,
+    COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, D_THREAD_CPU, D_WORKER_CPU, INPUT_RATE, INTERVAL, INTERVAL_S,
+    MACHINE_PERCENT, NON_INCREASING_TS, OK, OWN_PERCENT, intervals,
 )
 from spark_profiling.records import INPUT, REASON, validate
 from spark_profiling.session import spark_session
@@ -67,6 +67,35 @@ def _outlier_bands(points: DataFrame, seed: int = 0) -> list[OutlierBand]:
         by_pair[(row["profile"], row["machine_type"])].append((row[INPUT_RATE], row[CPU_PERCENT]))
     bands = [outlier_band(profile, machine_type, pts) for (profile, machine_type), pts in sorted(by_pair.items())]
     return [b for b in bands if b is not None]
+
+
+WORKER_REST = "worker_rest"
+"""``source`` key: per machine type, the CPU of the workers that is in no executor's thread (records of workers)."""
+
+
+def _worker_rest(points: DataFrame) -> dict[str, dict[str, float]]:
+    """Per machine type, the median over worker intervals of the worker JVM's CPU outside its executors' threads.
+
+    A worker's records of one sample share its ``ts`` and its ``worker_cpu_seconds``; what that
+    counter grew by less what the executor threads grew by is Storm's own threads (transfer,
+    Netty, the acker, ShellBolt pipes) and the JVM's idle: the worker's base load, percent of the
+    machine. Subprocess CPU is not in the worker's counter, so it is not subtracted.
+    """
+    usable = points.where(
+        F.col(REASON).isNull() & (F.col(INTERVAL) == OK) & (F.col("cpu_basis") == "thread") & F.col("worker_id").isNotNull()
+    )
+    per_worker = usable.groupBy("run_id", "worker_id", "machine_type", "ts").agg(
+        F.first(D_WORKER_CPU, ignorenulls=True).alias("worker"),
+        F.sum(D_THREAD_CPU).alias("threads"),
+        F.count(F.when(F.col(D_THREAD_CPU).isNull(), 1)).alias("unknown"),
+        F.first(INTERVAL_S).alias("seconds"),
+        F.first("machine_cores").alias("cores"),
+    ).where(F.col("worker").isNotNull() & (F.col("unknown") == 0))
+    rest = 100.0 * F.greatest(F.col("worker") - F.col("threads"), F.lit(0.0)) / (F.col("seconds") * F.col("cores"))
+    rows = per_worker.groupBy("machine_type").agg(
+        F.percentile_approx(rest, 0.5).alias("percent"), F.count(F.lit(1)).alias("intervals"),
+    ).collect()
+    return {r["machine_type"]: {"percent": round(min(r["percent"], 100.0), 3), "intervals": r["intervals"]} for r in rows}
 
 
 def _band_frame(spark: SparkSession, bands: list[OutlierBand]) -> DataFrame:
@@ -184,6 +213,7 @@ def aggregate(
     try:
         bands = _outlier_bands(points)
         groups = _pair_sums_frame(points, _band_frame(spark, bands) if bands else None).collect()
+        worker_rest = _worker_rest(points)
     except Exception as exc:  # a file that fails mid-read (corrupt gzip, truncated Parquet)
         raise ProfilingError(f"reading the inputs failed: {spark_error_sentence(exc)}") from None
     finally:
@@ -264,7 +294,11 @@ def aggregate(
         "min_samples": min_samples,
         "skipped_pairs": [vars(s) for s in skipped],
         "clamped": [vars(c) for c in clamped],
-        MACHINE_BASE_LOAD: {t: round(b.percent, 3) for t, b in sorted(base_loads.items())},
+        MACHINE_BASE_LOAD: dict(sorted({
+            **{t: rest["percent"] for t, rest in worker_rest.items()},
+            **{t: round(b.percent, 3) for t, b in base_loads.items()},
+        }.items())),
+        WORKER_REST: dict(sorted(worker_rest.items())),
         "machine_base_load_from": {t: {"profile": b.profile, "samples": b.samples} for t, b in sorted(base_loads.items())},
         "base_load_removed_from_met": removed,
         "spark": {"version": spark.version, "master": spark.sparkContext.master},
@@ -316,6 +350,8 @@ def run(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
+    criteria: FitCriteria | None = None,
+    since: float | None = None,
 ) -> ProfileSet:
     """Check the inputs and output, aggregate in a Spark session, write the set to ``out``.
 
@@ -325,7 +361,7 @@ def run(
     specs = resolve_inputs(inputs, fmt)
     check_writable(out)
     with spark_session(master, conf) as spark, reporting(spark, progress):
-        profile_set = aggregate(spark, specs, name, min_samples)
+        profile_set = aggregate(spark, specs, name, min_samples, criteria, since)
     write_profile_set(out, profile_set)
     return profile_set
 
