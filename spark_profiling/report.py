@@ -28,7 +28,7 @@ def notes(profile_set: ProfileSet) -> list[str]:
         lines.append(f"worker rest on {machine_type}: {rest['percent']:g} % of the machine ({rest['intervals']} worker intervals), "
                      "planned as its base load")
     for s in source.get("skipped_pairs", []):
-        lines.append(f"left out ({s['profile']}, {s['machine_type']}) [{s.get('verdict', 'no_fit')}]: {s['reason']}")
+        lines.append(f"left out ({s['profile']}, {s['machine_type']}), {s.get('verdict', 'no_fit')}: {s['reason']}")
     for c in source.get("clamped", []):
         lines.append(f"clamped ({c['profile']}, {c['machine_type']}) {c['field']}: fitted {c['fitted']:.4g}, used {c['used']:g}")
     return lines
