@@ -192,11 +192,12 @@ def _sums(row) -> PairSums:
 
 def aggregate(
     spark: SparkSession, inputs: list[InputSpec], name: str, min_samples: int = DEFAULT_MIN_SAMPLES,
-    criteria: FitCriteria | None = None, since: float | None = None,
+    criteria: FitCriteria | None = None, since: float | None = None, drop_outliers: bool = True,
 ) -> ProfileSet:
     """Aggregate the inputs into a ProfileSet whose ``source`` reports the run.
 
-    ``since`` (unix seconds) keeps only samples taken from then on. Raises ProfilingError when an
+    ``since`` (unix seconds) keeps only samples taken from then on. ``drop_outliers`` False fits
+    every interval (what the job did before outliers were judged; for comparisons). Raises ProfilingError when an
     input cannot be read, holds no valid record, or no pair has enough intervals for a profile.
     """
     if min_samples < 2:
@@ -211,7 +212,7 @@ def aggregate(
         records = records.where(F.col(REASON).isNotNull() | (F.col("ts") >= since))
     points = intervals(records).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        bands = _outlier_bands(points)
+        bands = _outlier_bands(points) if drop_outliers else []
         groups = _pair_sums_frame(points, _band_frame(spark, bands) if bands else None).collect()
         worker_rest = _worker_rest(points)
     except Exception as exc:  # a file that fails mid-read (corrupt gzip, truncated Parquet)
