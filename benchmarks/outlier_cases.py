@@ -82,7 +82,7 @@ def main() -> int:
                 raw[f"{case}/{when}"] = json.loads(result.model_dump_json())
     after = raw.get("glitch/after")
     if isinstance(after, dict):
-        for pair in after["outliers"]:
+        for pair in after["source"]["outliers"]:
             profile, _, machine_type = pair.partition("@")
             true_e = truth[(profile, machine_type)].e
             for when in ("before", "after"):
