@@ -33,6 +33,7 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     **{f"cluster {name}": ("topologies",) for name in ("up", "status", "down", "logs")},
     "aggregate": ("spark",),
     "profile": ("spark", "topologies"),
+    "tune": ("spark", "topologies"),
     "bench": ("bench",),
     "demo": ("bench",),
 }
@@ -48,6 +49,7 @@ COMMAND_MODULES = (
     "hetsched.ops_cmd",  # operating a cluster: hetsched supervisors|placement (imports streamparse)
     "hetsched.replan_cmd",  # re-planning a running topology: hetsched replan (imports streamparse)
     "hetsched.profile_cmd",  # profiling: hetsched aggregate|profile
+    "hetsched.tune_cmd",  # profiling a running topology from its records, planning and applying: hetsched tune
     "hetsched.cluster_cmd",  # local cluster: hetsched cluster up|down|status|logs
     "hetsched.compose_cmd",  # compose deployment: hetsched cluster compose
     "hetsched.bench_cmd",  # end-to-end bench: hetsched bench, hetsched demo (the main job)

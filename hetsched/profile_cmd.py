@@ -44,33 +44,57 @@ def _entries_table(profile_set) -> Table:
 
 @app.command("aggregate")
 def aggregate(
-    inputs: List[str] = typer.Argument(..., help="Raw record files or folders: JSON lines (.jsonl, .gz) or Parquet."),
-    out: Path = typer.Option(..., "--out", "-o", help="Where to write the ProfileSet (JSON)."),
+    inputs: Optional[List[str]] = typer.Argument(None, help="Raw record files or folders: JSON lines (.jsonl, .gz) or Parquet."),
+    store: Optional[Path] = typer.Option(None, "--store", help="The service's records store (its records folder or data directory): read --topology's records from it."),
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="With --store: the topology whose records to aggregate."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only samples from then on: a duration back from now (30m, 2h, 1d) or an ISO time."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the ProfileSet (JSON; default with --store: <topology>-live.json)."),
     name: Optional[str] = typer.Option(None, "--name", help="The set's name (default: --put NAME, else the output file's stem)."),
     put: Optional[str] = typer.Option(None, "--put", metavar="NAME", help="Also store the set in the planner under NAME."),
     planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default http://127.0.0.1:8765)."),
     token: Optional[str] = typer.Option(None, "--token", envvar=TOKEN_ENV, help="Bearer token, where the planner needs one."),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[*])."),
     min_samples: int = typer.Option(5, "--min-samples", min=2, help="Fewest intervals a (profile, machine type) pair needs."),
+    min_rate_spread: float = typer.Option(0.3, "--min-rate-spread", min=0.0, max=1.0, help="Least (greatest - least rate) / greatest rate of a pair's intervals; under it e and MET cannot be told apart."),
+    max_e_error: float = typer.Option(0.5, "--max-e-error", min=0.0, help="Greatest standard error of e relative to e; over it the fit is poor."),
     input_format: Optional[InputFormat] = typer.Option(None, "--format", help="Force the input format (default: by file name)."),
     conf: Optional[List[str]] = typer.Option(None, "--conf", "-c", help="Spark setting KEY=VALUE; repeatable."),
 ) -> None:
     """Fit e, MET and alpha per (profile key, machine type) from raw worker records with PySpark."""
+    import time
+
     from spark_profiling.aggregate import parse_conf, run, set_name
     from spark_profiling.errors import ProfilingError
+    from spark_profiling.fit import FitCriteria
+    from spark_profiling.inputs import parse_since, store_topology_folders
     from spark_profiling.publish import put_profile_set
     from spark_profiling.report import headline, notes
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=Console(stderr=True), show_path=False)])
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
+        since_ts = parse_since(since, time.time()) if since else None
+        if store is not None:
+            if inputs:
+                raise ProfilingError("give record files or --store, not both.")
+            if not topology:
+                raise ProfilingError("--store needs --topology NAME (the store holds records per topology).")
+            inputs = store_topology_folders(store, topology, since_ts)
+            out = out or Path(f"{topology}-live.json")
+        elif topology:
+            raise ProfilingError("--topology reads from a records store: give --store DIR too.")
+        if not inputs:
+            raise ProfilingError("give record files or folders, or --store DIR --topology NAME.")
+        if out is None:
+            raise ProfilingError("give --out FILE for the profile set.")
         profile_set_name = set_name(out, name, put)
+        criteria = FitCriteria(min_samples=min_samples, min_rate_spread=min_rate_spread, max_e_error=max_e_error)
         title = f"aggregating {len(inputs)} input(s) with Spark"
         with console.status(f"{title} ...") as status:
             profile_set = run(
                 inputs, out, profile_set_name, min_samples,
                 input_format.value if input_format else None, master, parse_conf(conf or []),
-                progress=lambda line: status.update(f"{title}: {line}"),
+                progress=lambda line: status.update(f"{title}: {line}"), criteria=criteria, since=since_ts,
             )
         console.print(_entries_table(profile_set))
         console.print(headline(profile_set), highlight=False)

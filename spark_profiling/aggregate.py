@@ -16,24 +16,29 @@ import logging
 import os
 import sys
 import time
+from dataclasses import replace
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from functools import reduce
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from planner.durable import write_atomic
 from planner.model import ProfileEntry, ProfileSet
 from planner.profiles import MACHINE_BASE_LOAD
 from spark_profiling.errors import ProfilingError
-from spark_profiling.fit import Clamped, PairSums, Skipped, machine_base_load, profile_entry
+from spark_profiling.fit import (
+    OUTLIER_FLOOR_PERCENT, OUTLIER_FLOOR_RELATIVE, Clamped, FitCriteria, OutlierBand, PairSums, Skipped, machine_base_load,
+    outlier_band, profile_entry,
+)
 from spark_profiling.inputs import Format, InputSpec, read_raw, resolve_inputs, spark_error_sentence
 from spark_profiling.progress import reporting
 from spark_profiling.rates import (
-    COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, INPUT_RATE, INTERVAL, MACHINE_PERCENT, NON_INCREASING_TS, OK,
-    OWN_PERCENT, intervals,
+    COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, D_THREAD_CPU, D_WORKER_CPU, INPUT_RATE, INTERVAL, INTERVAL_S,
+    MACHINE_PERCENT, NON_INCREASING_TS, OK, OWN_PERCENT, intervals,
 )
 from spark_profiling.records import INPUT, REASON, validate
 from spark_profiling.session import spark_session
@@ -44,12 +49,78 @@ DEFAULT_MIN_SAMPLES = 5
 """Fewest intervals a (profile key, machine type) pair needs before its line is trusted."""
 
 
-def _pair_sums_frame(records: DataFrame) -> DataFrame:
-    """One row per (input, reason, profile, machine type) with the counts and regression sums."""
-    points = intervals(records)
+OUTLIER_SAMPLE = 400
+"""Intervals per pair the robust line is drawn from (a random sample, brought to the driver)."""
+
+
+def _outlier_bands(points: DataFrame, seed: int = 0) -> list[OutlierBand]:
+    """Each pair's robust band from at most :data:`OUTLIER_SAMPLE` of its usable intervals."""
+    usable = points.where(F.col(REASON).isNull() & (F.col(INTERVAL) == OK) & F.col(CPU_PERCENT).isNotNull())
+    pick = Window.partitionBy("profile", "machine_type").orderBy(F.rand(seed))
+    sample = (
+        usable.select("profile", "machine_type", INPUT_RATE, CPU_PERCENT, F.row_number().over(pick).alias("_pick"))
+        .where(F.col("_pick") <= OUTLIER_SAMPLE)
+        .collect()
+    )
+    by_pair: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for row in sample:
+        by_pair[(row["profile"], row["machine_type"])].append((row[INPUT_RATE], row[CPU_PERCENT]))
+    bands = [outlier_band(profile, machine_type, pts) for (profile, machine_type), pts in sorted(by_pair.items())]
+    return [b for b in bands if b is not None]
+
+
+WORKER_REST = "worker_rest"
+"""``source`` key: per machine type, the CPU of the workers that is in no executor's thread (records of workers)."""
+
+
+def _worker_rest(points: DataFrame) -> dict[str, dict[str, float]]:
+    """Per machine type, the median over worker intervals of the worker JVM's CPU outside its executors' threads.
+
+    A worker's records of one sample share its ``ts`` and its ``worker_cpu_seconds``; what that
+    counter grew by less what the executor threads grew by is Storm's own threads (transfer,
+    Netty, the acker, ShellBolt pipes) and the JVM's idle: the worker's base load, percent of the
+    machine. Subprocess CPU is not in the worker's counter, so it is not subtracted.
+    """
+    usable = points.where(
+        F.col(REASON).isNull() & (F.col(INTERVAL) == OK) & (F.col("cpu_basis") == "thread") & F.col("worker_id").isNotNull()
+    )
+    per_worker = usable.groupBy("run_id", "worker_id", "machine_type", "ts").agg(
+        F.first(D_WORKER_CPU, ignorenulls=True).alias("worker"),
+        F.sum(D_THREAD_CPU).alias("threads"),
+        F.count(F.when(F.col(D_THREAD_CPU).isNull(), 1)).alias("unknown"),
+        F.first(INTERVAL_S).alias("seconds"),
+        F.first("machine_cores").alias("cores"),
+    ).where(F.col("worker").isNotNull() & (F.col("unknown") == 0))
+    rest = 100.0 * F.greatest(F.col("worker") - F.col("threads"), F.lit(0.0)) / (F.col("seconds") * F.col("cores"))
+    rows = per_worker.groupBy("machine_type").agg(
+        F.percentile_approx(rest, 0.5).alias("percent"), F.count(F.lit(1)).alias("intervals"),
+    ).collect()
+    return {r["machine_type"]: {"percent": round(min(r["percent"], 100.0), 3), "intervals": r["intervals"]} for r in rows}
+
+
+def _band_frame(spark: SparkSession, bands: list[OutlierBand]) -> DataFrame:
+    return spark.createDataFrame(
+        [(b.profile, b.machine_type, b.slope, b.intercept, b.k * b.mad_percent) for b in bands],
+        "profile string, machine_type string, _band_slope double, _band_intercept double, _band_limit double",
+    )
+
+
+def _pair_sums_frame(points: DataFrame, bands: DataFrame | None = None) -> DataFrame:
+    """One row per (input, reason, profile, machine type) with the counts and regression sums.
+
+    With ``bands``, an interval outside its pair's band (:meth:`OutlierBand.is_outlier`, the same
+    rule in Spark's terms) is counted as an outlier and kept out of the sums.
+    """
     valid = F.col(REASON).isNull()
-    ok = F.col(INTERVAL) == OK
     x, y = F.col(INPUT_RATE), F.col(CPU_PERCENT)
+    if bands is not None:
+        points = points.join(F.broadcast(bands), ["profile", "machine_type"], "left")
+        predicted = F.col("_band_intercept") + F.col("_band_slope") * x
+        limit = F.greatest(F.col("_band_limit"), F.lit(OUTLIER_FLOOR_PERCENT), F.lit(OUTLIER_FLOOR_RELATIVE) * F.abs(predicted))
+        outlier = (F.col(INTERVAL) == OK) & valid & F.col("_band_slope").isNotNull() & (F.abs(y - predicted) > limit)
+    else:
+        outlier = F.lit(False)
+    ok = (F.col(INTERVAL) == OK) & ~F.coalesce(outlier, F.lit(False))
 
     def ok_sum(value):
         return F.sum(F.when(ok, value))
@@ -79,8 +150,9 @@ def _pair_sums_frame(records: DataFrame) -> DataFrame:
         ok_sum(x * y).alias("sxy"),
         ok_sum(x * x).alias("sxx"),
         ok_sum(y * y).alias("syy"),
-        F.min(x).alias("x_min"),
-        F.max(x).alias("x_max"),
+        F.min(F.when(ok, x)).alias("x_min"),
+        F.max(F.when(ok, x)).alias("x_max"),
+        F.count(F.when(outlier, 1)).alias("outliers"),
         ok_sum(F.col(D_EXECUTED)).alias("executed"),
         ok_sum(F.col(D_EMITTED)).alias("emitted"),
         F.count(F.when(ok, overhead)).alias("on"),
@@ -118,29 +190,42 @@ def _sums(row) -> PairSums:
     )
 
 
-def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_samples: int = DEFAULT_MIN_SAMPLES) -> ProfileSet:
+def aggregate(
+    spark: SparkSession, inputs: list[InputSpec], name: str, min_samples: int = DEFAULT_MIN_SAMPLES,
+    criteria: FitCriteria | None = None, since: float | None = None, drop_outliers: bool = True,
+) -> ProfileSet:
     """Aggregate the inputs into a ProfileSet whose ``source`` reports the run.
 
-    Raises ProfilingError when an input cannot be read, holds no valid record, or no pair has
-    enough intervals for a profile.
+    ``since`` (unix seconds) keeps only samples taken from then on. ``drop_outliers`` False fits
+    every interval (what the job did before outliers were judged; for comparisons). Raises ProfilingError when an
+    input cannot be read, holds no valid record, or no pair has enough intervals for a profile.
     """
     if min_samples < 2:
         raise ProfilingError(f"min_samples must be at least 2 (a line needs two points), not {min_samples}.")
+    criteria = replace(criteria or FitCriteria(), min_samples=min_samples)
     started = time.monotonic()
     records = reduce(
         DataFrame.unionByName,
         [validate(read_raw(spark, spec)).withColumn(INPUT, F.lit(i)) for i, spec in enumerate(inputs)],
     )
+    if since is not None:
+        records = records.where(F.col(REASON).isNotNull() | (F.col("ts") >= since))
+    points = intervals(records).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        groups = _pair_sums_frame(records).collect()
+        bands = _outlier_bands(points) if drop_outliers else []
+        groups = _pair_sums_frame(points, _band_frame(spark, bands) if bands else None).collect()
+        worker_rest = _worker_rest(points)
     except Exception as exc:  # a file that fails mid-read (corrupt gzip, truncated Parquet)
         raise ProfilingError(f"reading the inputs failed: {spark_error_sentence(exc)}") from None
+    finally:
+        points.unpersist()
 
     rows_per_input: Counter[int] = Counter()
     bad_per_input: Counter[int] = Counter()
     bad_rows: Counter[str] = Counter()
     pairs: dict[tuple[str, str], PairSums] = defaultdict(PairSums)
     resets = non_increasing = 0
+    outliers: Counter[str] = Counter()
     runs: set[str] = set()
     for g in groups:
         rows_per_input[g[INPUT]] += g["rows"]
@@ -151,6 +236,8 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
         pairs[(g["profile"], g["machine_type"])] += _sums(g)
         resets += g["resets"]
         non_increasing += g["non_increasing"]
+        if g["outliers"]:
+            outliers[f"{g['profile']}@{g['machine_type']}"] += g["outliers"]
         runs.update(g["runs"])
 
     total_rows = sum(rows_per_input.values())
@@ -169,7 +256,7 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
     removed: dict[str, float] = {}
     for (profile, machine_type), sums in sorted(pairs.items()):
         base = base_loads.get(machine_type)
-        result = profile_entry(profile, machine_type, sums, min_samples, base.percent if base else 0.0)
+        result = profile_entry(profile, machine_type, sums, min_samples, base.percent if base else 0.0, criteria)
         if result.entry is not None:
             entries.append(result.entry)
             if result.base_load_removed is not None:
@@ -197,12 +284,22 @@ def aggregate(spark: SparkSession, inputs: list[InputSpec], name: str, min_sampl
         "rows": total_rows,
         "valid_rows": valid_rows,
         "bad_rows": dict(sorted(bad_rows.items())),
-        "intervals": {"used": sum(p.n for p in pairs.values()), COUNTER_RESET: resets, NON_INCREASING_TS: non_increasing},
+        "intervals": {
+            "used": sum(p.n for p in pairs.values()), COUNTER_RESET: resets, NON_INCREASING_TS: non_increasing,
+            "outlier": sum(outliers.values()),
+        },
+        "outliers": dict(sorted(outliers.items())),
+        "fit_criteria": {"min_rate_spread": criteria.min_rate_spread, "max_e_error": criteria.max_e_error,
+                         "outlier_mads": bands[0].k if bands else None},
         "runs": sorted(runs),
         "min_samples": min_samples,
         "skipped_pairs": [vars(s) for s in skipped],
         "clamped": [vars(c) for c in clamped],
-        MACHINE_BASE_LOAD: {t: round(b.percent, 3) for t, b in sorted(base_loads.items())},
+        MACHINE_BASE_LOAD: dict(sorted({
+            **{t: rest["percent"] for t, rest in worker_rest.items()},
+            **{t: round(b.percent, 3) for t, b in base_loads.items()},
+        }.items())),
+        WORKER_REST: dict(sorted(worker_rest.items())),
         "machine_base_load_from": {t: {"profile": b.profile, "samples": b.samples} for t, b in sorted(base_loads.items())},
         "base_load_removed_from_met": removed,
         "spark": {"version": spark.version, "master": spark.sparkContext.master},
@@ -254,6 +351,8 @@ def run(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
+    criteria: FitCriteria | None = None,
+    since: float | None = None,
 ) -> ProfileSet:
     """Check the inputs and output, aggregate in a Spark session, write the set to ``out``.
 
@@ -263,7 +362,7 @@ def run(
     specs = resolve_inputs(inputs, fmt)
     check_writable(out)
     with spark_session(master, conf) as spark, reporting(spark, progress):
-        profile_set = aggregate(spark, specs, name, min_samples)
+        profile_set = aggregate(spark, specs, name, min_samples, criteria, since)
     write_profile_set(out, profile_set)
     return profile_set
 

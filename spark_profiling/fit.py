@@ -19,6 +19,21 @@ SPREAD_EPSILON = 1e-9
 
 
 @dataclass(frozen=True)
+class FitCriteria:
+    """When a pair's line is trusted enough to plan with (docs/profiling-records.md, "Pairs left out").
+
+    A live topology mostly runs at one rate: its intervals then pin down ``100 * e * IR + MET`` at
+    that rate, not ``e`` and ``MET`` apart, so such a pair is left out rather than planned with.
+    """
+
+    min_samples: int = 5
+    min_rate_spread: float = 0.3
+    """Least ``(greatest rate - least rate) / greatest rate`` over the pair's intervals."""
+    max_e_error: float = 0.5
+    """Greatest standard error of ``e`` relative to ``e`` (0.5: ``e`` two standard errors from zero)."""
+
+
+@dataclass(frozen=True)
 class PairSums:
     """Additive sums over the intervals of one (profile key, machine type) pair."""
 
@@ -124,6 +139,10 @@ class Skipped:
     machine_type: str
     samples: int
     reason: str
+    verdict: str = "no_fit"
+    """too_few, no_spread, no_fit, not_growing, narrow_range or poor_fit."""
+    fitted: dict[str, float] | None = None
+    """What the line would have given (e, met, r2, e_error, rate spread), for a pair left out as weak."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +167,25 @@ class PairResult:
     """Percent taken out of ``MET`` as the pair's share of the machine's base load (None: none taken)."""
 
 
-def profile_entry(profile: str, machine_type: str, s: PairSums, min_samples: int, base_load: float = 0.0) -> PairResult:
+def e_error(s: PairSums, slope: float) -> float:
+    """The standard error of the slope from the sums, relative to the slope (inf with no degrees of freedom)."""
+    var_x = s.sxx - s.sx * s.sx / s.n
+    var_y = s.syy - s.sy * s.sy / s.n
+    if s.n <= 2 or var_x <= 0 or slope == 0:
+        return math.inf
+    residual = max(var_y - slope * slope * var_x, 0.0)
+    return math.sqrt(residual / (s.n - 2) / var_x) / abs(slope)
+
+
+def rate_spread(s: PairSums) -> float:
+    """``(greatest - least) / greatest`` input rate of the pair's intervals (0 when no rate is above 0)."""
+    return (s.x_max - s.x_min) / s.x_max if s.x_max > 0 else 0.0
+
+
+def profile_entry(
+    profile: str, machine_type: str, s: PairSums, min_samples: int, base_load: float = 0.0,
+    criteria: FitCriteria | None = None,
+) -> PairResult:
     """The pair's ProfileEntry, or why there is none.
 
     ``base_load`` (percent of the machine) is taken out in proportion to the task's share of its
@@ -156,24 +193,43 @@ def profile_entry(profile: str, machine_type: str, s: PairSums, min_samples: int
     sums. Where a share is unknown for some interval, nothing is taken out.
     ``r2`` is that of the fitted line of charged CPU before any clamp. A slope at or below zero
     means the CPU does not grow with the input rate: no usable cost per tuple, so the pair is skipped.
+    A pair whose rates span less than ``criteria.min_rate_spread``, or whose ``e`` has a relative
+    standard error above ``criteria.max_e_error``, is left out too, with what it would have given.
     """
-    def skip(reason: str) -> PairResult:
-        return PairResult(entry=None, skipped=Skipped(profile, machine_type, s.n, reason))
+    criteria = criteria or FitCriteria(min_samples=min_samples)
+
+    def skip(reason: str, verdict: str, fitted: dict[str, float] | None = None) -> PairResult:
+        return PairResult(entry=None, skipped=Skipped(profile, machine_type, s.n, reason, verdict, fitted))
 
     if s.n < min_samples:
-        return skip(f"{s.n} intervals, fewer than the {min_samples} needed")
+        return skip(f"{s.n} intervals, fewer than the {min_samples} needed", "too_few")
     line = fit_line(s)
     if line is None:
-        return skip(f"every interval had the same input rate ({s.x_min:g} tuples/s), so no slope")
+        return skip(f"every interval had the same input rate ({s.x_min:g} tuples/s), so no slope", "no_spread")
     if not all(math.isfinite(v) for v in (line.slope, line.intercept, s.x_min, s.x_max, s.executed, s.emitted)):
-        return skip("the fit is not finite (input rates or CPU readings out of range)")
+        return skip("the fit is not finite (input rates or CPU readings out of range)", "no_fit")
     slope, intercept, removed = line.slope, line.intercept, None
     share = _slope_and_intercept(s.ns, s.sx, s.sxx, s.ss, s.sxs) if base_load > 0 and s.ns == s.n else None
     if share is not None and all(math.isfinite(v) for v in share):
         slope, intercept = slope - base_load * share[0], intercept - base_load * share[1]
         removed = base_load * s.ss / s.ns
     if not slope > 0:
-        return skip(f"CPU does not grow with input rate (slope {slope:.4g} percent per tuple/s)")
+        return skip(f"CPU does not grow with input rate (slope {slope:.4g} percent per tuple/s)", "not_growing")
+    spread, error = rate_spread(s), e_error(s, line.slope)
+    fitted = {
+        name: round(value, 6) if value is not None and math.isfinite(value) else None
+        for name, value in (("e", slope / 100.0), ("met", intercept), ("r2", line.r2), ("e_error", error),
+                            ("rate_spread", spread), ("rate_min", s.x_min), ("rate_max", s.x_max))
+    }
+    if spread < criteria.min_rate_spread:
+        return skip(
+            f"its input rates ({s.x_min:.3g}..{s.x_max:.3g} tuples/s) span {spread:.0%} of the greatest, under the "
+            f"{criteria.min_rate_spread:.0%} needed to tell e from MET", "narrow_range", fitted)
+    if error > criteria.max_e_error:
+        r2 = "undefined" if line.r2 is None else f"{line.r2:.2f}"
+        return skip(
+            f"poor fit: e has a standard error of {error:.0%} of its value (over {criteria.max_e_error:.0%}), r2 {r2}",
+            "poor_fit", fitted)
     entry = ProfileEntry(
         profile=profile,
         machine_type=machine_type,
@@ -186,3 +242,60 @@ def profile_entry(profile: str, machine_type: str, s: PairSums, min_samples: int
     )
     clamped = (Clamped(profile, machine_type, "met", intercept, 0.0),) if intercept < 0 else ()
     return PairResult(entry=entry, clamped=clamped, base_load_removed=removed)
+
+
+OUTLIER_MADS = 6.0
+"""An interval this many robust standard deviations (1.4826 MAD) off the pair's robust line is an outlier."""
+OUTLIER_FLOOR_PERCENT = 1.0
+"""Least residual (percent of the machine) that counts as an outlier, so near-exact lines flag nothing."""
+OUTLIER_FLOOR_RELATIVE = 0.25
+"""Least residual relative to the line's CPU at the interval's rate that counts as an outlier."""
+
+
+@dataclass(frozen=True)
+class OutlierBand:
+    """A pair's robust line (Theil-Sen on a sample of its intervals) and how far off it an interval may lie.
+
+    Least squares lets one interval at 100x the rate drag the line to itself (its leverage is
+    huge), so outliers are judged against a line that ignores them, and the least-squares fit is
+    then made from the intervals inside the band.
+    """
+
+    profile: str
+    machine_type: str
+    slope: float
+    intercept: float
+    mad_percent: float
+    """Residual scale: 1.4826 x the median absolute residual, percent of the machine."""
+    k: float = OUTLIER_MADS
+
+    def is_outlier(self, x: float, y: float) -> bool:
+        predicted = self.intercept + self.slope * x
+        return abs(y - predicted) > self.threshold(predicted)
+
+    def threshold(self, predicted: float) -> float:
+        return max(self.k * self.mad_percent, OUTLIER_FLOOR_PERCENT, OUTLIER_FLOOR_RELATIVE * abs(predicted))
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def outlier_band(profile: str, machine_type: str, points: list[tuple[float, float]], k: float = OUTLIER_MADS) -> OutlierBand | None:
+    """The band of a pair from a sample of its (input rate, CPU percent) intervals; None under 4 points (nothing to judge by)."""
+    finite = [(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y)]
+    if len(finite) < 4:
+        return None
+    xs = [x for x, _ in finite]
+    ys = [y for _, y in finite]
+    if max(xs) - min(xs) <= SPREAD_EPSILON * max(abs(v) for v in xs + [1.0]):
+        slope, intercept = 0.0, _median(ys)
+    else:
+        from scipy.stats import theilslopes
+
+        fitted = theilslopes(ys, xs)
+        slope, intercept = float(fitted.slope), float(fitted.intercept)
+    mad = 1.4826 * _median([abs(y - intercept - slope * x) for x, y in finite])
+    return OutlierBand(profile, machine_type, slope, intercept, mad, k)

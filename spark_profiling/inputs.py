@@ -100,3 +100,55 @@ def read_raw(spark: SparkSession, spec: InputSpec) -> DataFrame:
         kind = "Parquet" if spec.format == "parquet" else "JSON lines"
         raise ProfilingError(f"cannot read {spec.path} as {kind}: {spark_error_sentence(exc)}") from None
 
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(text: str, now: float) -> float:
+    """``--since``: a duration back from ``now`` (``90s``, ``30m``, ``2h``, ``1d``) or an ISO time (UTC if no zone), as unix seconds."""
+    import datetime as dt
+
+    value = text.strip()
+    duration = _DURATION.match(value)
+    if duration:
+        return now - float(duration.group(1)) * _UNIT_S[duration.group(2)]
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ProfilingError(f"--since {text!r} is neither a duration like 30m or 2h nor a time like 2026-11-23T22:00.") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.timestamp()
+
+
+STORE_FOLDER = "records"
+"""The records store's folder inside the service's data directory (planner.records_store)."""
+
+
+def store_topology_folders(store: Path, topology: str, since: float | None = None) -> list[str]:
+    """The day folders of ``topology`` in the service's records store (``<store>/topology=T/day=D/``).
+
+    ``store`` is the records folder or the service's data directory holding it. With ``since``,
+    days wholly before it are left out (the records in the rest are filtered by ``ts``).
+    """
+    import datetime as dt
+
+    root = Path(store)
+    if not root.is_dir():
+        raise ProfilingError(f"records store {root} is not a folder.")
+    if not any(root.glob("topology=*")) and (root / STORE_FOLDER).is_dir():
+        root = root / STORE_FOLDER
+    folder = root / f"topology={topology}"
+    if not folder.is_dir():
+        held = sorted(p.name.removeprefix("topology=") for p in root.glob("topology=*") if p.is_dir())
+        names = ", ".join(held) if held else "none"
+        raise ProfilingError(f"the records store {root} holds no records of topology {topology!r} (it holds: {names}).")
+    first_day = dt.datetime.fromtimestamp(since, tz=dt.timezone.utc).strftime("%Y-%m-%d") if since is not None else ""
+    days = sorted(p for p in folder.glob("day=*") if p.is_dir() and p.name.removeprefix("day=") >= first_day)
+    days = [d for d in days if _data_files(d)]
+    if not days:
+        after = f" from {first_day} on" if first_day else ""
+        raise ProfilingError(f"the records store holds no records of topology {topology!r}{after}.")
+    return [str(d) for d in days]

@@ -34,6 +34,11 @@ COUNTERS = ("executed", "emitted", "cpu_seconds")
 """Counters whose going down marks a reset of the series."""
 MACHINE_COUNTERS = ("process_cpu_seconds", "machine_cpu_seconds")
 """Optional counters that only feed the machine base load (aggregate.py); null where absent."""
+WORKER_COUNTERS = ("thread_cpu_seconds", "worker_cpu_seconds")
+"""Optional counters of a worker's record (``cpu_basis: thread``) that give the worker's own CPU, the rest of it."""
+INTERVAL_S = "interval_s"
+D_THREAD_CPU = "d_thread_cpu_seconds"
+D_WORKER_CPU = "d_worker_cpu_seconds"
 
 
 def intervals(records: DataFrame) -> DataFrame:
@@ -44,7 +49,7 @@ def intervals(records: DataFrame) -> DataFrame:
     """
     series = Window.partitionBy(REASON, *SEGMENT_KEY).orderBy("ts")
     with_previous = records.select(
-        "*", *[F.lag(name).over(series).alias(f"_prev_{name}") for name in ("ts", *COUNTERS, *MACHINE_COUNTERS)]
+        "*", *[F.lag(name).over(series).alias(f"_prev_{name}") for name in ("ts", *COUNTERS, *MACHINE_COUNTERS, *WORKER_COUNTERS)]
     )
     dt = F.col("ts") - F.col("_prev_ts")
     deltas = {name: F.col(name) - F.col(f"_prev_{name}") for name in COUNTERS}
@@ -74,4 +79,7 @@ def intervals(records: DataFrame) -> DataFrame:
         F.try_divide(F.when(ok, 100.0 * deltas["cpu_seconds"]), seconds * F.col("machine_cores")).alias(CPU_PERCENT),
         machine_percent("process_cpu_seconds").alias(OWN_PERCENT),
         machine_percent("machine_cpu_seconds").alias(MACHINE_PERCENT),
+        seconds.alias(INTERVAL_S),
+        *[F.when(ok & (F.col(name) >= F.col(f"_prev_{name}")), F.col(name) - F.col(f"_prev_{name}")).alias(alias)
+          for name, alias in (("thread_cpu_seconds", D_THREAD_CPU), ("worker_cpu_seconds", D_WORKER_CPU))],
     )

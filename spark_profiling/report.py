@@ -22,8 +22,13 @@ def notes(profile_set: ProfileSet) -> list[str]:
     for kind in ("counter_reset", "non_increasing_ts"):
         if intervals.get(kind):
             lines.append(f"intervals dropped: {intervals[kind]} {kind}")
+    for pair, count in source.get("outliers", {}).items():
+        lines.append(f"outliers dropped: {count} interval(s) of {pair.replace('@', ' on ')} off its robust line")
+    for machine_type, rest in source.get("worker_rest", {}).items():
+        lines.append(f"worker rest on {machine_type}: {rest['percent']:g} % of the machine ({rest['intervals']} worker intervals), "
+                     "planned as its base load")
     for s in source.get("skipped_pairs", []):
-        lines.append(f"left out ({s['profile']}, {s['machine_type']}): {s['reason']}")
+        lines.append(f"left out ({s['profile']}, {s['machine_type']}), {s.get('verdict', 'no_fit')}: {s['reason']}")
     for c in source.get("clamped", []):
         lines.append(f"clamped ({c['profile']}, {c['machine_type']}) {c['field']}: fitted {c['fitted']:.4g}, used {c['used']:g}")
     return lines

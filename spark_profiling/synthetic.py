@@ -211,6 +211,120 @@ def generate(
     return SyntheticRun(lines=lines, truth=truth, bad_rows=expected_bad, counter_resets=resets, valid_rows=len(records))
 
 
+# --- records of running workers, in the service's records store -----------------------------------
+
+THREAD_SHARE = 0.2
+"""Part of an executor's CPU spent in its JVM thread; the rest is its shell subprocess's."""
+
+
+def generate_workers(
+    truth: tuple[PairTruth, ...] | None = None,
+    seed: int = 0,
+    topology: str = "synthetic",
+    run_id: str = "synthetic-1-1700000000",
+    workers_per_type: int = 2,
+    steps: int = 4,
+    samples_per_step: int = 6,
+    interval_s: float = 5.0,
+    cpu_noise: float = 0.02,
+    rate_jitter: float = 0.05,
+    worker_rest_percent: float = 5.0,
+    steady: bool = False,
+    rate_glitches: int = 0,
+) -> SyntheticRun:
+    """What the workers of a running topology send (docs/profiling-records.md, "Records from the workers").
+
+    Each machine type has ``workers_per_type`` workers; each worker runs one executor of every
+    profile key of its type and samples them all at the same ``ts``. ``cpu_seconds`` is the
+    executor's thread plus its subprocess; ``worker_cpu_seconds`` grows by the threads plus
+    ``worker_rest_percent`` of the machine (the true worker rest). ``steady`` keeps every interval
+    at the first step's rate (a topology left alone); ``rate_glitches`` intervals (on the first
+    executors) count 100x the tuples they executed, with the CPU of the true ones.
+    """
+    truth = default_truth() if truth is None else truth
+    rng = random.Random(seed)
+    records: list[dict] = []
+    samples = steps * samples_per_step + 1
+    by_type: dict[str, list[PairTruth]] = {}
+    for pair in truth:
+        by_type.setdefault(pair.machine_type, []).append(pair)
+    glitches_left = rate_glitches
+    task_id = 0
+    for machine_type, pairs in by_type.items():
+        cores = pairs[0].machine_cores
+        for w in range(workers_per_type):
+            port = 6700 + w
+            executors = []
+            for pair in pairs:
+                task_id += 1
+                low, high = pair.rate_range()
+                rates = [low] * steps if steady else [low + (high - low) * j / max(steps - 1, 1) for j in range(steps)]
+                glitch_at = rng.randrange(2, samples) if glitches_left > 0 else None
+                glitches_left -= glitch_at is not None
+                executors.append({"pair": pair, "task": task_id, "pid": 70_000 + task_id, "rates": rates,
+                                  "executed": 0.0, "cpu": 0.0, "glitch_at": glitch_at})
+            ts = T0 + rng.uniform(0, interval_s)
+            worker_cpu = 0.0
+            for k in range(samples):
+                dt = interval_s * rng.uniform(0.95, 1.05) if k > 0 else 0.0
+                ts += dt
+                worker_cpu += worker_rest_percent / 100.0 * cores * dt
+                for ex in executors:
+                    pair = ex["pair"]
+                    if k > 0:
+                        rate = ex["rates"][min((k - 1) // samples_per_step, steps - 1)]
+                        d_exec = round(max(rate * (1 + rng.gauss(0, rate_jitter)), 0.0) * dt)
+                        d_cpu = max((pair.e * d_exec / dt + pair.met / 100.0) * cores * dt * (1 + rng.gauss(0, cpu_noise)), 0.0)
+                        ex["executed"] += d_exec * (100 if k == ex["glitch_at"] else 1)
+                        ex["cpu"] += d_cpu
+                        worker_cpu += THREAD_SHARE * d_cpu
+                    thread = THREAD_SHARE * ex["cpu"]
+                    records.append({
+                        "source": "worker", "cpu_basis": "thread", "run_id": run_id, "ts": round(ts, 3),
+                        "topology": topology, "component": pair.profile, "profile": pair.profile,
+                        "task_id": ex["task"], "executor": [ex["task"], ex["task"]], "pid": ex["pid"],
+                        "worker_id": f"{machine_type}-{w}.local:{port}", "machine": f"{machine_type}-{w}",
+                        "machine_type": machine_type, "machine_cores": cores,
+                        "executed": int(ex["executed"]), "emitted": math.floor(pair.alpha * ex["executed"]),
+                        "cpu_seconds": round(ex["cpu"], 6), "thread_cpu_seconds": round(thread, 6),
+                        "subprocess_cpu_seconds": round(ex["cpu"] - thread, 6),
+                        "worker_cpu_seconds": round(worker_cpu, 6),
+                    })
+    return SyntheticRun(lines=[json.dumps(r) for r in records], truth=truth, valid_rows=len(records))
+
+
+def write_store(run: SyntheticRun, root: Path, samples_per_batch: int = 6, seed: int = 0) -> list[Path]:
+    """The run's records as the service stores them: ``root/topology=T/day=D/<batch_id>.jsonl``, one file per batch.
+
+    A batch is one worker's records of ``samples_per_batch`` consecutive samples, as a worker ships them.
+    """
+    import datetime as dt
+    import uuid
+
+    rng = random.Random(seed)
+    batches: dict[tuple[str, str, int], list[dict]] = {}
+    by_worker: dict[tuple[str, str], list[dict]] = {}
+    for line in run.lines:
+        record = json.loads(line)
+        by_worker.setdefault((record["topology"], record["worker_id"]), []).append(record)
+    for (topology, worker), records in by_worker.items():
+        times = sorted({r["ts"] for r in records})
+        index = {t: i // samples_per_batch for i, t in enumerate(times)}
+        for r in records:
+            batches.setdefault((topology, worker, index[r["ts"]]), []).append(r)
+    paths = []
+    for (topology, _, _), records in sorted(batches.items()):
+        batch_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        day = dt.datetime.fromtimestamp(min(r["ts"] for r in records), tz=dt.timezone.utc).strftime("%Y-%m-%d")
+        path = root / f"topology={topology}" / f"day={day}" / f"{batch_id}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        extra = {"batch_id": batch_id, "received_at": max(r["ts"] for r in records) + 1.0, "worker_dropped": 0}
+        path.write_text("".join(json.dumps({**r, **extra}) + "\n"
+                                for r in records))
+        paths.append(path)
+    return paths
+
+
 # --- many rows inside Spark ----------------------------------------------------------------------
 
 

@@ -194,7 +194,7 @@ def test_a_pair_with_too_few_samples_is_reported_not_invented(spark, tmp_path):
     assert len(result.entries) == len(run.truth) - 1
     assert result.source["skipped_pairs"] == [
         {"profile": sparse.profile, "machine_type": sparse.machine_type, "samples": 3,
-         "reason": "3 intervals, fewer than the 5 needed"}
+         "reason": "3 intervals, fewer than the 5 needed", "verdict": "too_few", "fitted": None}
     ]
 
 

@@ -106,8 +106,12 @@ def test_option_faults(records, tmp_path):
     out = str(tmp_path / "o.json")
     assert_clear_failure(invoke(str(records), "--out", out, "--name", "a", "--put", "b"), "--name a and --put b differ")
     assert_clear_failure(invoke(str(records), "--out", out, "--conf", "spark.x"), "is not KEY=VALUE")
-    no_inputs = invoke("--out", out)
-    assert no_inputs.exit_code == 2 and "Missing argument" in no_inputs.output
+    assert_clear_failure(invoke("--out", out), "give record files or folders, or --store DIR --topology NAME")
+    assert_clear_failure(invoke(str(records)), "give --out FILE")
+    assert_clear_failure(invoke(str(records), "--out", out, "--store", str(tmp_path)), "not both")
+    assert_clear_failure(invoke("--store", str(tmp_path)), "--store needs --topology")
+    assert_clear_failure(invoke("--topology", "linear", "--out", out), "give --store DIR too")
+    assert_clear_failure(invoke(str(records), "--out", out, "--since", "yesterday"), "--since 'yesterday' is neither")
 
 
 def test_put_stores_the_set_in_the_planner(spark, records, tmp_path, planner_service):

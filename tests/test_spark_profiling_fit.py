@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from spark_profiling.fit import PairSums, fit_line, profile_entry
+from spark_profiling.fit import FitCriteria, PairSums, fit_line, outlier_band, profile_entry
 
 
 def sums_of(points: list[tuple[float, float]], executed: float = 0.0, emitted: float = 0.0) -> PairSums:
@@ -115,3 +115,72 @@ def test_the_base_load_comes_out_in_proportion_to_the_share_of_the_machine():
     assert result.entry.met == pytest.approx(5.0) and result.base_load_removed == pytest.approx(base)
     unknown_share = profile_entry("m", "small", PairSums(**{**vars(shared), "ns": 4}), 5, base_load=base)
     assert unknown_share.base_load_removed is None and unknown_share.entry.met == pytest.approx(4.0 + base * 0.4)
+
+
+def _line_points(e: float, met: float, rates: list[float], noise: float = 0.02, seed: int = 5) -> list[tuple[float, float]]:
+    rng = random.Random(seed)
+    return [(x, (100 * e * x + met) * (1 + rng.gauss(0, noise))) for x in rates]
+
+
+def test_one_interval_at_100x_the_rate_is_an_outlier_and_kept_out_of_the_fit():
+    rates = [2.0 + 0.5 * i for i in range(40)]
+    points = _line_points(0.004, 3.0, rates)
+    glitch = (100 * max(rates), points[-1][1])  # the counter jumped, the CPU did not
+    with_glitch = points + [glitch]
+
+    naive = profile_entry("high", "small", sums_of(with_glitch, 100, 100), 5, criteria=FitCriteria(max_e_error=math.inf))
+    assert naive.entry is None or not naive.entry.e == pytest.approx(0.004, rel=0.5)  # what one glitch did before
+
+    band = outlier_band("high", "small", with_glitch)
+    flagged = [p for p in with_glitch if band.is_outlier(*p)]
+    assert flagged == [glitch]
+    kept = [p for p in with_glitch if not band.is_outlier(*p)]
+    entry = profile_entry("high", "small", sums_of(kept, 100, 100), 5).entry
+    assert entry.e == pytest.approx(0.004, rel=0.05)
+    assert entry.met == pytest.approx(3.0, abs=0.5)
+
+
+def test_a_cpu_spike_is_an_outlier_but_ordinary_noise_is_not():
+    points = _line_points(0.01, 5.0, [1.0 + i for i in range(30)], noise=0.03)
+    band = outlier_band("p", "t", points + [(10.0, 90.0)])
+    assert band.is_outlier(10.0, 90.0)
+    assert not any(band.is_outlier(*p) for p in points)
+
+
+def test_too_few_points_give_no_band():
+    assert outlier_band("p", "t", [(1.0, 2.0), (2.0, 3.0), (3.0, 4.0)]) is None
+
+
+def test_a_narrow_range_of_rates_is_left_out_with_what_it_would_have_given():
+    points = _line_points(0.004, 3.0, [20.0 + 0.2 * i for i in range(30)], noise=0.01)
+    result = profile_entry("high", "small", sums_of(points, 100, 100), 5)
+    assert result.entry is None
+    assert result.skipped.verdict == "narrow_range"
+    assert "tell e from MET" in result.skipped.reason
+    assert result.skipped.fitted["rate_spread"] < 0.3
+    assert set(result.skipped.fitted) >= {"e", "met", "r2", "e_error"}
+
+
+def test_a_poor_fit_is_left_out_and_a_good_one_over_the_same_rates_is_kept():
+    rates = [5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
+    noisy = [(x, 0.2 * x + 30.0 + r) for x, r in zip(rates, (3, -3, -3, 3, 3, -3))]  # e = 0.002, residuals of 3 %
+    result = profile_entry("p", "t", sums_of(noisy, 10, 10), 5)
+    assert result.entry is None and result.skipped.verdict == "poor_fit"
+    assert "standard error" in result.skipped.reason
+    clean = _line_points(0.002, 30.0, rates, noise=0.005, seed=2)
+    assert profile_entry("p", "t", sums_of(clean, 10, 10), 5).entry is not None
+
+
+def test_the_lab_profiles_shipped_pass_the_criteria():
+    """The shipped lab set (profiles/default-cluster.json) must still be a set under the new criteria."""
+    from planner.model import ProfileSet
+    from spark_profiling.fit import e_error
+
+    shipped = ProfileSet.model_validate_json(open("profiles/default-cluster.json").read())
+    criteria = FitCriteria()
+    for entry in shipped.entries:
+        low, high = entry.rate_range
+        assert (high - low) / high >= criteria.min_rate_spread
+        n, r2 = entry.samples, entry.r2
+        assert math.sqrt((1 - r2) / (r2 * (n - 2))) <= criteria.max_e_error, entry.profile
+    assert e_error(sums_of([(1.0, 1.0), (2.0, 2.0)]), 1.0) == math.inf

@@ -45,7 +45,7 @@ class TaskSample:
 
 def record(run_id: str, sample: TaskSample) -> dict[str, Any]:
     """The JSON object of one sample: the documented fields first, then the collector's own."""
-    data = {"run_id": run_id, **sample.__dict__}
+    data = {"run_id": run_id, "source": "lab", **sample.__dict__}
     for optional in ("worker_id", "machine_quota_cores"):
         if data[optional] is None:
             del data[optional]
