@@ -31,16 +31,22 @@ from planner.simulator import linear_loads, rate_limits
 from planner.tenancy import Allocation, ShareMode, Tenant, allocate
 
 DERIVED_TYPE_SEPARATOR = "@"
+MAX_PERCENT = 1e6
+"""The largest load or capacity a registration may state, percent: far beyond any machine, short of float overflow."""
 MIN_ROOM_PCT = 1.0
 """A machine with less room than this (percent) is left out of a tenant's plan."""
+
+
+def _finite_or_none(rate: float) -> float | None:
+    return round(rate, 3) if math.isfinite(rate) else None
 
 
 class MachineShare(_Model):
     """One machine under a tenant's placement: its load ``fixed + slope * R`` and its capacity (limit)."""
 
-    slope: NonNegativeFloat = Field(description="Percent of the machine per tuple/s of the topology's input rate.")
-    fixed: NonNegativeFloat = Field(default=0.0, description="Percent of the machine at any rate (the instances' MET).")
-    capacity: NonNegativeFloat = Field(description="The machine's limit, capacity * max_utilization, percent.")
+    slope: NonNegativeFloat = Field(le=MAX_PERCENT, description="Percent of the machine per tuple/s of the topology's input rate.")
+    fixed: NonNegativeFloat = Field(default=0.0, le=MAX_PERCENT, description="Percent of the machine at any rate (the instances' MET).")
+    capacity: NonNegativeFloat = Field(le=MAX_PERCENT, description="The machine's limit, capacity * max_utilization, percent.")
     type: Name
 
 
@@ -71,7 +77,8 @@ class LedgerTenant(_Model):
     min_rate: float
     target_rate: float | None
     status: str = Field(description="admitted, or refused (its minimum does not fit beside more important tenants').")
-    rate: float = Field(description="Its share: the input rate, tuples/s, it is planned to run at (0 when refused).")
+    rate: float | None = Field(description="Its share: the input rate, tuples/s, it is planned to run at (0 when refused; "
+                                           "null when no machine's load grows with its rate, so nothing bounds it).")
     reason: str | None = None
     fits_rate: float | None = Field(default=None, description="Refused: the largest min_rate that would fit.")
     heartbeat_age_s: float
@@ -141,7 +148,7 @@ def ledger_of(records: Sequence[TenantRecord], mode: ShareMode, ttl_s: float, no
         tenants.append(LedgerTenant(
             topology=r.topology, plan_id=r.plan_id, priority=r.priority, min_rate=r.min_rate,
             target_rate=r.target_rate, status="refused" if refusal else "admitted",
-            rate=0.0 if refusal else round(allocation.rates[r.topology], 3),
+            rate=0.0 if refusal else _finite_or_none(allocation.rates[r.topology]),
             reason=refusal.reason if refusal else None, fits_rate=refusal.fits_rate if refusal else None,
             heartbeat_age_s=round(max(0.0, now - r.heartbeat_at), 1)))
     return Ledger(mode=mode, ttl_s=ttl_s, machines=machines, tenants=tenants)

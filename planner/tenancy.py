@@ -151,7 +151,10 @@ def _fill(group: Sequence[Tenant], weights: Mapping[str, float], span: Mapping[s
           share: dict[str, float], room: dict[str, float]) -> None:
     """Weighted progressive filling: raise every ``share[i]`` at ``weights[i]`` until its machine is full or it is 1."""
     active = [t for t in group if span[t.topology] > 0 and share[t.topology] < 1.0]
-    while active:
+    rounds_left = len(group) + len(room) + 1
+    """Each round retires a tenant or fills a machine; the bound ends rounds that float rounding stalls."""
+    while active and rounds_left > 0:
+        rounds_left -= 1
         growth = {w: 0.0 for w in room}
         for t in active:
             for w, a in t.slope.items():
