@@ -603,16 +603,23 @@ public class HetschedScheduler implements IScheduler {
         return found;
     }
 
-    /** The supervisors that joined (or returned) since the last round, by machine name; none in the first round. */
+    /**
+     * The supervisors that joined (or returned) since the last round, by machine name; none in the first round.
+     * A supervisor Nimbus blacklists (Storm wraps every scheduler in its BlacklistScheduler, which keeps a
+     * supervisor that missed heartbeats out for {@code blacklist.scheduler.resume.time.secs}) counts as gone
+     * until Nimbus offers it again: only then can a plan use it.
+     */
     private List<String> noticeSupervisors(Cluster cluster) {
         Map<String, String> now = new TreeMap<>();
-        cluster.getSupervisors().values().forEach(s -> now.put(s.getId(), machineName(s)));
+        cluster.getSupervisors().values().stream()
+                .filter(s -> !cluster.isBlackListed(s.getId()))
+                .forEach(s -> now.put(s.getId(), machineName(s)));
         List<String> joined = new ArrayList<>();
         if (seenSupervisors != null) {
             seenSupervisors.forEach((id, name) -> {
                 if (!now.containsKey(id) && !lostSupervisors.containsKey(id)) {
-                    LOG.warn("hetsched: supervisor {} ({}) is gone; executors that ran there are placed again, the "
-                            + "others stay where they run", id, name);
+                    LOG.warn("hetsched: supervisor {} ({}) is gone (or blacklisted by Nimbus); executors that ran "
+                            + "there are placed again, the others stay where they run", id, name);
                     lostSupervisors.put(id, name);
                 }
             });

@@ -107,10 +107,14 @@ class ReplanningTest {
         return topology("linear-1", linear(2, 3), 2, 4, conf);
     }
 
+    /** Hosts Nimbus's BlacklistScheduler keeps out of the next rounds. */
+    private Set<String> blacklistedHosts = Set.of();
+
     /** One Nimbus round: a fresh Cluster from the last round's assignments, scheduled, its assignments kept. */
     private Cluster round(HetschedScheduler scheduler, TopologyDetails topology) {
         Topologies all = new Topologies(topology);
         Cluster cluster = cluster(supervisors, all, assignments);
+        cluster.setBlacklistedHosts(blacklistedHosts);
         scheduler.schedule(all, cluster);
         assignments = new HashMap<>(cluster.getAssignments());
         statuses.putAll(cluster.getStatusMap());
@@ -212,6 +216,30 @@ class ReplanningTest {
         assertTrue(replaced.getStatus("linear-1").startsWith("hetsched: placed by planner (bound plan p-3"),
                 replaced.getStatus("linear-1"));
         assertEquals("GET /v1/plans/p-3", paths().get(4));
+    }
+
+    @Test
+    void aReturnedMachineNimbusBlacklistsIsPlannedOnOnlyOnceNimbusOffersItAgain() {
+        HetschedScheduler scheduler = scheduler(Map.of());
+        TopologyDetails linear = linearTopology();
+        round(scheduler, linear);
+        SupervisorDetails fast = supervisors.get("sup-fast-1");
+        lose("sup-fast-1");
+        round(scheduler, linear);
+
+        join(fast);
+        blacklistedHosts = Set.of(fast.getHost());
+        runningRate.set(5.0);
+        round(scheduler, linear);
+        assertEquals(List.of("POST /v1/plans", "POST /v1/repairs"), paths(), "a blacklisted machine has not joined");
+        assertTrue(rebalances.isEmpty());
+
+        blacklistedHosts = Set.of();
+        Cluster back = round(scheduler, linear);
+        assertEquals(List.of("POST /v1/plans", "POST /v1/repairs", "POST /v1/evaluations", "POST /v1/plans"), paths());
+        assertEquals(List.of("linear wait 20"), rebalances);
+        assertTrue(back.getStatus("linear-1").startsWith("hetsched: supervisor sup-fast-1 joined"),
+                back.getStatus("linear-1"));
     }
 
     @Test
