@@ -85,15 +85,16 @@ def _worker_rest(points: DataFrame) -> dict[str, dict[str, float]]:
         F.col(REASON).isNull() & (F.col(INTERVAL) == OK) & (F.col("cpu_basis") == "thread") & F.col("worker_id").isNotNull()
     )
     per_worker = usable.groupBy("run_id", "worker_id", "machine_type", "ts").agg(
-        F.first(D_WORKER_CPU, ignorenulls=True).alias("worker"),
+        # min_by, not first: which row comes first differs between local mode and a cluster
+        F.min_by(D_WORKER_CPU, F.struct(INTERVAL_S, D_WORKER_CPU)).alias("worker"),
         F.sum(D_THREAD_CPU).alias("threads"),
         F.count(F.when(F.col(D_THREAD_CPU).isNull(), 1)).alias("unknown"),
-        F.first(INTERVAL_S).alias("seconds"),
-        F.first("machine_cores").alias("cores"),
+        F.min(INTERVAL_S).alias("seconds"),
+        F.max("machine_cores").alias("cores"),
     ).where(F.col("worker").isNotNull() & (F.col("unknown") == 0))
     rest = 100.0 * F.greatest(F.col("worker") - F.col("threads"), F.lit(0.0)) / (F.col("seconds") * F.col("cores"))
     rows = per_worker.groupBy("machine_type").agg(
-        F.percentile_approx(rest, 0.5).alias("percent"), F.count(F.lit(1)).alias("intervals"),
+        F.median(rest).alias("percent"), F.count(F.lit(1)).alias("intervals"),
     ).collect()
     return {r["machine_type"]: {"percent": round(min(r["percent"], 100.0), 3), "intervals": r["intervals"]} for r in rows}
 
