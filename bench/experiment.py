@@ -263,8 +263,8 @@ def _pools(cluster: LocalCluster) -> dict:
 
 
 def _cluster_up(cluster: LocalCluster, phase: str, planner_url: str, reporter: Reporter,
-                dps_priorities: Path | None = None) -> None:
-    """Bring the cluster up with Nimbus set up for ``phase`` (bench.schedulers.PHASES)."""
+                dps_priorities: Path | None = None, extra_conf: dict | None = None) -> None:
+    """Bring the cluster up with Nimbus set up for ``phase`` (bench.schedulers.PHASES), plus ``extra_conf`` in storm.yaml."""
     setup = nimbus_setup(phase, planner_url, dps_priorities, _pools(cluster))
     scheduler = setup.scheduler
     reporter.status(f"bringing the cluster up ({phase}); workers' first start can take minutes on a busy host")
@@ -275,7 +275,7 @@ def _cluster_up(cluster: LocalCluster, phase: str, planner_url: str, reporter: R
     if not setup.conf_files:
         for stale in conf_dir.glob(POOLS_FILE):
             stale.unlink()
-    status = cluster.up(scheduler=scheduler, conf=setup.conf, timeout_s=CLUSTER_START_TIMEOUT_S, report=reporter.log)
+    status = cluster.up(scheduler=scheduler, conf={**setup.conf, **(extra_conf or {})}, timeout_s=CLUSTER_START_TIMEOUT_S, report=reporter.log)
     if not status.heterogeneous:
         raise BenchError("the cluster has no CPU quotas (cgroups not writable): it is not heterogeneous")
     reporter.log(f"cluster up ({scheduler}) in {cluster.layout.home}: "

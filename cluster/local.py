@@ -249,6 +249,14 @@ class LocalCluster:
         self._wait_until_registered(timeout_s, report)
         return stopped
 
+    def kill_machine(self, machine_id: str, grace_s: float = 2.0) -> list[int]:
+        """Take a machine away as a power cut would: its supervisor and every process in its cgroup (its workers and
+        their Python subprocesses) are stopped; ``restart_stopped_supervisors`` brings the machine back. Returns the pids."""
+        machine = self.layout.machine(machine_id)
+        killed = processes.stop(self.layout.pid_file(machine.id), grace_s=grace_s)
+        left = [p for p in psutil.process_iter(["pid"]) if self.machine_of_pid(p.info["pid"]) == machine.id]
+        return killed + processes.terminate(left, grace_s=grace_s)
+
     # ---- helpers other parts use ----------------------------------------------------------
 
     def is_running(self) -> bool:

@@ -120,10 +120,17 @@ def bench(
                                "also of a bench cut short (its finished runs)."),
     scenario: Optional[str] = typer.Option(
         None, "--scenario", help="'multi-tenant': Linear, Diamond and Star sharing the cluster with priorities and "
-                                 "minimums under each scheduler, and a priority change mid-run (docs/baselines.md)."),
+                                 "minimums under each scheduler, and a priority change mid-run (docs/baselines.md); "
+                                 "'machine-loss': a machine killed under Linear and returned, under planned, default "
+                                 "and resource_aware (docs/operating.md)."),
     min_rates: Optional[str] = typer.Option(
         None, "--min-rates", help="multi-tenant: topology=tuples/s pairs [default: a quarter of each one's solo plan]."),
-    after: float = typer.Option(120.0, "--after", help="multi-tenant: seconds watched after the priority change."),
+    after: Optional[float] = typer.Option(
+        None, "--after", help="Seconds watched after the priority change (multi-tenant, 120) or after the machine "
+                              "returns (machine-loss, 180)."),
+    down: float = typer.Option(150.0, "--down", help="machine-loss: seconds the machine stays down."),
+    victim: Optional[str] = typer.Option(None, "--victim", help="machine-loss: the machine killed [default: the largest]."),
+    repeats: int = typer.Option(1, "--repeats", help="machine-loss: rounds, the schedulers alternated; median and range."),
 ) -> None:
     """Run topologies under Storm's schedulers and hetsched's plan on the local heterogeneous cluster; compare."""
     from bench import report
@@ -131,11 +138,17 @@ def bench(
     from bench.profiles import load_profile_set
     from bench.settings import KNOWN_SCHEDULERS, TOPOLOGIES, BenchSettings, SCHEDULERS, parse_names
 
+    if scenario == "machine-loss":
+        _machine_loss(schedulers, profiles, window if window != 60.0 else 40.0, warmup, down,
+                      180.0 if after is None else after, victim, repeats, max_spout_pending, out, spec, port_base,
+                      start_timeout, report_file)
+        return
     if scenario is not None:
         if scenario != "multi-tenant":
-            raise _fail(f"unknown scenario {scenario!r}; known: multi-tenant")
+            raise _fail(f"unknown scenario {scenario!r}; known: multi-tenant, machine-loss")
         _multi_tenant(schedulers, profiles, window if window != 60.0 else 30.0, warmup if warmup != 30.0 else 20.0,
-                      after, min_rates, max_spout_pending, out, spec, port_base, start_timeout, report_file)
+                      120.0 if after is None else after, min_rates, max_spout_pending, out, spec, port_base,
+                      start_timeout, report_file)
         return
     try:
         if report_file is not None:
@@ -196,6 +209,47 @@ def _multi_tenant(schedulers, profiles, window, warmup, after, min_rates, max_sp
     console.print(multitenant_report.tenants_table(data))
     console.print(multitenant_report.summary_table(data))
     for line in multitenant_report.headline_lines(data):
+        console.print(f"[bold]{line}[/bold]", highlight=False)
+    console.print(f"results: {path}")
+    for p in drawn:
+        console.print(f"plot: {p}")
+    if data.get("error"):
+        raise _fail(data["error"])
+
+
+def _machine_loss(schedulers, profiles, window, warmup, down, after, victim, repeats, max_spout_pending, out, spec,
+                  port_base, start_timeout, report_file) -> None:
+    from bench import machineloss, machineloss_report
+    from bench.errors import BenchError
+    from bench.settings import parse_names
+    from observe.progress import RichReporter
+
+    try:
+        if report_file is not None:
+            path = report_file / machineloss.RESULT_FILE if report_file.is_dir() else report_file
+            data = machineloss.read_result(path)
+        else:
+            settings = machineloss.ScenarioSettings(
+                out_dir=out or _default_out("machine-loss"),
+                schedulers=parse_names(schedulers, machineloss.SCHEDULERS, "scheduler"),
+                repeats=repeats, profiles=profiles, victim=victim, warmup_s=warmup, window_s=window, down_s=down,
+                after_s=after, start_timeout_s=start_timeout, max_spout_pending=max_spout_pending, spec_path=spec,
+                port_base=port_base)
+            logging.basicConfig(level=logging.WARNING)
+            columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+            with Progress(*columns, console=console, transient=True) as progress:
+                data = machineloss.run_scenario(settings, RichReporter(progress))
+            path = Path(data["saved_to"])
+    except BenchError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        drawn = machineloss_report.plot(data, path.parent)
+    except Exception as exc:  # noqa: BLE001  matplotlib can fail in many ways; the data is already safe
+        console.print(f"[yellow]plot not drawn ({type(exc).__name__}: {exc})[/yellow]", highlight=False)
+        drawn = []
+    console.print(machineloss_report.runs_table(data))
+    console.print(machineloss_report.summary_table(data))
+    for line in machineloss_report.headline_lines(data):
         console.print(f"[bold]{line}[/bold]", highlight=False)
     console.print(f"results: {path}")
     for p in drawn:
