@@ -10,7 +10,8 @@ executor's counts are read every second. From them:
 - the input rate over time (spout tuples/s over the trailing 20 s), with the events marked;
 - ``noticed_s``: when Nimbus first showed the executors that ran on the victim elsewhere or unplaced;
   ``replaced_s``: when every executor ran again on the machines left; ``recovered_s``: when the input
-  rate first reached 90% of what the smaller cluster then sustained;
+  rate over a trailing 20 s wholly after the kill first reached 90% of what the smaller cluster then
+  sustained;
 - the rate before, on the smaller cluster and after the return, each next to the planner's
   prediction for the placement Storm ran then (``POST /v1/evaluations``), and the smaller cluster's
   best plan (a fresh ``POST /v1/plans`` without the victim);
@@ -23,9 +24,11 @@ executor's counts are read every second. From them:
 Nimbus runs with ``nimbus.supervisor.timeout.secs`` and ``nimbus.task.timeout.secs`` 20 (so a lost
 machine is noticed within the scenario), ``nimbus.task.launch.secs`` 120 (Nimbus counts an executor
 alive, heartbeat or not, until this long after it was assigned: 240 s by default; the kill comes at
-least that long after the placement) and ``blacklist.scheduler.resume.time.secs`` 60 (Storm's
-BlacklistScheduler would keep the returned machine out for 1800 s), the plugin with
-``hetsched.replan.min.interval.secs`` 60; all are recorded in the result. Runs alternate the schedulers (``--repeats``), the median and range are
+least that long after the placement) and ``blacklist.scheduler.tolerance.time.secs`` and
+``blacklist.scheduler.resume.time.secs`` 30 (Storm's BlacklistScheduler keeps a returned machine out
+until its missed heartbeats are older than the tolerance time, 300 s by default, and re-checks every
+resume time, 1800 s by default), the plugin with ``hetsched.replan.min.interval.secs`` 60; all are
+recorded in the result. Runs alternate the schedulers (``--repeats``), the median and range are
 reported. The result is ``machine-loss.json`` in the output folder, rewritten after every run.
 """
 from __future__ import annotations
@@ -71,7 +74,8 @@ NIMBUS_CONF = {
     "nimbus.supervisor.timeout.secs": 20,
     "nimbus.task.timeout.secs": 20,
     "nimbus.task.launch.secs": 120,
-    "blacklist.scheduler.resume.time.secs": 60,
+    "blacklist.scheduler.tolerance.time.secs": 30,
+    "blacklist.scheduler.resume.time.secs": 30,
     "hetsched.replan.min.interval.secs": 60,
     "hetsched.replan.min.gain": 0.10,
 }
@@ -97,7 +101,7 @@ class ScenarioSettings:
     window_s: float = 40.0
     """The rate of each phase is taken over its last window_s."""
     down_s: float = 150.0
-    after_s: float = 180.0
+    after_s: float = 240.0
     start_timeout_s: float = 300.0
     max_spout_pending: int = 100
     spec_path: Path | None = None
@@ -395,7 +399,8 @@ def _figures(watch: Watch, origin: float, killed_at: float, returned_at: float, 
     spouts = spout_components(watch.samples)
     series = rate_series(steps, origin, spouts)
     rate_down = rate_between(steps, returned_at - settings.window_s, returned_at, spouts)
-    recovered = first_at(series, killed_at - origin, RECOVERED_SHARE * rate_down) if rate_down > 0 else None
+    after_kill = killed_at - origin + SERIES_SPAN_S - 0.05  # the trailing window wholly after the kill
+    recovered = first_at(series, after_kill, RECOVERED_SHARE * rate_down) if rate_down > 0 else None
     back = moved_back(watch.samples, returned_at, victim_host)
 
     def since(at: float | None, ref: float) -> float | None:

@@ -127,7 +127,7 @@ def bench(
         None, "--min-rates", help="multi-tenant: topology=tuples/s pairs [default: a quarter of each one's solo plan]."),
     after: Optional[float] = typer.Option(
         None, "--after", help="Seconds watched after the priority change (multi-tenant, 120) or after the machine "
-                              "returns (machine-loss, 180)."),
+                              "returns (machine-loss, 240)."),
     down: float = typer.Option(150.0, "--down", help="machine-loss: seconds the machine stays down."),
     victim: Optional[str] = typer.Option(None, "--victim", help="machine-loss: the machine killed [default: the largest]."),
     repeats: int = typer.Option(1, "--repeats", help="machine-loss: rounds, the schedulers alternated; median and range."),
@@ -140,7 +140,7 @@ def bench(
 
     if scenario == "machine-loss":
         _machine_loss(schedulers, profiles, window if window != 60.0 else 40.0, warmup, down,
-                      180.0 if after is None else after, victim, repeats, max_spout_pending, out, spec, port_base,
+                      240.0 if after is None else after, victim, repeats, max_spout_pending, out, spec, port_base,
                       start_timeout, report_file)
         return
     if scenario is not None:
