@@ -77,6 +77,9 @@ def submit(
         given = [option for option, value in catalog_only.items() if value is not None]
         if given:
             raise _fail(f"{', '.join(given)} applies to the catalog's topologies only, not to --jar/--class or --flux")
+        if force and flux is None:
+            raise _fail("--force applies to --flux only: an app's main class names its own topology, so kill it first "
+                        "with `hetsched kill NAME --wait`")
         if flux is not None and positional:
             raise _fail(f"--flux takes no arguments, got {' '.join(positional)}; the topology is the file's")
         _submit_java(positional, jar, main_class, flux, flux_filter, env_filter, profile_keys, plan, planner, profiles,

@@ -331,6 +331,7 @@ def test_a_class_without_main_exits_non_zero_and_says_so(tmp_path):
     (["--flux", str(FLUX_FILE), "--rate", "5"], "--rate applies to the catalog's topologies only"),
     (["--flux", str(FLUX_FILE), "extra"], "--flux takes no arguments, got extra"),
     (["--jar", "app.jar"], "--jar app.jar needs --class"),
+    (["--jar", "app.jar", "--class", "com.example.Main", "--force"], "--force applies to --flux only"),
     (["linear", "--profile-keys", "low=x"], "apply to --flux or --jar/--class only"),
     ([], "give one topology of the catalog"),
     (["--jar", "/nonexistent/app.jar", "--class", "com.example.Main", "--nimbus", "127.0.0.1:1"],
