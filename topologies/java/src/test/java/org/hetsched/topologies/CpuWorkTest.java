@@ -61,4 +61,14 @@ class CpuWorkTest {
         assertThrows(IllegalArgumentException.class, () -> new CpuWorkBolt(1, List.of()));
         assertEquals(5000, new CpuWorkBolt(5000).cpuMicros());
     }
+
+    @Test
+    void theJavaTopologyHasTheFluxFilesComponentsAndParallelism() {
+        org.apache.storm.generated.StormTopology topology = WordsCpuTopology.build(5000, WordsCpuTopology.parallelism("1, 3,1"));
+        assertEquals(java.util.Set.of("words"), topology.get_spouts().keySet());
+        assertEquals(java.util.Set.of("cpu", "count"), topology.get_bolts().keySet());
+        assertEquals(3, topology.get_bolts().get("cpu").get_common().get_parallelism_hint());
+        assertThrows(IllegalArgumentException.class, () -> WordsCpuTopology.parallelism("1,2"));
+        assertThrows(IllegalArgumentException.class, () -> WordsCpuTopology.parallelism("1,0,1"));
+    }
 }
