@@ -185,6 +185,9 @@ def submit_java(request: JavaSubmitRequest, address: NimbusAddress, force: bool 
                 leader_timeout_s: float = 60.0) -> JavaSubmitResult:
     """Run the app's main class (or Flux) against this cluster's Nimbus and report what Nimbus then runs."""
     check_request(request)
+    for attribute in ("jar", "flux", "flux_filter"):  # absolute, as the JVM and Flux see them
+        if getattr(request, attribute) is not None:
+            setattr(request, attribute, Path(getattr(request, attribute)).expanduser().absolute())
     plan = None
     if request.plan_id is not None:
         plan = plans.fetch_plan(request.plan_id, request.planner_url)

@@ -168,8 +168,8 @@ def run_client(run: ClientRun, address: NimbusAddress, storm_home: Path, timeout
         conf_file.write_text(json.dumps(client_storm_yaml(address)) + "\n")  # JSON is YAML
         command = java_command(run, storm_home, conf_file, java)
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=tmp,
-                                  stdin=subprocess.DEVNULL, check=False)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL, check=False)  # in the caller's folder, as `storm jar`
         except subprocess.TimeoutExpired:
             raise TopologyError(f"{run.main_class} did not finish within {timeout_s:g} s (killed)") from None
     if done.returncode != 0:
