@@ -255,7 +255,8 @@ def test_an_app_jar_with_a_plan_keeps_its_own_counts_and_says_which_differ(tmp_p
     ("name: x\nspouts: [{id: s}]\n", r"spouts entry 1 needs an id and a className"),
     ("name: x\nspouts: [{id: s, className: a.S}]\nbolts: [{id: s, className: a.B}]\n", r"names s more than once"),
     ("name: x\nspouts: [{id: s, className: a.S, parallelism: 0}]\n", r"parallelism of 's' must be a whole number"),
-    ("name: x\nspouts: [{id: s, className: a.S, parallelism: '${p}'}]\n", r"a property the --filter file does not define"),
+    ("name: x\nspouts: [{id: s, className: a.S, parallelism: '${p}'}]\n", r"uses \$\{p\}, which --filter does not define"),
+    ("name: ${ENV-NAME}\nspouts: [{id: s, className: a.S}]\n", r"uses \$\{ENV-NAME\}, which --filter or --env-filter does not"),
     ("name: x\nspouts: [{id: s, className: a.S}]\nstreams: [{from: s, to: b, grouping: {type: SHUFFLE}}]\n",
      r"stream 1 \(s -> b\) names b, which is not a spout or bolt"),
     ("name: x\nspouts: [{id: s, className: a.S}]\nbolts: [{id: b, className: a.B}]\n"

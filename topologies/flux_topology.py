@@ -172,7 +172,15 @@ def read_flux(path: Path, filter_file: Path | None = None, env_filter: bool = Fa
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise TopologyError(f"the Flux file {path} is not UTF-8 text") from None
-    return parse_flux(substitute(text, properties, dict(os.environ) if env_filter else None), path)
+    text = substitute(text, properties, dict(os.environ) if env_filter else None)
+    left = sorted(set(_PLACEHOLDER.findall(text)))
+    if left:
+        how = "--filter" if filter_file is None else f"the --filter file {filter_file}"
+        if any(name.startswith("ENV-") for name in left) and not env_filter:
+            how += " or --env-filter"
+        raise TopologyError(f"the Flux file {path} uses {', '.join('${' + n + '}' for n in left)}, which {how} does "
+                            "not define (Flux would fail on it)")
+    return parse_flux(text, path)
 
 
 def with_plan(flux: FluxTopology, parallelism: dict[str, int], name: str | None = None,
