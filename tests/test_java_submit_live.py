@@ -101,7 +101,9 @@ def test_flux_topology_runs_with_the_plans_parallelism_and_its_sink_counts_move(
                         and len(cpu_per_tuple_ms) == PLANNED["cpu"]):
                     break
                 time.sleep(5)
-            status = client.find(NAME).sched_status
+            status = client.find(NAME).scheduler_status
+        print(f"executors {executors} (plan {PLANNED}); sink 'count' executed {first_sink} -> {last_sink}; "
+              f"CpuWorkBolt thread CPU per tuple {[round(ms, 2) for ms in cpu_per_tuple_ms]} ms; status {status!r}")
         assert executors == PLANNED, f"Nimbus runs {executors}, the plan has {PLANNED}"
         assert first_sink is not None and last_sink > first_sink, f"the sink's counts did not move ({first_sink} -> {last_sink})"
         assert f"stored plan {plan.id}" in status, status
