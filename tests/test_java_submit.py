@@ -138,6 +138,9 @@ def test_client_failures_name_the_class_nimbus_or_the_apps_last_stderr_lines(tmp
     assert str(down).startswith("Nimbus at 127.0.0.1:6627 (from --nimbus) did not answer the client JVM of com.example.Main")
     alive = client_failure(run, ADDRESS, 1, "org.apache.storm.generated.AlreadyAliveException: words is already alive\n")
     assert "already running" in str(alive)
+    taken = client_failure(run, ADDRESS, 1, "Exception in thread \"main\" java.lang.RuntimeException: Topology name "
+                                            "words-cpu-java is either not allowed or it already exists on the cluster\n")
+    assert str(taken).startswith("com.example.Main submitted topology 'words-cpu-java', whose name is already running")
     lines = "\n".join(f"line {i}" for i in range(20))
     own = str(client_failure(run, ADDRESS, 3, lines + "\nIllegalArgumentException: bad count\n"))
     assert own.startswith("com.example.Main exited with code 3; its last lines of stderr:")

@@ -213,6 +213,9 @@ def submit_java(request: JavaSubmitRequest, address: NimbusAddress, force: bool 
     with connect(address, leader_timeout_s) as nimbus:
         started = _wait_listed(nimbus, name, before)
         executors = nimbus.component_parallelism(started.id) if started is not None else {}
+        if started is not None:  # the keys the plugin and the hook will use: the app may set its own
+            named = nimbus.topology_conf(started.id).get(keys.COMPONENT_PROFILES) or {}
+            profiles = {c: str(named.get(c, c)) for c in executors} if isinstance(named, dict) else profiles
     log.info("submitted %s as %s", run.main_class, started.name if started else name)
     return JavaSubmitResult(
         name=started.name if started is not None else name, topology_id=started.id if started is not None else None,

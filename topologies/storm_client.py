@@ -144,6 +144,10 @@ def client_failure(run: ClientRun, address: NimbusAddress, returncode: int, stde
     if any(marker in stderr for marker in _NIMBUS_DOWN):
         return TopologyError(f"Nimbus at {address} (from {address.source}) did not answer the client JVM of "
                              f"{run.main_class}; is the cluster up? Its last lines of stderr:\n{tail}")
+    taken = re.search(r"Topology name (\S+) is either not allowed or it already exists", stderr)
+    if taken:
+        return TopologyError(f"{run.main_class} submitted topology {taken.group(1)!r}, whose name is already running "
+                             "on the cluster (or not allowed); kill it first with `hetsched kill NAME --wait`")
     already = re.search(r"AlreadyAliveException\S*:?\s*(.*)", stderr)
     if already or "already alive" in stderr.lower():
         return TopologyError(f"{run.main_class} submitted a topology whose name is already running "
