@@ -18,7 +18,15 @@ $(PLUGIN_JAR): $(PLUGIN_SRC)
 	mvn -q -f storm-plugin/pom.xml -DskipTests package
 	touch $@
 
-# STORM_HOME: Apache Storm 2.8 assembled from Maven Central for the local cluster, cached in .cache/.
+# The project's Java benchmark components (CpuWorkBolt) for Java and Flux topologies: hetsched submit --jar/--flux.
+JAVA_TOPOLOGIES_JAR := topologies/java/target/hetsched-java-topologies.jar
+JAVA_TOPOLOGIES_SRC := topologies/java/pom.xml $(shell find topologies/java/src/main -type f 2>/dev/null)
+
+$(JAVA_TOPOLOGIES_JAR): $(JAVA_TOPOLOGIES_SRC)
+	mvn -q -f topologies/java/pom.xml -DskipTests package
+	touch $@
+
+# STORM_HOME: Apache Storm 2.8 assembled from Maven Central for the local cluster, and Flux's jars, cached in .cache/.
 storm: $(BIN)/.installed
 	$(BIN)/python -m cluster.storm_home
 
@@ -26,7 +34,7 @@ storm: $(BIN)/.installed
 tools:
 	sh docker/install-tools.sh
 
-setup: $(BIN)/.installed $(PLUGIN_JAR) storm tools
+setup: $(BIN)/.installed $(PLUGIN_JAR) $(JAVA_TOPOLOGIES_JAR) storm tools
 
 demo: setup
 	$(BIN)/hetsched demo
@@ -38,6 +46,7 @@ lint: $(BIN)/.installed
 
 test: setup lint
 	mvn -q -f storm-plugin/pom.xml test
+	mvn -q -f topologies/java/pom.xml test
 	$(BIN)/pytest
 
 clean:

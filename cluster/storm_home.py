@@ -14,6 +14,9 @@ layout is rebuilt from Maven artifacts:
 - ``extlib/``, ``extlib-daemon/``, ``conf/storm.yaml``,
   ``log4j2/cluster.xml`` and ``log4j2/worker.xml`` (written here).
 
+Flux (``flux-core`` and ``flux-wrappers``, for ``hetsched submit --flux``) is
+kept beside it in ``.cache/flux-<version>/`` (:func:`ensure_flux`).
+
 The official distribution (``org.apache.storm:final-package:<v>:tar.gz``) is
 tried first. The result is cached under ``.cache/storm-<version>/``; a
 second call returns at once. ``python -m cluster.storm_home`` does it from
@@ -286,11 +289,60 @@ _WORKER_XML = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+FLUX_ARTIFACTS = ("flux-core", "flux-wrappers")
+"""Flux's entry point (``org.apache.storm.flux.Flux``, with its YAML parser and commons-cli inside) and the
+wrappers it links against; everything else it needs is Storm's client class path (``lib-worker/``)."""
+FLUX_COPY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:2.10"
+"""Flux's parent POM (``org.apache.storm:flux:<v>:pom``) is missing from Maven Central, so any resolver that reads
+the jars' POMs (the dependency plugin 3.x, a project dependency) refuses them; this older ``copy`` goal fetches
+each jar by its coordinates alone."""
+
+
+def flux_dir(version: str = STORM_VERSION) -> Path:
+    """Where Flux's jars are kept (git-ignored)."""
+    return cache_dir() / f"flux-{version}"
+
+
+def flux_jars(version: str = STORM_VERSION) -> list[Path]:
+    return [flux_dir(version) / f"{artifact}-{version}.jar" for artifact in FLUX_ARTIFACTS]
+
+
+def ensure_flux(version: str = STORM_VERSION) -> list[Path]:
+    """Flux's jars from Maven Central, fetched on first use and cached."""
+    jars = flux_jars(version)
+    if all(jar.is_file() for jar in jars):
+        return jars
+    require_tools()
+    folder = flux_dir(version)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / f".{folder.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if all(jar.is_file() for jar in jars):
+            return jars
+        work = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "build").mkdir(parents=True)
+        (work / "build" / "pom.xml").write_text(_pom("flux", ""))
+        maven_log = work / "maven.log"
+        for artifact in FLUX_ARTIFACTS:
+            ok = _maven([f"{FLUX_COPY_PLUGIN}:copy", f"-Dartifact=org.apache.storm:{artifact}:{version}:jar",
+                         f"-DoutputDirectory={work}"], work / "build", maven_log)
+            if not ok or not (work / f"{artifact}-{version}.jar").is_file():
+                tail = "\n".join(maven_log.read_text().splitlines()[-15:])
+                raise ClusterError(f"Maven could not fetch org.apache.storm:{artifact}:{version} from Maven Central. "
+                                   f"Last lines of {maven_log}:\n{tail}")
+        shutil.rmtree(work / "build")
+        shutil.rmtree(folder, ignore_errors=True)
+        work.rename(folder)
+    return jars
+
+
 def main() -> int:
-    """Command-line entry for the Makefile: assemble (or find) STORM_HOME and print its path."""
+    """Command-line entry for the Makefile: assemble (or find) STORM_HOME and Flux, and print STORM_HOME's path."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         home = ensure_storm_home()
+        ensure_flux()
     except ClusterError as fault:
         print(f"error: {fault}", file=sys.stderr)
         return 1

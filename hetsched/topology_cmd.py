@@ -1,6 +1,7 @@
 """``hetsched submit|kill|topologies``: the benchmark topologies on a Storm cluster."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import List, Optional
 
 import typer
@@ -40,7 +41,16 @@ def _uptime(seconds: int) -> str:
 
 @app.command("submit")
 def submit(
-    topology: str = typer.Argument(..., help=f"One of: {', '.join(CATALOG)}."),
+    topology_or_args: Optional[List[str]] = typer.Argument(
+        None, metavar="[TOPOLOGY | -- ARGS...]",
+        help=f"A topology of the catalog ({', '.join(CATALOG)}); with --jar/--class, the main class's arguments "
+             "(after `--` where one starts with a dash)."),
+    jar: Optional[Path] = typer.Option(None, "--jar", help="An app jar: with --class, run its main class as `storm jar` does; with --flux, the jar holding the file's own classes."),
+    main_class: Optional[str] = typer.Option(None, "--class", help="The app's main class, which builds the topology and submits it with StormSubmitter."),
+    flux: Optional[Path] = typer.Option(None, "--flux", help="A Flux topology file (YAML), submitted with org.apache.storm.flux.Flux --remote."),
+    flux_filter: Optional[Path] = typer.Option(None, "--filter", help="--flux: a properties file whose values replace ${key} in the file (Flux's --filter)."),
+    env_filter: bool = typer.Option(False, "--env-filter", help="--flux: replace ${ENV-NAME} with environment variables (Flux's --env-filter)."),
+    profile_keys: Optional[str] = typer.Option(None, "--profile-keys", help="--jar/--flux: each component's profile key, comp=key,comp=key (hetsched.component.profiles; a component not named uses its id)."),
     parallelism: Optional[str] = typer.Option(None, "--parallelism", "-p", help="Instances per component: comp=N,comp=N."),
     plan: Optional[str] = typer.Option(None, "--plan", help="Take every component's instances from this stored plan."),
     planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default http://127.0.0.1:8765)."),
@@ -56,10 +66,33 @@ def submit(
     multilang_command: str = typer.Option(MULTILANG_COMMAND, "--multilang-command", envvar=MULTILANG_ENV, help="What workers run for each Python component: a name on the supervisors' PATH, or an absolute path on every supervisor host."),
     nimbus: Optional[str] = NimbusOption,
 ) -> None:
-    """Build the topology jar, upload it and submit TOPOLOGY with the given or planned parallelism."""
+    """Submit TOPOLOGY of the catalog, an app's main class (--jar, --class) or a Flux file (--flux), with the plan and the workers' metrics."""
     from topologies.plans import check_profile_set
     from topologies.submit import submit as do_submit
 
+    positional = list(topology_or_args or [])
+    if main_class is not None or flux is not None:
+        catalog_only = {"--parallelism": parallelism, "--rate": rate, "--spare-tasks": spare_tasks,
+                        "--multilang-command": None if multilang_command == MULTILANG_COMMAND else multilang_command}
+        given = [option for option, value in catalog_only.items() if value is not None]
+        if given:
+            raise _fail(f"{', '.join(given)} applies to the catalog's topologies only, not to --jar/--class or --flux")
+        if force and flux is None:
+            raise _fail("--force applies to --flux only: an app's main class names its own topology, so kill it first "
+                        "with `hetsched kill NAME --wait`")
+        if flux is not None and positional:
+            raise _fail(f"--flux takes no arguments, got {' '.join(positional)}; the topology is the file's")
+        _submit_java(positional, jar, main_class, flux, flux_filter, env_filter, profile_keys, plan, planner, profiles,
+                     workers, conf, name, sample_rate, metrics, force, nimbus)
+        return
+    if jar is not None:
+        raise _fail(f"--jar {jar} needs --class (the main class to run) or --flux (a Flux file using the jar's classes)")
+    if flux_filter is not None or env_filter or profile_keys is not None:
+        raise _fail("--filter, --env-filter and --profile-keys apply to --flux or --jar/--class only")
+    if len(positional) != 1:
+        raise _fail(f"give one topology of the catalog ({', '.join(CATALOG)}), or --jar with --class, or --flux"
+                    + (f"; got {' '.join(positional)}" if positional else ""))
+    topology = positional[0]
     try:
         if profiles is not None and planner:
             check_profile_set(profiles, planner)
@@ -96,6 +129,57 @@ def submit(
     if plan:
         facts.append(f"plan {plan}")
     console.print(", ".join(facts), highlight=False)
+
+
+def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str], flux: Optional[Path],
+                 flux_filter: Optional[Path], env_filter: bool, profile_keys: Optional[str], plan: Optional[str],
+                 planner: Optional[str], profiles: Optional[str], workers: Optional[int], conf: Optional[List[str]],
+                 name: Optional[str], sample_rate: float, metrics: bool, force: bool, nimbus: Optional[str]) -> None:
+    """``hetsched submit --jar J --class C [ARGS]`` and ``--flux F``: run Storm's client JVM, then show what Nimbus runs."""
+    from topologies.java_submit import JavaSubmitRequest, parse_profile_keys, submit_java
+    from topologies.plans import check_profile_set
+
+    try:
+        if profiles is not None and planner:
+            check_profile_set(profiles, planner)
+        request = JavaSubmitRequest(
+            jar=jar, main_class=main_class, args=args, flux=flux, flux_filter=flux_filter, env_filter=env_filter,
+            name=name, plan_id=plan, profiles=profiles, planner_url=planner if plan else None,
+            profile_keys=parse_profile_keys(profile_keys), conf=parse_conf(conf), workers=workers,
+            sample_rate=sample_rate, metrics=metrics, metrics_url=planner,
+        )
+        with console.status(f"running {'Flux' if flux is not None else main_class} against Nimbus"):
+            result = submit_java(request, nimbus_address(nimbus), force=force)
+    except TopologyError as exc:
+        raise _fail(str(exc)) from None
+
+    title = f"{result.main_class} submitted {result.name}" if result.name else f"{result.main_class} ran"
+    table = Table(title=title, title_justify="left")
+    for column, justify in (("component", "left"), ("profile", "left"), ("executors", "right"), ("planned", "right")):
+        table.add_column(column, justify=justify)
+    components = list(result.executors) or list(result.planned or {})
+    for component in components:
+        planned = (result.planned or {}).get(component)
+        table.add_row(component, result.profiles.get(component, component), str(result.executors.get(component, "?")),
+                      "" if planned is None else str(planned))
+    if components:
+        console.print(table)
+    facts = [f"id {result.topology_id or '(not found in the list of Nimbus)'}", f"Nimbus {result.nimbus}"]
+    if result.replaced:
+        facts.append("replaced the running one")
+    if plan:
+        facts.append(f"plan {plan}")
+    if not metrics:
+        facts.append("no worker metrics")
+    console.print(", ".join(facts), highlight=False)
+    differ = result.unplanned() if result.executors else {}
+    if differ:
+        Console(stderr=True).print(
+            "[yellow]warning:[/yellow] the app's executor counts differ from the plan's ("
+            + ", ".join(f"{c}: {n} executors, {p if p is not None else 'not'} planned" for c, (n, p) in differ.items())
+            + "): the plugin cannot place the stored plan as it is and, with a profile set, asks the planner for a "
+              "plan of these counts; give each component the plan's instance count as its parallelism hint",
+            highlight=False, soft_wrap=True)
 
 
 @app.command("kill")

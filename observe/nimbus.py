@@ -224,6 +224,15 @@ class Nimbus:
         except NotAliveException:
             raise NimbusError(f"topology {topology_id!r} is not running on {self.where}") from None
 
+    def component_parallelism(self, topology_id: str) -> dict[str, int]:
+        """Each user component's executor count as submitted (its parallelism hint), from the user topology."""
+        try:
+            topology = self._call(f"read the topology {topology_id}", lambda c: c.getUserTopology(topology_id))
+        except NotAliveException:
+            raise NimbusError(f"topology {topology_id!r} is not running on {self.where}") from None
+        components = {**(topology.spouts or {}), **(topology.bolts or {})}
+        return {c: int(spec.common.parallelism_hint or 1) for c, spec in components.items()}
+
     def counts(self, topology_id: str) -> TopologyCounts:
         """Every executor's all-time counts and place, as Nimbus last heard of them."""
         return parse_topology_info(self.topology_info(topology_id))

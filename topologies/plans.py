@@ -24,8 +24,13 @@ def fetch_plan(plan_id: str, planner_url: str | None = None) -> Plan:
 
 def plan_parallelism(plan: Plan, entry: CatalogEntry) -> dict[str, int]:
     """The plan's instance count of each component, if the plan is for exactly this topology's components."""
+    return plan_instances(plan, entry.name, entry.component_ids)
+
+
+def plan_instances(plan: Plan, topology: str, component_ids: list[str]) -> dict[str, int]:
+    """The plan's instance count of each of ``component_ids``, if the plan places exactly these components."""
     planned = {c: n for c, n in plan.instances.items() if not c.startswith(SYSTEM_PREFIX)}
-    wanted = entry.component_ids
+    wanted = list(component_ids)
     if set(planned) != set(wanted):
         missing = [c for c in wanted if c not in planned]
         extra = sorted(set(planned) - set(wanted))
@@ -35,9 +40,9 @@ def plan_parallelism(plan: Plan, entry: CatalogEntry) -> dict[str, int]:
         if extra:
             faults.append(f"places components the topology does not have ({', '.join(extra)})")
         raise TopologyError(
-            f"plan {plan.id or '?'} (topology {plan.topology!r}) does not match topology {entry.name}: it "
+            f"plan {plan.id or '?'} (topology {plan.topology!r}) does not match topology {topology}: it "
             + " and ".join(faults)
-            + f"; {entry.name} has {', '.join(wanted)}"
+            + f"; {topology} has {', '.join(wanted)}"
         )
     bad = {c: n for c, n in planned.items() if n < 1}
     if bad:
@@ -46,8 +51,9 @@ def plan_parallelism(plan: Plan, entry: CatalogEntry) -> dict[str, int]:
 
 
 def plan_profiles_name(plan: Plan) -> str | None:
-    """The profile set the plan was made with, where the planner recorded it."""
-    name = plan.stats.get("profiles") if isinstance(plan.stats, dict) else None
+    """The profile set the plan was made with, where the planner recorded it (the plan's ``profiles``, else its stats)."""
+    recorded = getattr(getattr(plan, "profiles", None), "name", None)
+    name = recorded or (plan.stats.get("profiles") if isinstance(plan.stats, dict) else None)
     return name if isinstance(name, str) and name else None
 
 
