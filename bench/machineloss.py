@@ -201,10 +201,18 @@ def noticed(samples: list[CountSample], killed_at: float, victim_host: str) -> f
                  and victim_host not in hosts_of(s.counts)), None)
 
 
-def replaced(samples: list[CountSample], killed_at: float, victim_host: str) -> float | None:
-    """The first reading after the kill with every executor placed, none on the victim."""
+def replaced(samples: list[CountSample], killed_at: float, victim_host: str, executors: int) -> float | None:
+    """The first reading after the kill with all ``executors`` placed, none on the victim (Nimbus lists only the
+    executors a scheduler assigned, so a count short of the one before the kill is a placement not yet made)."""
     return next((s.at for s in samples if s.at > killed_at and s.counts.placed
-                 and victim_host not in hosts_of(s.counts)), None)
+                 and len(s.counts.executors) >= executors and victim_host not in hosts_of(s.counts)), None)
+
+
+def unplaced_while_down(run: dict[str, Any]) -> int:
+    """Executors the scheduler left unplaced at the end of the down phase (from the recorded placements)."""
+    placements = run.get("placements") or {}
+    count = lambda where: sum(len(ms) for ms in (placements.get(where) or {}).values())  # noqa: E731
+    return max(0, count("before") - count("down"))
 
 
 def moved_back(samples: list[CountSample], returned_at: float, victim_host: str) -> float | None:
@@ -239,7 +247,8 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                "replaced_s", "moved_back_s", "failed_down", "failed_after", "gave_up", "in_flight_end")
     out: dict[str, dict[str, Any]] = {}
     for scheduler in dict.fromkeys(r["scheduler"] for r in runs):
-        done = [r for r in runs if r["scheduler"] == scheduler and not r.get("error")]
+        done = [{**r, "replaced_s": None, "recovered_s": None} if unplaced_while_down(r) else r
+                for r in runs if r["scheduler"] == scheduler and not r.get("error")]
         row: dict[str, Any] = {"runs": len(done)}
         for name in figures:
             values = [r[name] for r in done if isinstance(r.get(name), (int, float))]
@@ -336,6 +345,7 @@ def run_once(scheduler: str, spec: RunSpec, cluster: LocalCluster, planner_url: 
         record["error"] = str(exc)
         reporter.log(f"[red]{scheduler}: {exc}[/red]")
     finally:
+        record["nimbus_log"] = _nimbus_log(cluster)
         if watch is not None:
             record["statuses"] = [(round(t - watch.samples[0].at, 1), s) for t, s in watch.statuses] if watch.samples else []
             record["events"] = [(round(t - watch.samples[0].at, 1), e) for t, e in watch.events] if watch.samples else []
@@ -397,10 +407,12 @@ def _figures(watch: Watch, origin: float, killed_at: float, returned_at: float, 
              settings: ScenarioSettings) -> dict[str, Any]:
     steps = intervals(watch.samples)
     spouts = spout_components(watch.samples)
+    executors = max((len(s.counts.executors) for s in watch.samples if s.at <= killed_at), default=0)
     series = rate_series(steps, origin, spouts)
     rate_down = rate_between(steps, returned_at - settings.window_s, returned_at, spouts)
     after_kill = killed_at - origin + SERIES_SPAN_S - 0.05  # the trailing window wholly after the kill
-    recovered = first_at(series, after_kill, RECOVERED_SHARE * rate_down) if rate_down > 0 else None
+    complete = replaced(watch.samples, killed_at, victim_host, executors) is not None
+    recovered = first_at(series, after_kill, RECOVERED_SHARE * rate_down) if rate_down > 0 and complete else None
     back = moved_back(watch.samples, returned_at, victim_host)
 
     def since(at: float | None, ref: float) -> float | None:
@@ -411,7 +423,7 @@ def _figures(watch: Watch, origin: float, killed_at: float, returned_at: float, 
         "rate_down": round(rate_down, 3),
         "rate_after": round(rate_between(steps, end - settings.window_s, end, spouts), 3),
         "noticed_s": since(noticed(watch.samples, killed_at, victim_host), killed_at),
-        "replaced_s": since(replaced(watch.samples, killed_at, victim_host), killed_at),
+        "replaced_s": since(replaced(watch.samples, killed_at, victim_host, executors), killed_at),
         "recovered_s": None if recovered is None else round(recovered - (killed_at - origin), 1),
         "moved_back_s": since(back, returned_at),
         "killed_at_s": round(killed_at - origin, 1), "returned_at_s": round(returned_at - origin, 1),
@@ -422,6 +434,18 @@ def _figures(watch: Watch, origin: float, killed_at: float, returned_at: float, 
         "acked": tally(steps, origin, end)["acked"],
         "series": series,
     }
+
+
+NIMBUS_LOG_LINES = re.compile(r"hetsched:|not alive|[Bb]lacklist")
+
+
+def _nimbus_log(cluster: LocalCluster) -> list[str] | str:
+    """What Nimbus said of the plugin, dead executors and the blacklist (the next run's Nimbus overwrites its log)."""
+    try:
+        text = cluster.log_file("nimbus").read_text(errors="replace")
+    except (OSError, ClusterError) as exc:
+        return f"not read: {exc}"
+    return [line[:600] for line in text.splitlines() if NIMBUS_LOG_LINES.search(line)][-200:]
 
 
 def _gave_up(cluster: LocalCluster, topology_id: str) -> int:

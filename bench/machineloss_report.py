@@ -6,6 +6,8 @@ from typing import Any
 
 from rich.table import Table
 
+from bench.machineloss import unplaced_while_down
+
 SERIES_PLOT = "machine-loss-over-time.png"
 
 
@@ -24,9 +26,11 @@ def runs_table(data: dict[str, Any]) -> Table:
                    "in flight at end", "error"):
         table.add_column(column, justify="left" if column in ("scheduler", "error") else "right")
     for r in data.get("runs", []):
+        unplaced = unplaced_while_down(r)
+        replaced = f"never ({unplaced} unplaced)" if unplaced else _fmt(r.get("replaced_s"), 1)
         table.add_row(str(r.get("round", "")), r["scheduler"], _fmt(r.get("rate_before")), _fmt(r.get("predicted_before")),
                       _fmt(r.get("rate_down")), _fmt(r.get("predicted_down")), _fmt(r.get("smaller_cluster_plan")),
-                      _fmt(r.get("noticed_s"), 1), _fmt(r.get("replaced_s"), 1), _fmt(r.get("recovered_s"), 1),
+                      _fmt(r.get("noticed_s"), 1), replaced, "never" if unplaced else _fmt(r.get("recovered_s"), 1),
                       _fmt(r.get("rate_after")), _fmt(r.get("predicted_after")), _fmt(r.get("moved_back_s"), 1),
                       _fmt(r.get("failed_down")), _fmt(r.get("failed_after")), _fmt(r.get("gave_up")),
                       _fmt(r.get("in_flight_end")), (r.get("error") or "")[:80])

@@ -52,7 +52,9 @@ def test_noticed_replaced_and_moved_back_read_where_the_executors_are():
                _sample(12, _spout("small", 0, 0, port=6702), _bolt("small", 4)),  # re-placed
                _sample(30, _spout("small", 9, 9, port=6702), _bolt("big", 1))]    # returned at 20, moved back
     assert machineloss.noticed(samples, 4, "big") == 9
-    assert machineloss.replaced(samples, 4, "big") == 12
+    assert machineloss.replaced(samples, 4, "big", 2) == 12
+    # a scheduler that leaves lost executors unassigned: Nimbus lists only the spout, on a machine left
+    assert machineloss.replaced([samples[0], _sample(12, _spout("small", 0, 0, port=6702))], 4, "big", 2) is None
     assert machineloss.moved_back(samples, 20, "big") == 30
     assert machineloss.moved_back(samples[:4], 20, "big") is None
 
@@ -125,3 +127,14 @@ def test_the_command_line_prints_a_result_again_and_refuses_a_foreign_file(tmp_p
     other.write_text(json.dumps({"scenario": "multi-tenant"}))
     refused = CliRunner().invoke(app, ["bench", "--scenario", "machine-loss", "--report", str(other)])
     assert refused.exit_code == 1 and "is not a machine-loss scenario result" in refused.output
+
+
+def test_a_run_that_left_executors_unplaced_while_down_was_never_re_placed():
+    run = {"scheduler": "resource_aware", "replaced_s": 16.5, "recovered_s": 21.4,
+           "placements": {"before": {"spout": ["a"], "high": ["big", "a"], "mid": ["big"]}, "down": {"spout": ["a"],
+                                                                                               "high": ["a"]}}}
+    assert machineloss.unplaced_while_down(run) == 2
+    assert machineloss.summary([run])["resource_aware"]["replaced_s"] is None
+    assert machineloss.summary([run])["resource_aware"]["recovered_s"] is None
+    table = machineloss_report.runs_table({"runs": [run]})
+    assert "never (2 unplaced)" in str(table.columns[8]._cells)
