@@ -12,7 +12,13 @@ requests where ``optimal`` runs out of time are counted and left out of the
 "of optimal" figures (they still count in "of LP bound").
 
     .venv/bin/python benchmarks/planner_quality.py [--instances 200] [--first-seed 0]
-        [--optimal-time-limit 120] [--json out.json] [--skip-optimal]
+        [--optimal-time-limit 120] [--json out.json] [--skip-optimal] [--reuse-optimal earlier.json]
+        [--machines 1000]
+
+``--reuse-optimal`` takes the exact solves of the seeds an earlier ``--json``
+file holds (the ``optimal`` strategy is not what changed) and solves only the
+others, so a heuristic's before and after cost one exact run. ``--json`` is
+rewritten after every request, so a run cut short still leaves its rows.
 """
 from __future__ import annotations
 
@@ -53,8 +59,13 @@ def _silence_solver_stdout() -> Console:
     return Console(file=report, width=max(Console(file=report).width, 120))
 
 
-def run_one(seed: int, time_limit_s: float, exact: bool = True) -> dict:
-    rq = random_request(seed)
+OPTIMAL_FIELDS = ("optimal", "optimal_timeout", "optimal_error", "optimal_s", "milp_solves", "capped_components",
+                  "optimal_instances")
+
+
+def run_one(seed: int, time_limit_s: float, exact: bool = True, earlier: dict | None = None,
+            machines: int | None = None) -> dict:
+    rq = random_request(seed) if machines is None else random_request(seed, machines=(machines, machines))
     profiles = ProfileTable.from_entries(rq.entries)
     row: dict = {
         "seed": seed,
@@ -76,6 +87,9 @@ def run_one(seed: int, time_limit_s: float, exact: bool = True) -> dict:
             row["rates"][name] = None
             row.setdefault("strategy_errors", {})[name] = str(err)
     if not exact:
+        return row
+    if earlier is not None and "optimal_s" in earlier:
+        row.update({key: earlier[key] for key in OPTIMAL_FIELDS if key in earlier})
         return row
     options = PlanOptions(time_limit_s=time_limit_s)
     start = time.perf_counter()
@@ -152,8 +166,17 @@ def main() -> None:
     parser.add_argument("--json", help="also write every request's figures to this file")
     parser.add_argument("--skip-optimal", action="store_true",
                         help="no exact solves: every strategy against the LP bound only (minutes instead of most of an hour)")
+    parser.add_argument("--machines", type=int,
+                        help="draw every request with this many machines (default 2-8); with --skip-optimal beyond "
+                             "what the exact search reaches, e.g. 1000")
+    parser.add_argument("--reuse-optimal", help="an earlier --json file: take its exact solves for the seeds it holds")
     args = parser.parse_args()
     console = _silence_solver_stdout()
+    earlier: dict[int, dict] = {}
+    if args.reuse_optimal:
+        with open(args.reuse_optimal) as source:
+            earlier = {row["seed"]: row for row in json.load(source)}
+        console.print(f"exact solves reused from {args.reuse_optimal} where it holds the seed")
     console.print(f"load average before: {os.getloadavg()[0]:.1f} (shared machine); heuristics: {', '.join(HEURISTICS)}")
     rows: list[dict] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -161,8 +184,12 @@ def main() -> None:
         task = progress.add_task("random requests", total=args.instances)
         for seed in range(args.first_seed, args.first_seed + args.instances):
             progress.update(task, description=f"seed {seed}")
-            rows.append(run_one(seed, args.optimal_time_limit, exact=not args.skip_optimal))
+            rows.append(run_one(seed, args.optimal_time_limit, exact=not args.skip_optimal, earlier=earlier.get(seed),
+                                machines=args.machines))
             progress.advance(task)
+            if args.json:
+                with open(args.json, "w") as out:
+                    json.dump(rows, out, indent=1)
             done = len(rows)
             if not console.is_terminal and (done % 10 == 0 or done == args.instances):
                 proven = sum(1 for r in rows if "optimal" in r)
@@ -183,9 +210,6 @@ def main() -> None:
             if key in r:
                 console.print(f"seed {r['seed']}: {r[key]}")
     console.print(f"load average after: {os.getloadavg()[0]:.1f}")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(rows, out, indent=1)
 
 
 if __name__ == "__main__":
