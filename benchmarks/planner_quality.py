@@ -12,7 +12,13 @@ requests where ``optimal`` runs out of time are counted and left out of the
 "of optimal" figures (they still count in "of LP bound").
 
     .venv/bin/python benchmarks/planner_quality.py [--instances 200] [--first-seed 0]
-        [--optimal-time-limit 120] [--json out.json] [--skip-optimal]
+        [--optimal-time-limit 120] [--json out.json] [--skip-optimal] [--reuse-optimal earlier.json]
+        [--machines 1000] [--heuristics fast]
+
+``--reuse-optimal`` takes the exact solves of the seeds an earlier ``--json``
+file holds (the ``optimal`` strategy is not what changed) and solves only the
+others, so a heuristic's before and after cost one exact run. ``--json`` is
+rewritten after every request, so a run cut short still leaves its rows.
 """
 from __future__ import annotations
 
@@ -53,8 +59,13 @@ def _silence_solver_stdout() -> Console:
     return Console(file=report, width=max(Console(file=report).width, 120))
 
 
-def run_one(seed: int, time_limit_s: float, exact: bool = True) -> dict:
-    rq = random_request(seed)
+OPTIMAL_FIELDS = ("optimal", "optimal_timeout", "optimal_error", "optimal_s", "milp_solves", "capped_components",
+                  "optimal_instances")
+
+
+def run_one(seed: int, time_limit_s: float, exact: bool = True, earlier: dict | None = None,
+            machines: int | None = None, heuristics: list[str] = HEURISTICS) -> dict:
+    rq = random_request(seed) if machines is None else random_request(seed, machines=(machines, machines))
     profiles = ProfileTable.from_entries(rq.entries)
     row: dict = {
         "seed": seed,
@@ -69,13 +80,16 @@ def run_one(seed: int, time_limit_s: float, exact: bool = True) -> dict:
         return row
     row["lp_bound"] = lp_upper_bound(rq.topology, rq.cluster, profiles, rq.options)
     row["rates"] = {}
-    for name in HEURISTICS:
+    for name in heuristics:
         try:
             row["rates"][name] = make_plan(rq.topology, rq.cluster, rq.entries, name, rq.options).input_rate
         except PlanningError as err:
             row["rates"][name] = None
             row.setdefault("strategy_errors", {})[name] = str(err)
     if not exact:
+        return row
+    if earlier is not None and "optimal_s" in earlier:
+        row.update({key: earlier[key] for key in OPTIMAL_FIELDS if key in earlier})
         return row
     options = PlanOptions(time_limit_s=time_limit_s)
     start = time.perf_counter()
@@ -100,14 +114,14 @@ def _stats(values: list[float]) -> tuple[str, str, str]:
     return f"{min(values):.3f}", f"{statistics.median(values):.3f}", f"{statistics.fmean(values):.3f}"
 
 
-def quality_table(rows: list[dict]) -> Table:
+def quality_table(rows: list[dict], heuristics: list[str] = HEURISTICS) -> Table:
     solved = [r for r in rows if "optimal" in r]
     bounded = [r for r in rows if "lp_bound" in r]
     table = Table(title=f"Strategies against the exact optimum ({len(solved)} requests proven) and the LP bound ({len(bounded)})")
     for col in ("strategy", "of optimal: min", "median", "mean", f"at optimum (>= {AT_OPTIMUM:g})",
                 "of LP bound: min", "median", "mean", "failed"):
         table.add_column(col, justify="left" if col == "strategy" else "right")
-    for name in [*HEURISTICS, "optimal"]:
+    for name in [*heuristics, "optimal"]:
         of_opt = [r["rates"][name] / r["optimal"] for r in solved if r["rates"].get(name) is not None] if name != "optimal" else [1.0] * len(solved)
         source = bounded if name != "optimal" else solved
         of_lp = [
@@ -152,24 +166,40 @@ def main() -> None:
     parser.add_argument("--json", help="also write every request's figures to this file")
     parser.add_argument("--skip-optimal", action="store_true",
                         help="no exact solves: every strategy against the LP bound only (minutes instead of most of an hour)")
+    parser.add_argument("--machines", type=int,
+                        help="draw every request with this many machines (default 2-8); with --skip-optimal beyond "
+                             "what the exact search reaches, e.g. 1000")
+    parser.add_argument("--heuristics", default=",".join(HEURISTICS),
+                        help="strategies to compare (default all; paper and resource_aware are slow at 1,000 machines)")
+    parser.add_argument("--reuse-optimal", help="an earlier --json file: take its exact solves for the seeds it holds")
     args = parser.parse_args()
     console = _silence_solver_stdout()
-    console.print(f"load average before: {os.getloadavg()[0]:.1f} (shared machine); heuristics: {', '.join(HEURISTICS)}")
+    heuristics = [name for name in args.heuristics.split(",") if name]
+    earlier: dict[int, dict] = {}
+    if args.reuse_optimal:
+        with open(args.reuse_optimal) as source:
+            earlier = {row["seed"]: row for row in json.load(source)}
+        console.print(f"exact solves reused from {args.reuse_optimal} where it holds the seed")
+    console.print(f"load average before: {os.getloadavg()[0]:.1f} (shared machine); heuristics: {', '.join(heuristics)}")
     rows: list[dict] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
         task = progress.add_task("random requests", total=args.instances)
         for seed in range(args.first_seed, args.first_seed + args.instances):
             progress.update(task, description=f"seed {seed}")
-            rows.append(run_one(seed, args.optimal_time_limit, exact=not args.skip_optimal))
+            rows.append(run_one(seed, args.optimal_time_limit, exact=not args.skip_optimal, earlier=earlier.get(seed),
+                                machines=args.machines, heuristics=heuristics))
             progress.advance(task)
+            if args.json:
+                with open(args.json, "w") as out:
+                    json.dump(rows, out, indent=1)
             done = len(rows)
             if not console.is_terminal and (done % 10 == 0 or done == args.instances):
                 proven = sum(1 for r in rows if "optimal" in r)
                 console.log(f"{done}/{args.instances} requests, {proven} proven optimal")
     invalid = sum(1 for r in rows if "invalid" in r)
     console.print(f"{len(rows)} seeds drawn, {invalid} unplannable draws skipped (the cluster cannot host one instance of each component)")
-    console.print(quality_table(rows))
+    console.print(quality_table(rows, heuristics))
     if args.skip_optimal:
         console.print("--skip-optimal: no exact solves, so only the LP bound columns are filled")
     else:
@@ -178,14 +208,18 @@ def main() -> None:
     if worst:
         console.print("paper's worst requests: " + ", ".join(
             f"seed {r['seed']} ({r['rates']['paper'] / r['optimal']:.3f})" for r in worst))
+    if "fast" in heuristics:
+        for yardstick in ("optimal", "lp_bound"):
+            scored = sorted((r["rates"]["fast"] / r[yardstick], r["seed"]) for r in rows
+                            if yardstick in r and r["rates"].get("fast") is not None)[:5]
+            if scored:
+                console.print(f"fast's worst requests against {yardstick}: "
+                              + ", ".join(f"seed {seed} ({share:.3f})" for share, seed in scored))
     for r in rows:
         for key in ("optimal_timeout", "optimal_error"):
             if key in r:
                 console.print(f"seed {r['seed']}: {r[key]}")
     console.print(f"load average after: {os.getloadavg()[0]:.1f}")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(rows, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -137,6 +137,31 @@ def test_plan_json_is_the_only_thing_on_stdout(seed, tmp_path, capfd):
         assert capfd.readouterr().out == "", strategy
 
 
+SOLVER_PRINTS = """
+import ctypes, json, os, sys, threading
+from planner.highs import stdout_to_stderr
+libc = ctypes.CDLL(None)
+def solve(k):
+    with stdout_to_stderr():
+        libc.printf(b"C printf %d\\n", k)   # buffered C stdio, as HiGHS prints
+        os.write(1, b"raw fd 1\\n")
+threads = [threading.Thread(target=solve, args=(k,)) for k in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({"plan": "only this"}))
+"""
+
+
+def test_solver_prints_go_to_stderr_from_concurrent_threads():
+    """What C code prints to fd 1 inside ``stdout_to_stderr`` (several threads at once, as the service plans)
+    lands on stderr, and stdout holds only what Python printed outside it."""
+    done = subprocess.run([sys.executable, "-c", SOLVER_PRINTS], cwd=ROOT, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"plan": "only this"}
+    assert done.stderr.count("raw fd 1") == 8 and done.stderr.count("C printf") == 8
+
+
 def test_strategy_modules_import_first_in_a_fresh_interpreter():
     """Each strategy module imports first thing in a fresh interpreter (no late imports needed)."""
     modules = ["planner.strategies.fast", "planner.strategies.optimal", "planner.strategies.paper",

@@ -1,7 +1,7 @@
 """The ``fast`` strategy: plan on machine types with a small LP, round to instances, then polish with the closed form.
 
 Its steps are its modules: ``fluid_lp`` (1), ``sizing`` (2), ``packing`` (3),
-``polish`` (4), ``orchestration`` (the order and the candidates), ``tuning``
+``polish`` (4), ``resize`` (5, small requests), ``orchestration`` (the order and the candidates), ``tuning``
 (every knob, with the defaults the benchmarks ran with).
 
 Why it is fast: machines of one type are interchangeable in the model, so the
@@ -35,6 +35,14 @@ closed-form ``R_max`` (planner.simulator) repairs.
    without this move; the better end is kept). Every step is
    checked with the exact closed form, so R_max never goes down; the best
    placement seen is returned. On small requests every packing is polished.
+5. Jumps, on small requests: the polish takes one instance at a time and only
+   upward, but some optima are several instances away (a slower type usable
+   only once each instance of a component fits its thread cap, 5 instances
+   where 3 and 4 do worse; a ``global``-fed instance 0 relieved only by dozens
+   more instances; counts that pack whole machines). So: every instance placed
+   anew at rates up to the fluid bound (with the current counts, and with the
+   fewest that fit 1/d of a machine), instance 0 moved, a component's count
+   jumped by 1, 2, 4, ... 64 or halved; each polished, kept where R ends higher.
 
 Components fed by an ``all`` grouping or by ``global`` streams only keep one
 instance (more would only add load, or get nothing); components without cost

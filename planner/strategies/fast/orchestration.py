@@ -5,7 +5,8 @@ instance (more would only add load, or get nothing); fixed parallelism is
 kept and only placed. On small requests every packing is polished, and the
 local search also starts from the ``paper`` plan, so ``fast`` never ends below
 it there. Where a ``global`` stream feeds an instance 0, the search runs with
-and without moving that instance; the better end is kept.
+and without moving that instance; the better end is kept. Small requests then
+go on to the count jumps of ``resize``.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from planner.strategies.fast.fluid_lp import UNBOUNDED, FluidInput, fluid_lp
 from planner.strategies.fast.machine_types import MachineTypes
 from planner.strategies.fast.packing import Packing, best_packing
 from planner.strategies.fast.polish import Layout, polish
+from planner.strategies.fast.resize import resize_search
 from planner.strategies.fast.sizing import (
     Counts,
     SizeChoice,
@@ -111,6 +113,10 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
                 best = (rate, layout, candidate)
     assert best is not None
     _, layout, start = best
+    if problem.n_components * problem.n_machines <= tuning.polish_all_max_cells:
+        layout, steps = resize_search(model, layout, free, bool(first_moves[0]), bound.rate, deadline,
+                                      problem.options.max_iterations, tuning)
+        iterations += steps
     stats: dict[str, Any] = {
         "iterations": iterations,
         "lp_solves": lp_solves,

@@ -22,6 +22,21 @@ class FastTuning:
     """Bisection steps on the packing target rate between ``packing_low`` and 1 times the LP rate."""
     packing_low: float = 0.8
     """Lowest packing target, as a fraction of the LP rate."""
+    resize_rounds: int = 8
+    """Small requests only: rounds of instance-count jumps (each: every free component, every count tried,
+    then a polish), stopping at the first round that finds no higher rate."""
+    resize_polish_steps: int = 200
+    """Most polish steps after one jump."""
+    resize_work_cells: int = 20_000
+    """Polish budget over all jumps of one request, in (component x machine) cells as ``polish_work_cells``
+    (at least ``min_polish_steps``)."""
+    repack_polished: int = 3
+    """Of the fresh packings (every instance placed anew), only this many, those that start highest, are polished."""
+    repack_rates: int = 5
+    """Rates, from the current one to the fluid bound, at which every instance is placed anew (with the fewest
+    instances that fit and with the current counts) before the count jumps."""
+    resize_max_step: int = 64
+    """Largest count jump tried: n + 1, n + 2, n + 4, ... up to n + this."""
 
 
 DEFAULT_TUNING = FastTuning()
