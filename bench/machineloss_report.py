@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-from bench.machineloss import unplaced_while_down
+from bench.machineloss import summary, unplaced_while_down
 
 SERIES_PLOT = "machine-loss-over-time.png"
 
@@ -47,7 +47,7 @@ def summary_table(data: dict[str, Any]) -> Table:
     table.add_column("runs", justify="right")
     for _, title in names:
         table.add_column(title, justify="right")
-    for scheduler, row in (data.get("summary") or {}).items():
+    for scheduler, row in summary(data.get("runs", [])).items():
         cells = []
         for name, _ in names:
             figure = row.get(name)
@@ -59,7 +59,7 @@ def summary_table(data: dict[str, Any]) -> Table:
 def headline_lines(data: dict[str, Any]) -> list[str]:
     """What the run shows in a few sentences: recovery, the smaller cluster against its prediction, the return."""
     lines = []
-    for scheduler, row in (data.get("summary") or {}).items():
+    for scheduler, row in summary(data.get("runs", [])).items():
         if not row.get("runs"):
             lines.append(f"{scheduler}: no run finished")
             continue
@@ -70,6 +70,8 @@ def headline_lines(data: dict[str, Any]) -> list[str]:
                          + (f" (predicted {predicted['median']:.2f})" if predicted else ""))
         if row.get("recovered_s"):
             parts.append(f"recovered in {row['recovered_s']['median']:g} s")
+        elif down:
+            parts.append("never recovered (executors left unplaced)")
         if after:
             parts.append(f"{after['median']:.2f} after the return")
         moved = row.get("moved_back_s")

@@ -102,7 +102,7 @@ def _result(tmp_path) -> dict:
            "recovered_s": 30.0, "rate_after": 10.1, "predicted_after": 10.5, "moved_back_s": 40.0, "failed_down": 120,
            "failed_after": 0, "gave_up": 0, "in_flight_end": 0, "killed_at_s": 60.0, "returned_at_s": 110.0,
            "series": series, "error": None}
-    data = {"scenario": "machine-loss", "victim": "large-1", "runs": [run], "summary": machineloss.summary([run])}
+    data = {"scenario": "machine-loss", "victim": "large-1", "runs": [run], "summary": {}}
     (tmp_path / machineloss.RESULT_FILE).write_text(json.dumps(data))
     return data
 
