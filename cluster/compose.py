@@ -336,6 +336,8 @@ def _cluster_locations() -> dict[str, Any]:
         "nimbus.thrift.port": NIMBUS_PORT,
         "storm.local.dir": "/data",
         "storm.log.dir": "/logs",
+        # Nimbus's metrics store defaults to STORM_HOME/storm_rocks, which the storm user may not write in the image.
+        "storm.metricstore.rocksdb.location": "/data/storm_rocks",
     }
 
 

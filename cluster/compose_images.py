@@ -42,6 +42,9 @@ STREAMPARSE_PINS = ("streamparse==5.0.1", "setuptools<82")
 PLANNER_SOURCES = ("pyproject.toml", "README.md", "planner", "hetsched", "cluster", "topologies", "spark_profiling",
                    "bench", "observe")
 """What ``pip wheel`` needs to build the hetsched wheel (the packages of pyproject.toml)."""
+STORM_HOME_PARTS = ("lib", "lib-worker", "lib-webapp", "extlib", "extlib-daemon", "conf", "log4j2", "public")
+"""What of STORM_HOME goes into the image: the distribution, not what daemons of a local cluster left there
+(Nimbus's metrics store ``storm_rocks/`` defaults to a folder of STORM_HOME)."""
 NICE = ["nice", "-n", "19", "ionice", "-c3"]
 BUILD_TIMEOUT_S = 1800
 
@@ -101,12 +104,16 @@ def _storm(report: Report, force: bool) -> bool:
     context = build_folder() / "storm"
     wheels = _wheelhouse(context / "wheels", list(STREAMPARSE_PINS), report)
     dockerfile = DOCKER_FOLDER / "storm.Dockerfile"
+    parts = [storm_home / part for part in STORM_HOME_PARTS if (storm_home / part).is_dir()]
     digest = _digest([dockerfile.read_bytes(), (image_digest(BASE_IMAGE) or "").encode(), STORM_VERSION.encode(),
-                      _tree_listing(storm_home), PLUGIN_JAR.read_bytes(), _tree_listing(wheels)])
+                      *[part.name.encode() + _tree_listing(part) for part in parts], PLUGIN_JAR.read_bytes(),
+                      _tree_listing(wheels)])
     if not force and image_digest(STORM_IMAGE) == digest:
         return False
     report(f"building {STORM_IMAGE} (Storm {STORM_VERSION} from {storm_home}, the plugin jar, streamparse)")
-    _link_tree(storm_home, context / "storm-home")
+    shutil.rmtree(context / "storm-home", ignore_errors=True)
+    for part in parts:
+        _link_tree(part, context / "storm-home" / part.name)
     shutil.copy2(PLUGIN_JAR, context / PLUGIN_JAR_NAME)
     _docker_build(STORM_IMAGE, dockerfile, context, digest)
     return True
@@ -166,6 +173,7 @@ def _docker_build(image: str, dockerfile: Path, context: Path, digest: str) -> N
 def _link_tree(source: Path, target: Path) -> None:
     """A copy of ``source`` at ``target``, hard-linked where the file system allows (STORM_HOME is 200 MB)."""
     shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     try:
         shutil.copytree(source, target, copy_function=os.link)
     except OSError:

@@ -124,6 +124,8 @@ def bench(
     min_rates: Optional[str] = typer.Option(
         None, "--min-rates", help="multi-tenant: topology=tuples/s pairs [default: a quarter of each one's solo plan]."),
     after: float = typer.Option(120.0, "--after", help="multi-tenant: seconds watched after the priority change."),
+    cluster: str = typer.Option("local", "--cluster", help="local: the cgroup cluster of processes; compose: the same "
+                                                           "machines as docker-compose containers (docs/docker-compose.md)."),
 ) -> None:
     """Run topologies under Storm's schedulers and hetsched's plan on the local heterogeneous cluster; compare."""
     from bench import report
@@ -132,6 +134,8 @@ def bench(
     from bench.settings import KNOWN_SCHEDULERS, TOPOLOGIES, BenchSettings, SCHEDULERS, parse_names
 
     if scenario is not None:
+        if cluster != "local":
+            raise _fail("the multi-tenant scenario runs on the local cluster only (--cluster local)")
         if scenario != "multi-tenant":
             raise _fail(f"unknown scenario {scenario!r}; known: multi-tenant")
         _multi_tenant(schedulers, profiles, window if window != 60.0 else 30.0, warmup if warmup != 30.0 else 20.0,
@@ -152,7 +156,7 @@ def bench(
             schedulers=parse_names(schedulers, KNOWN_SCHEDULERS, "scheduler") if schedulers else SCHEDULERS,
             profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup,
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
-            start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base,
+            start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base, cluster=cluster,
         )
         if not profile_now:
             load_profile_set(settings.profiles)
