@@ -90,8 +90,15 @@ def image_digest(name: str) -> str | None:
 def _base(report: Report, force: bool) -> bool:
     script = DOCKER_FOLDER / "build-base.sh"
     digest = _digest([script.read_bytes()])
-    if not force and image_digest(BASE_IMAGE) == digest:
+    current = image_digest(BASE_IMAGE)
+    if not force and current == digest:
         return False
+    if not force and current is not None and not _can_debootstrap():
+        report(f"using the {BASE_IMAGE} found (made elsewhere; no debootstrap as root here to make it again)")
+        return False
+    if not _can_debootstrap():
+        raise ClusterError(f"No {BASE_IMAGE} image, and it cannot be made here: docker/build-base.sh needs root and debootstrap "
+                           "(apt-get install debootstrap); or build it from a Debian image (docs/docker-compose.md).")
     report(f"building {BASE_IMAGE} with debootstrap (Debian bookworm, OpenJDK 17, Python 3); about 2 minutes")
     _run(["sh", str(script), BASE_IMAGE, "", digest], "docker/build-base.sh")
     return True
@@ -142,6 +149,10 @@ def _planner(report: Report, force: bool) -> bool:
     shutil.rmtree(source_copy)
     _docker_build(PLANNER_IMAGE, dockerfile, context, digest)
     return True
+
+
+def _can_debootstrap() -> bool:
+    return os.geteuid() == 0 and (shutil.which("debootstrap") is not None or Path("/usr/sbin/debootstrap").is_file())
 
 
 def _wheelhouse(folder: Path, requirements: list[str], report: Report, marker: bool = True) -> Path:
