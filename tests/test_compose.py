@@ -339,3 +339,28 @@ def test_command_checks_and_writes(tmp_path):
     assert missing.exit_code == 1
     assert "does not exist" in missing.stderr and "Traceback" not in missing.stderr
     assert DEFAULT_SPEC.is_file()
+
+
+def test_a_run_s_nimbus_may_run_another_scheduler_and_nothing_else_changes():
+    from cluster.storm_config import SCHEDULERS
+
+    spec = load_spec()
+    plugin, ras = compose.deployment(spec), compose.deployment(spec, scheduler="resource_aware", nimbus_extra={"x.y": 1})
+    assert ras.storm_confs["nimbus.yaml"]["storm.scheduler"] == SCHEDULERS["resource_aware"]
+    assert ras.storm_confs["nimbus.yaml"]["x.y"] == 1
+    assert {k: v for k, v in ras.storm_confs.items() if k != "nimbus.yaml"} == {
+        k: v for k, v in plugin.storm_confs.items() if k != "nimbus.yaml"}
+    assert ras.compose == plugin.compose
+
+
+def test_bad_input_is_refused_in_one_sentence_naming_the_fault(tmp_path):
+    from cluster.compose_cluster import ComposeCluster
+
+    with pytest.raises(ClusterError, match=r"^Unknown scheduler 'fastest'; choose one of default, "):
+        ComposeCluster(load_spec(), home=tmp_path).up(scheduler="fastest")
+    bench = run_hetsched("bench", "--cluster", "kubernetes", "--out", str(tmp_path / "b"))
+    assert bench.exit_code == 1
+    assert "unknown cluster 'kubernetes'; known: local, compose" in bench.stdout
+    assert "Traceback" not in bench.stdout
+    multi = run_hetsched("bench", "--cluster", "compose", "--scenario", "multi-tenant", "--out", str(tmp_path / "m"))
+    assert multi.exit_code == 1 and "runs on the local cluster only" in multi.stdout
