@@ -30,7 +30,8 @@ $(JAVA_TOPOLOGIES_JAR): $(JAVA_TOPOLOGIES_SRC)
 storm: $(BIN)/.installed
 	$(BIN)/python -m cluster.storm_home
 
-# docker-compose (checks docker-compose.yml), curl and jq (docs examples) and chromium (renders /ui in tests/test_ui.py) from Debian's packages, where missing.
+# docker-compose, docker.io and debootstrap (the compose cluster and its images; tests/test_compose_live.py), curl and jq
+# (docs examples) and chromium (renders /ui in tests/test_ui.py) from Debian's packages, where missing.
 tools:
 	sh docker/install-tools.sh
 

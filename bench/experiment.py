@@ -43,7 +43,7 @@ from cluster.ports import free_port_base
 from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_home import STORM_VERSION
 from observe.progress import QuietReporter, Reporter
-from planner.client import PlannerClient, PlannerClientError
+from planner.client import TOKEN_ENV, PlannerClient, PlannerClientError
 from planner.model import Plan, PlanRequest, ProfileRef, ProfileSet
 from planner.errors import PlanningError
 from planner.profiles import MACHINE_BASE_LOAD, machine_base_load
@@ -123,16 +123,24 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
     except OSError as exc:
         raise BenchError(f"cannot make the results folder {out}: {exc.strerror or exc}") from None
     own_cluster = cluster is None
+    on_compose = settings.cluster == "compose"
     if cluster is None:
         home = Path(settings.home) if settings.home else out / "cluster"
-        port_base = settings.port_base or free_port_base(port_span(len(spec.machine_ids())))
-        cluster = LocalCluster(spec, home=home, port_base=port_base)
+        if on_compose:
+            from cluster.compose_cluster import PORTS_NEEDED, ComposeCluster
+
+            cluster = ComposeCluster(spec, home=home, port_base=settings.port_base or free_port_base(PORTS_NEEDED))
+        else:
+            port_base = settings.port_base or free_port_base(port_span(len(spec.machine_ids())))
+            cluster = LocalCluster(spec, home=home, port_base=port_base)
     else:
         spec = cluster.spec
         result.spec = spec
     result.cluster_home = cluster.layout.home
     save(result, started)
-    planner = PlannerService(out / "planner.db", out / "planner.log") if planner_url is None else None
+    # The compose cluster brings its own planner (Nimbus reaches it by service name), reached here on 127.0.0.1.
+    planner = PlannerService(out / "planner.db", out / "planner.log") if planner_url is None and not on_compose else None
+    token_before = os.environ.get(TOKEN_ENV)
     specs: list[RunSpec] = []
     cluster_started = False
     """Only a cluster this bench started is brought down (never one it found running)."""
@@ -154,6 +162,9 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 cluster_started = True
                 _cluster_up(cluster, "plugin", result.planner_url, reporter)
                 phase_up = "plugin"
+                if on_compose:
+                    result.planner_url = cluster.planner_url
+                    reporter.log(f"planner at {result.planner_url} (the compose cluster's)")
             if settings.profile_now:
                 measure = measure_profiles or measure_profiles_now
                 result.profile_set, result.profile_origin = measure(cluster, result.planner_url, out / "profiling",
@@ -177,13 +188,17 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                     save(result, started)
                     continue
                 if own_cluster and phase_up != phase:
-                    reporter.log(f"restarting the cluster with Nimbus running {phase}")
-                    cluster.down()
+                    if on_compose:  # Nimbus alone is recreated: the planner keeps the profile set and plans
+                        reporter.log(f"recreating Nimbus running {phase}")
+                    else:
+                        reporter.log(f"restarting the cluster with Nimbus running {phase}")
+                        cluster.down()
                     _cluster_up(cluster, phase, result.planner_url, reporter)
                     phase_up = phase
                 ctx = RunContext(cluster, result.planner_url, result.profile_set.name, settings.window_s,
                                  settings.warmup_s, settings.start_timeout_s, reporter,
-                                 machine_base_load(result.profile_set))
+                                 machine_base_load(result.profile_set),
+                                 cluster_planner_url=getattr(cluster, "cluster_planner_url", None))
                 for s in phase_specs:
                     reporter.log(f"run {len(result.runs) + 1}/{len(specs)}: {s.topology} with {s.scheduler} ({s.note})")
                     result.runs.append(run(s, ctx, result.plans.get(s.topology)))
@@ -198,6 +213,8 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
             if cluster_started or planner is not None:
                 reporter.status("bringing the cluster down" if cluster_started else "stopping the planner")
                 _shutdown(cluster if cluster_started else None, planner, result)
+            if on_compose:
+                _restore_env(TOKEN_ENV, token_before)
             save(result, started, quiet=True)
     done = {(r.topology, r.scheduler) for r in result.runs}
     for s in specs:
@@ -244,6 +261,8 @@ def _shutdown(cluster: LocalCluster | None, planner: PlannerService | None, resu
     try:
         if cluster is not None:
             try:
+                if hasattr(cluster, "save_logs"):  # the containers' logs go with them
+                    cluster.save_logs(cluster.layout.home / "logs")
                 cluster.down()
             except ClusterError as exc:
                 note = f"bringing the cluster down failed: {exc}"
@@ -253,6 +272,13 @@ def _shutdown(cluster: LocalCluster | None, planner: PlannerService | None, resu
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def _pools(cluster: LocalCluster) -> dict:
@@ -265,7 +291,7 @@ def _pools(cluster: LocalCluster) -> dict:
 def _cluster_up(cluster: LocalCluster, phase: str, planner_url: str, reporter: Reporter,
                 dps_priorities: Path | None = None, extra_conf: dict | None = None) -> None:
     """Bring the cluster up with Nimbus set up for ``phase`` (bench.schedulers.PHASES), plus ``extra_conf`` in storm.yaml."""
-    setup = nimbus_setup(phase, planner_url, dps_priorities, _pools(cluster))
+    setup = nimbus_setup(phase, getattr(cluster, "cluster_planner_url", None) or planner_url, dps_priorities, _pools(cluster))
     scheduler = setup.scheduler
     reporter.status(f"bringing the cluster up ({phase}); workers' first start can take minutes on a busy host")
     conf_dir = cluster.layout.home / "conf"
@@ -275,7 +301,10 @@ def _cluster_up(cluster: LocalCluster, phase: str, planner_url: str, reporter: R
     if not setup.conf_files:
         for stale in conf_dir.glob(POOLS_FILE):
             stale.unlink()
-    status = cluster.up(scheduler=scheduler, conf={**setup.conf, **(extra_conf or {})}, timeout_s=CLUSTER_START_TIMEOUT_S, report=reporter.log)
+    status = cluster.up(scheduler=scheduler, conf={**setup.conf, **(extra_conf or {})}, timeout_s=CLUSTER_START_TIMEOUT_S,
+                        report=reporter.log)
+    if hasattr(cluster, "planner_token"):  # the compose cluster's planner wants the token it was given
+        os.environ[TOKEN_ENV] = cluster.planner_token()
     if not status.heterogeneous:
         raise BenchError("the cluster has no CPU quotas (cgroups not writable): it is not heterogeneous")
     reporter.log(f"cluster up ({scheduler}) in {cluster.layout.home}: "

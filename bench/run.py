@@ -37,6 +37,7 @@ from topologies.errors import TopologyError
 from topologies.jar import build_jar
 from topologies.measure import roles
 from topologies.submission import SubmitRequest, build_submission
+from topologies.conf import PLANNER_URL as PLANNER_URL_KEY
 from topologies.submit import KILL_TIMEOUT_S, apply_plan
 
 log = logging.getLogger(__name__)
@@ -97,11 +98,15 @@ class RunContext:
     reporter: Reporter = field(default_factory=QuietReporter)
     base_load: dict[str, float] = field(default_factory=dict)
     """Machine type -> base load, percent (planner.profiles.machine_base_load): planned on, and added back to predicted CPU."""
+    cluster_planner_url: str | None = None
+    """The planner as Nimbus and the workers reach it, where that differs from ``planner_url`` (the compose
+    cluster's planner by service name); what goes into the topology's conf."""
 
     @property
     def handle(self) -> ClusterHandle:
         """What the runs read of the cluster (Nimbus, machines, CPU); the cluster itself is only restarted."""
-        return LocalClusterHandle(self.cluster)
+        own = getattr(self.cluster, "handle", None)
+        return own() if callable(own) else LocalClusterHandle(self.cluster)
 
     @property
     def machines(self) -> dict[str, tuple[str, float]]:
@@ -206,6 +211,8 @@ def submit(spec: RunSpec, ctx: RunContext) -> tuple[str, dict[str, int], dict[st
         planner_url=ctx.planner_url if spec.plan_id else None,
     )
     submission = build_submission(apply_plan(request))
+    if spec.plan_id and ctx.cluster_planner_url:  # the plan was fetched from here; the plugin asks from the cluster
+        submission.conf[PLANNER_URL_KEY] = ctx.cluster_planner_url
     for component, extra in spec.component_conf.items():
         common = (submission.topology.spouts.get(component) or submission.topology.bolts[component]).common
         common.json_conf = json.dumps({**json.loads(common.json_conf or "{}"), **extra})

@@ -22,6 +22,8 @@ KNOWN_SCHEDULERS = SCHEDULERS + ("sps", "dps", "ras-priority")
 - ``ras-priority``: Storm's RAS with ``topology.priority`` and a user pool.
 """
 TOPOLOGIES = ("linear", "diamond", "star")
+CLUSTERS = ("local", "compose")
+"""Where the bench runs: the local cgroup cluster, or the same machines as docker-compose containers."""
 DEFAULT_PROFILES = "default-cluster"
 """The profile set shipped for the default local cluster (``profiles/default-cluster.json``)."""
 DEFAULT_MAX_SPOUT_PENDING = 100
@@ -54,6 +56,8 @@ class BenchSettings:
     port_base: int | None = None
     topology_conf: dict = field(default_factory=dict)
     """Extra topology config for every run (the same for all schedulers)."""
+    cluster: str = "local"
+    """One of :data:`CLUSTERS`."""
 
     def __post_init__(self) -> None:
         check(self)
@@ -79,6 +83,10 @@ def check(settings: BenchSettings) -> None:
         )
     if not isinstance(settings.max_spout_pending, int) or settings.max_spout_pending < 1:
         raise BenchError(f"--max-spout-pending must be a whole number of at least 1, not {settings.max_spout_pending!r}")
+    if settings.cluster not in CLUSTERS:
+        raise BenchError(f"unknown cluster {settings.cluster!r}; known: {', '.join(CLUSTERS)}")
+    if settings.cluster == "compose" and settings.profile_now:
+        raise BenchError("--profile-now runs on the local cluster only; give a profile set with --profiles on the compose cluster")
     if settings.message_timeout_s < 1:
         raise BenchError(f"the message timeout must be at least 1 s, not {settings.message_timeout_s!r}")
 

@@ -9,13 +9,19 @@ things are (hosts, ports, folders) is replaced by the containers' own.
 
 Files made (relative to the output folder, normally the repository root):
 
-- ``docker-compose.yml``: ZooKeeper, Nimbus with the plugin, the Storm UI,
-  the planner and one supervisor per machine, each with ``cpus:`` = the
-  machine's CPU quota in cores;
+- ``docker-compose.yml``: ZooKeeper, Nimbus with the plugin, the planner and
+  one supervisor per machine, each with ``cpus:`` = the machine's CPU quota in
+  cores, all on one ``internal`` network; Nimbus and the planner also sit on
+  an ``edge`` network without NAT, only so their ports can be published on
+  127.0.0.1 (an internal network publishes nothing);
 - ``docker/storm/<daemon>.yaml``: each Storm daemon's storm.yaml, mounted
-  read-only at ``/etc/hetsched/storm.yaml`` and named with ``--config`` (the
-  image's entrypoint changes the owner of ``/conf``, which a read-only
-  mount would refuse).
+  read-only at ``/etc/hetsched/storm.yaml`` (``-Dstorm.conf.file``), and
+  ``docker/storm/zookeeper.cfg``.
+
+The images are built here from Debian's packages, Maven Central and PyPI
+(:mod:`cluster.compose_images`); every daemon runs as a plain ``java``
+command, the same as the local cluster's (:func:`cluster.storm_config.java_command`).
+The Storm UI is left out: ``storm-webapp`` is not on Maven Central.
 
 The planner token reaches the planner and Nimbus as compose secrets (files
 under ``docker/secrets/``, made by ``hetsched cluster compose --new-token``),
@@ -34,20 +40,29 @@ from typing import Any
 import yaml
 
 from cluster.errors import ClusterError
-from cluster.layout import NIMBUS, UI, ZOOKEEPER, make_layout
+from cluster.cgroups import SHARES_PER_CORE
+from cluster.layout import NIMBUS, ZOOKEEPER, make_layout
 from cluster.spec import DEFAULT_SPEC, ClusterSpec
-from cluster.storm_config import daemon_conf
+from cluster.storm_config import MAIN_CLASSES, SUPERVISOR_MAIN, daemon_conf
 from cluster.storm_home import STORM_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-STORM_IMAGE = f"storm:{STORM_VERSION}"
-"""The official Storm image, the same release as the local cluster's STORM_HOME."""
-SUPERVISOR_IMAGE = f"hetsched-storm-supervisor:{STORM_VERSION}"
-"""The official Storm image plus a Python virtualenv with streamparse (docker/supervisor.Dockerfile)."""
-ZOOKEEPER_IMAGE = "zookeeper:3.9"
-"""Storm 2.8 is built against the ZooKeeper 3.9 client."""
+BASE_IMAGE = "hetsched-base:bookworm"
+"""Debian bookworm with OpenJDK 17, Python 3 and procps, made by docker/build-base.sh (debootstrap)."""
+STORM_IMAGE = f"hetsched-storm:{STORM_VERSION}"
+"""Storm from Maven Central (cluster/storm_home.py), the plugin jar, streamparse (docker/storm.Dockerfile).
+ZooKeeper runs from it too: the ZooKeeper server Storm ships (shaded in storm-shaded-deps)."""
 PLANNER_IMAGE = "hetsched-planner"
+"""The core install of hetsched: planner, service, command line (docker/planner.Dockerfile)."""
+ZOOKEEPER_MAIN = "org.apache.storm.shade.org.apache.zookeeper.server.ZooKeeperServerMain"
+
+CLUSTER_NETWORK = "cluster"
+"""Every container, ``internal``: no route out of it, names resolve to the project's own containers."""
+EDGE_NETWORK = "edge"
+"""Nimbus and the planner only, so their ports can be published on 127.0.0.1; no NAT (masquerade off)."""
+NIMBUS_PORT_VARIABLE = "HETSCHED_COMPOSE_NIMBUS_PORT"
+PLANNER_PORT_VARIABLE = "HETSCHED_COMPOSE_PLANNER_PORT"
 
 PLANNER_SERVICE = "planner"
 PLANNER_PORT = 8765
@@ -77,7 +92,7 @@ class TokenSecret:
 
 
 STORM_UID = 1000
-"""The ``storm`` user of the official Storm image, whom Nimbus runs as."""
+"""The ``storm`` user of docker/storm.Dockerfile, whom the Storm daemons run as."""
 PLANNER_UID = 1001
 """The ``hetsched`` user of docker/planner.Dockerfile."""
 PLANNER_TOKEN = TokenSecret("planner_token", "planner-token", PLANNER_UID)
@@ -90,12 +105,16 @@ STORM_HOME_IN_IMAGE = "/apache-storm"
 CONF_IN_CONTAINER = "/etc/hetsched/storm.yaml"
 PLUGIN_JAR_NAME = "hetsched-storm-plugin.jar"
 PLUGIN_JAR_IN_CONTAINER = f"{STORM_HOME_IN_IMAGE}/extlib-daemon/{PLUGIN_JAR_NAME}"
+PLUGIN_JAR_IN_WORKERS = f"{STORM_HOME_IN_IMAGE}/extlib/{PLUGIN_JAR_NAME}"
+"""Workers load the plugin jar's metrics task hook (``hetsched submit`` turns it on)."""
+ZOOKEEPER_CFG_IN_CONTAINER = "/etc/hetsched/zoo.cfg"
+VENV_IN_IMAGE = "/opt/hetsched/venv"
 CONF_FOLDER = Path("docker") / "storm"
 COMPOSE_FILE = Path("docker-compose.yml")
+ZOOKEEPER_CFG = "zookeeper.cfg"
 
 ZOOKEEPER_PORT = 2181
 NIMBUS_PORT = 6627
-UI_PORT = 8080
 SUPERVISOR_THRIFT_PORT = 6628
 FIRST_SLOT_PORT = 6700
 
@@ -113,6 +132,8 @@ class ComposeDeployment:
     compose: dict[str, Any]
     storm_confs: dict[str, dict[str, Any]]
     """File name under ``docker/storm/`` -> that daemon's storm.yaml settings."""
+    zookeeper_cfg: str
+    """``docker/storm/zookeeper.cfg``: ZooKeeper's zoo.cfg."""
 
 
 def supervisor_service(machine_id: str) -> str:
@@ -120,61 +141,57 @@ def supervisor_service(machine_id: str) -> str:
     return f"supervisor-{machine_id}"
 
 
-def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
+def deployment(
+    spec: ClusterSpec, repo_path: str = ".", scheduler: str = "plugin", nimbus_extra: dict[str, Any] | None = None,
+) -> ComposeDeployment:
     """The deployment of ``spec``.
 
-    ``repo_path`` is the repository as seen from the compose file's folder (build contexts, the
-    plugin jar); the storm.yaml files sit beside the compose file, under ``docker/storm/``.
+    ``repo_path`` is the repository as seen from the compose file's folder; the storm.yaml files sit
+    beside the compose file, under ``docker/storm/``. ``scheduler`` and ``nimbus_extra`` change
+    Nimbus's storm.yaml only: a running cluster's own copy (``hetsched bench`` restarts Nimbus with
+    Storm's Resource Aware Scheduler); the committed files are the plugin's.
     """
     layout = make_layout(spec, _PLACEHOLDER_HOME, spec.port_base)
     extra = dict(spec.storm_conf)
     local_only = _local_only_keys(layout)
 
-    def conf(daemon: str, hostname: str, here: dict[str, Any]) -> dict[str, Any]:
-        kept = {k: v for k, v in daemon_conf(layout, daemon, "plugin", extra).items() if k not in local_only}
+    def conf(daemon: str, hostname: str, here: dict[str, Any], daemon_scheduler: str = "plugin") -> dict[str, Any]:
+        kept = {k: v for k, v in daemon_conf(layout, daemon, daemon_scheduler, extra).items() if k not in local_only}
         _refuse_local_values(daemon, kept, layout)
         return _sorted({**kept, **_cluster_locations(), "storm.local.hostname": hostname, **here})
 
-    confs = {
-        f"{NIMBUS}.yaml": conf(NIMBUS, NIMBUS, {"hetsched.planner.url": PLANNER_URL,
-                                                 TOKEN_FILE_SETTING: NIMBUS_TOKEN.in_container}),
-        f"{UI}.yaml": conf(UI, UI, {"ui.host": "0.0.0.0", "ui.port": UI_PORT}),
-    }
+    nimbus_here = {"hetsched.planner.url": PLANNER_URL, TOKEN_FILE_SETTING: NIMBUS_TOKEN.in_container,
+                   **(nimbus_extra or {})}
+    confs = {f"{NIMBUS}.yaml": conf(NIMBUS, NIMBUS, nimbus_here, scheduler)}
+    heaps = spec.daemon_heap_mb
     services: dict[str, Any] = {
         ZOOKEEPER: {
-            "image": ZOOKEEPER_IMAGE,
+            "image": STORM_IMAGE,
+            "hostname": ZOOKEEPER,
             "restart": "unless-stopped",
-            "healthcheck": {"test": ["CMD", "zkServer.sh", "status"], "interval": "10s", "timeout": "5s", "retries": 6},
+            "command": _java(ZOOKEEPER, heaps.zookeeper, ZOOKEEPER_MAIN, ZOOKEEPER_CFG_IN_CONTAINER),
+            "networks": [CLUSTER_NETWORK],
+            "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{ZOOKEEPER_CFG}", ZOOKEEPER_CFG_IN_CONTAINER)],
         },
         NIMBUS: {
             "image": STORM_IMAGE,
             "hostname": NIMBUS,
             "restart": "unless-stopped",
             "depends_on": [ZOOKEEPER, PLANNER_SERVICE],
-            "command": _storm_command("nimbus"),
+            "command": _java(NIMBUS, heaps.nimbus, MAIN_CLASSES[NIMBUS]),
             "secrets": [NIMBUS_TOKEN.secret],
-            "volumes": [
-                _bind(f"./{CONF_FOLDER.as_posix()}/{NIMBUS}.yaml", CONF_IN_CONTAINER),
-                _bind(f"{repo_path}/storm-plugin/target/{PLUGIN_JAR_NAME}", PLUGIN_JAR_IN_CONTAINER),
-            ],
-        },
-        UI: {
-            "image": STORM_IMAGE,
-            "hostname": UI,
-            "restart": "unless-stopped",
-            "depends_on": [NIMBUS],
-            "command": _storm_command("ui"),
-            "ports": [f"127.0.0.1:{UI_PORT}:{UI_PORT}"],
-            "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{UI}.yaml", CONF_IN_CONTAINER)],
+            "networks": [CLUSTER_NETWORK, EDGE_NETWORK],
+            "ports": [f"127.0.0.1:${{{NIMBUS_PORT_VARIABLE}:-{NIMBUS_PORT}}}:{NIMBUS_PORT}"],
+            "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{NIMBUS}.yaml", CONF_IN_CONTAINER)],
         },
         PLANNER_SERVICE: {
-            "build": {"context": repo_path, "dockerfile": "docker/planner.Dockerfile"},
             "image": PLANNER_IMAGE,
             "hostname": PLANNER_SERVICE,
             "restart": "unless-stopped",
             "environment": {"HETSCHED_DB": PLANNER_DB, TOKEN_FILE_VARIABLE: PLANNER_TOKEN.in_container},
             "secrets": [PLANNER_TOKEN.secret],
-            "ports": [f"127.0.0.1:{PLANNER_PORT}:{PLANNER_PORT}"],
+            "networks": [CLUSTER_NETWORK, EDGE_NETWORK],
+            "ports": [f"127.0.0.1:${{{PLANNER_PORT_VARIABLE}:-{PLANNER_PORT}}}:{PLANNER_PORT}"],
             "volumes": [f"planner-data:{Path(PLANNER_DB).parent.as_posix()}"],
         },
     }
@@ -187,22 +204,29 @@ def deployment(spec: ClusterSpec, repo_path: str = ".") -> ComposeDeployment:
         }
         confs[name] = conf(machine.id, service, here)
         services[service] = {
-            "build": {"context": f"{repo_path}/docker", "dockerfile": "supervisor.Dockerfile",
-                      "args": {"STORM_IMAGE": STORM_IMAGE}},
-            "image": SUPERVISOR_IMAGE,
+            "image": STORM_IMAGE,
             "hostname": service,
             "restart": "unless-stopped",
             "depends_on": [NIMBUS],
             "cpus": machine.cpu_cores,
-            "command": _storm_command("supervisor"),
+            "cpu_shares": _cpu_shares(machine.cpu_cores),
+            "command": _java(service, heaps.supervisor, SUPERVISOR_MAIN),
+            "networks": [CLUSTER_NETWORK],
             "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{name}", CONF_IN_CONTAINER)],
         }
     compose = {
         "services": services,
+        "networks": {
+            CLUSTER_NETWORK: {"internal": True},
+            EDGE_NETWORK: {"driver_opts": {
+                "com.docker.network.bridge.enable_ip_masquerade": "false",
+                "com.docker.network.bridge.host_binding_ipv4": "127.0.0.1",
+            }},
+        },
         "volumes": {"planner-data": {}},
         "secrets": {t.secret: {"file": f"./{t.source.as_posix()}"} for t in (PLANNER_TOKEN, NIMBUS_TOKEN)},
     }
-    return ComposeDeployment(compose=compose, storm_confs=confs)
+    return ComposeDeployment(compose=compose, storm_confs=confs, zookeeper_cfg=_zookeeper_cfg())
 
 
 def render(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path = REPO_ROOT) -> dict[Path, str]:
@@ -214,6 +238,7 @@ def render(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path = RE
     files = {COMPOSE_FILE: header + _dump(made.compose)}
     for name, settings in made.storm_confs.items():
         files[CONF_FOLDER / name] = header + _dump(settings)
+    files[CONF_FOLDER / ZOOKEEPER_CFG] = header + made.zookeeper_cfg
     return files
 
 
@@ -223,9 +248,9 @@ def write(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path = REP
     conf_folder = out_dir / CONF_FOLDER
     try:
         conf_folder.mkdir(parents=True, exist_ok=True)
-        for stale in conf_folder.glob(f"{supervisor_service('')}*.yaml"):
+        for stale in [*conf_folder.glob(f"{supervisor_service('')}*.yaml"), conf_folder / "ui.yaml"]:
             if stale.relative_to(out_dir) not in files:
-                stale.unlink()
+                stale.unlink(missing_ok=True)
         for relative, text in files.items():
             (out_dir / relative).write_text(text)
     except OSError as fault:
@@ -233,19 +258,20 @@ def write(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path = REP
     return [out_dir / relative for relative in files]
 
 
-def write_token_files(out_dir: Path = REPO_ROOT, token: str | None = None) -> list[str]:
+def write_token_files(out_dir: Path = REPO_ROOT, token: str | None = None,
+                      secrets_folder: Path = SECRETS_FOLDER) -> list[str]:
     """Write a new planner token (random unless given) into each service's secret file, mode 0600.
 
     Returns what is left for the operator: as root the files are given to the users the images run
     as; otherwise a sentence per file saying whom it must belong to.
     """
     token = token or secrets.token_urlsafe(32)
-    folder = out_dir / SECRETS_FOLDER
+    folder = out_dir / secrets_folder
     left: list[str] = []
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         for secret in (PLANNER_TOKEN, NIMBUS_TOKEN):
-            path = out_dir / secret.source
+            path = folder / secret.file_name
             path.unlink(missing_ok=True)
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as file:
@@ -270,12 +296,30 @@ def stale_files(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path
     return stale
 
 
-def _storm_command(daemon: str, *settings: str) -> list[str]:
-    """``storm <daemon> --config ...``; the image's entrypoint runs a command that starts with ``storm`` as user storm."""
-    command = ["storm", daemon, "--config", CONF_IN_CONTAINER]
-    for setting in settings:
-        command += ["-c", setting]
-    return command
+def _java(daemon: str, heap_mb: int, main: str, *args: str) -> list[str]:
+    """The daemon's ``java`` command in the Storm image, as :func:`cluster.storm_config.java_command` builds the local one."""
+    home = STORM_HOME_IN_IMAGE
+    class_path = ":".join([f"{home}/lib/*", f"{home}/extlib/*", f"{home}/extlib-daemon/*", f"{home}/conf"])
+    return [
+        "java", "-server", f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        "-Djava.net.preferIPv4Stack=true", f"-Ddaemon.name={daemon}", f"-Dstorm.home={home}",
+        "-Dstorm.log.dir=/logs", f"-Dlogfile.name={daemon}.log",
+        f"-Dlog4j.configurationFile={home}/log4j2/cluster.xml", f"-Dstorm.conf.file={CONF_IN_CONTAINER}",
+        "-cp", class_path, main, *args,
+    ]
+
+
+def _cpu_shares(cpu_cores: float) -> int:
+    """``cpu_shares`` in proportion to the quota, as the local cluster's cgroups: 1:2:4 under contention too,
+    and ahead of a busy daemon container (1024)."""
+    return max(2, round(cpu_cores * SHARES_PER_CORE * 10))
+
+
+def _zookeeper_cfg() -> str:
+    """ZooKeeper's zoo.cfg: its data in the container, no admin web server (Jetty is on Storm's class path)."""
+    settings = {"dataDir": "/data/zookeeper", "clientPort": ZOOKEEPER_PORT, "tickTime": 2000,
+                "maxClientCnxns": 0, "admin.enableServer": "false"}
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
 def _bind(source: str, target: str) -> dict[str, Any]:
@@ -290,9 +334,10 @@ def _cluster_locations() -> dict[str, Any]:
         "storm.zookeeper.port": ZOOKEEPER_PORT,
         "nimbus.seeds": [NIMBUS],
         "nimbus.thrift.port": NIMBUS_PORT,
-        "ui.port": UI_PORT,
         "storm.local.dir": "/data",
         "storm.log.dir": "/logs",
+        # Nimbus's metrics store defaults to STORM_HOME/storm_rocks, which the storm user may not write in the image.
+        "storm.metricstore.rocksdb.location": "/data/storm_rocks",
     }
 
 

@@ -131,6 +131,8 @@ def bench(
     down: float = typer.Option(150.0, "--down", help="machine-loss: seconds the machine stays down."),
     victim: Optional[str] = typer.Option(None, "--victim", help="machine-loss: the machine killed [default: the largest]."),
     repeats: int = typer.Option(1, "--repeats", help="machine-loss: rounds, the schedulers alternated; median and range."),
+    cluster: str = typer.Option("local", "--cluster", help="local: the cgroup cluster of processes; compose: the same "
+                                                           "machines as docker-compose containers (docs/docker-compose.md)."),
 ) -> None:
     """Run topologies under Storm's schedulers and hetsched's plan on the local heterogeneous cluster; compare."""
     from bench import report
@@ -138,6 +140,8 @@ def bench(
     from bench.profiles import load_profile_set
     from bench.settings import KNOWN_SCHEDULERS, TOPOLOGIES, BenchSettings, SCHEDULERS, parse_names
 
+    if scenario is not None and cluster != "local":
+        raise _fail(f"the {scenario} scenario runs on the local cluster only (--cluster local)")
     if scenario == "machine-loss":
         _machine_loss(schedulers, profiles, window if window != 60.0 else 40.0, warmup, down,
                       240.0 if after is None else after, victim, repeats, max_spout_pending, out, spec, port_base,
@@ -165,7 +169,7 @@ def bench(
             schedulers=parse_names(schedulers, KNOWN_SCHEDULERS, "scheduler") if schedulers else SCHEDULERS,
             profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup,
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
-            start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base,
+            start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base, cluster=cluster,
         )
         if not profile_now:
             load_profile_set(settings.profiles)

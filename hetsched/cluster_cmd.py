@@ -1,4 +1,4 @@
-"""``hetsched cluster up|down|status|logs``: the local heterogeneous Storm cluster."""
+"""``hetsched cluster up|down|status|logs``: the local heterogeneous Storm cluster (``--compose``: as containers)."""
 from __future__ import annotations
 
 import logging
@@ -25,6 +25,9 @@ HomeOption = typer.Option(
 PortBaseOption = typer.Option(
     None, "--port-base", envvar="HETSCHED_CLUSTER_PORT_BASE", min=1024, max=65000, help="First port the cluster uses."
 )
+ComposeOption = typer.Option(
+    False, "--compose", help="The same machines as docker-compose containers (docker-compose.yml; docs/docker-compose.md)."
+)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -32,9 +35,14 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _open(spec: Optional[Path], home: Optional[Path], port_base: Optional[int]):
-    from cluster.local import LocalCluster
+def _open(spec: Optional[Path], home: Optional[Path], port_base: Optional[int], compose: bool = False):
     from cluster.spec import load_spec
+
+    if compose:
+        from cluster.compose_cluster import ComposeCluster
+
+        return ComposeCluster(load_spec(spec), home=home, port_base=port_base)
+    from cluster.local import LocalCluster
 
     return LocalCluster(load_spec(spec), home=home, port_base=port_base)
 
@@ -49,14 +57,20 @@ def _progress_logging() -> None:
 @cluster_app.command("up")
 def up(
     spec: Optional[Path] = SpecOption,
-    scheduler: str = typer.Option("default", "--scheduler", help="default | resource_aware | plugin (Nimbus' storm.scheduler)."),
+    scheduler: Optional[str] = typer.Option(
+        None, "--scheduler", help="default | resource_aware | plugin (Nimbus' storm.scheduler) [default: default; with --compose: plugin]."),
     conf: Optional[List[str]] = typer.Option(None, "--conf", "-c", help="Extra storm.yaml setting key=value (YAML value); repeatable."),
     home: Optional[Path] = HomeOption,
     port_base: Optional[int] = PortBaseOption,
     allow_homogeneous: bool = typer.Option(False, "--allow-homogeneous", help="Start even where CPU quotas cannot be set."),
     timeout: float = typer.Option(300.0, "--timeout", min=10, help="Seconds to wait for Nimbus and every supervisor."),
+    compose: bool = ComposeOption,
 ) -> None:
-    """Start ZooKeeper, Nimbus and one supervisor per machine, each machine in its own CPU-quota cgroup."""
+    """Start ZooKeeper, Nimbus and one supervisor per machine, each machine in its own CPU-quota cgroup.
+
+    With --compose: build the images that are missing, then start the machines as containers with their
+    CPU quotas (cpus:), ZooKeeper, Nimbus with the plugin and the planner, and wait until every supervisor registered.
+    """
     import time
 
     from cluster.errors import ClusterError
@@ -65,10 +79,17 @@ def up(
     _progress_logging()
     started = time.monotonic()
     try:
-        cluster = _open(spec, home, port_base)
+        if compose and port_base is None:
+            from cluster.compose_cluster import PORTS_NEEDED, ComposeCluster
+            from cluster.ports import free_port_base
+            from cluster.spec import load_spec
+
+            known = ComposeCluster(load_spec(spec), home=home)
+            port_base = known.port_base if known.containers() else free_port_base(PORTS_NEEDED)
+        cluster = _open(spec, home, port_base, compose)
         with console.status(f"Starting cluster {cluster.layout.name!r} in {cluster.layout.home} ..."):
             status = cluster.up(
-                scheduler=scheduler, conf=parse_conf_overrides(conf or []),
+                scheduler=scheduler or ("plugin" if compose else "default"), conf=parse_conf_overrides(conf or []),
                 allow_homogeneous=allow_homogeneous, timeout_s=timeout,
             )
     except ClusterError as fault:
@@ -78,38 +99,54 @@ def up(
     else:
         console.print(f"Cluster {status.name!r} is up in {time.monotonic() - started:.1f} s.")
     _print_status(status)
+    if compose:
+        _print_compose_access(cluster)
 
 
 @cluster_app.command("status")
 def status(
     spec: Optional[Path] = SpecOption, home: Optional[Path] = HomeOption, port_base: Optional[int] = PortBaseOption,
+    compose: bool = ComposeOption,
 ) -> None:
     """The machines (supervisor, host, type, quota, slots, CPU used) and the running topologies."""
     from cluster.errors import ClusterError
 
     try:
-        current = _open(spec, home, port_base).status()
+        cluster = _open(spec, home, port_base, compose)
+        current = cluster.status()
     except ClusterError as fault:
         raise _fail(str(fault)) from None
     if not current.running:
         console.print(f"Cluster {current.name!r} ({current.home}) is not running.")
         raise typer.Exit(3)
     _print_status(current)
+    if compose:
+        _print_compose_access(cluster)
 
 
 @cluster_app.command("down")
 def down(
     spec: Optional[Path] = SpecOption, home: Optional[Path] = HomeOption, port_base: Optional[int] = PortBaseOption,
     purge: bool = typer.Option(False, "--purge", help="Also delete the cluster's state: data, logs, configuration."),
+    compose: bool = ComposeOption,
 ) -> None:
-    """Stop every process the cluster started (workers and Python processes too) and remove its cgroups."""
+    """Stop every process the cluster started (workers and Python processes too) and remove its cgroups.
+
+    With --compose: remove every container, network and volume of the compose project (the images stay).
+    """
     from cluster.errors import ClusterError
 
     try:
-        cluster = _open(spec, home, port_base)
+        cluster = _open(spec, home, port_base, compose)
         report = cluster.down(purge=purge)
     except ClusterError as fault:
         raise _fail(str(fault)) from None
+    if compose:
+        if report.left:
+            raise _fail(f"{cluster.name}: still there after down: {', '.join(report.left)}")
+        console.print(f"Cluster {cluster.spec.name!r} ({cluster.project}) is down: no container, network or volume "
+                      "of the project is left" + (", state purged." if report.purged else "."))
+        return
     console.print(
         f"Cluster {cluster.layout.name!r} is down: {len(report.stopped_pids)} processes stopped, "
         f"{len(report.removed_cgroups)} cgroup trees removed" + (", state purged." if report.purged else ".")
@@ -150,6 +187,13 @@ def logs(
     for path in files:
         console.rule(str(path))
         console.print(tail(path, lines), highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_compose_access(cluster) -> None:
+    console.print(f"Planner: {cluster.planner_url} (token: {cluster.token_file}); "
+                  f"compose project: {cluster.project}", highlight=False)
+    console.print(f"Nimbus Thrift from this host: 127.0.0.1:{cluster.nimbus_port} "
+                  f"(hetsched submit linear --nimbus 127.0.0.1:{cluster.nimbus_port} --no-metrics)", highlight=False)
 
 
 def _print_status(current) -> None:

@@ -1,9 +1,10 @@
-"""docker-compose.yml against the local cluster spec and the plugin's own settings.
+"""docker-compose.yml against the local cluster spec, the plugin's own settings and the network rules.
 
-No Docker engine runs here, so nothing is started: ``docker-compose config`` (Debian's package,
-installed by ``make setup``) checks and resolves the file, and the tests hold every service to
-the spec (machines, CPU limits, scheduler meta) and to the plugin's Java source (scheduler class,
-``hetsched.*`` keys, jar location).
+Nothing is started here (tests/test_compose_live.py starts it): ``docker-compose config``
+(Debian's package, installed by ``make setup``) checks and resolves the file, and the tests hold
+every service to the spec (machines, CPU limits, scheduler meta), to the plugin's Java source
+(scheduler class, ``hetsched.*`` keys, jar location in the image) and to the network rules
+(an internal cluster network, ports published on 127.0.0.1 only).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typer.testing import CliRunner
 from cluster import compose
 from cluster.errors import ClusterError
 from cluster.spec import DEFAULT_SPEC, load_spec
+from cluster.storm_config import SUPERVISOR_MAIN
 from cluster.storm_home import STORM_VERSION
 from hetsched.cli import _register, app
 from tests.fixtures.docs import (
@@ -57,8 +59,8 @@ def resolved() -> dict:
 
 
 def mounted_storm_conf(service: dict) -> dict:
-    """The storm.yaml a resolved service mounts at /etc/hetsched/storm.yaml and names with --config."""
-    assert service["command"][2:4] == ["--config", CONF_TARGET]
+    """The storm.yaml a resolved service mounts at /etc/hetsched/storm.yaml and names with -Dstorm.conf.file."""
+    assert f"-Dstorm.conf.file={CONF_TARGET}" in service["command"]
     sources = [v["source"] for v in service["volumes"] if isinstance(v, dict) and v["target"] == CONF_TARGET]
     assert len(sources) == 1, f"one storm.yaml mount expected, got {sources}"
     assert all(v.get("read_only") for v in service["volumes"] if isinstance(v, dict))
@@ -66,7 +68,22 @@ def mounted_storm_conf(service: dict) -> dict:
 
 
 def supervisors(config: dict) -> dict[str, dict]:
-    return {name: s for name, s in config["services"].items() if s.get("command", [])[:2] == ["storm", "supervisor"]}
+    return {name: s for name, s in config["services"].items() if SUPERVISOR_MAIN in s.get("command", [])}
+
+
+def host_port(published) -> tuple[str, str]:
+    """(host address, host port) of a published port, in compose v1's short form or v2's long one."""
+    if isinstance(published, dict):
+        return published.get("host_ip", ""), str(published["published"])
+    parts = str(published).split("/")[0].split(":")
+    return (parts[0], parts[1]) if len(parts) == 3 else ("", parts[0])
+
+
+def storm_daemons(config: dict) -> dict[str, dict]:
+    """Services that run a Storm daemon (they read a storm.yaml): Nimbus and the supervisors."""
+    return {name: s for name, s in config["services"].items()
+            if s.get("command", [""])[0] == "java" and f"-Dstorm.conf.file={CONF_TARGET}" in s["command"]
+            and name != "zookeeper"}
 
 
 def run_hetsched(*args: str):
@@ -83,11 +100,44 @@ def test_committed_files_are_what_the_default_spec_gives():
 def test_docker_compose_accepts_the_file_and_it_has_every_part(resolved):
     config = resolved
     spec = load_spec()
-    expected = {"zookeeper", "nimbus", "ui", "planner"} | {f"supervisor-{m}" for m, _ in spec.machine_ids()}
+    expected = {"zookeeper", "nimbus", "planner"} | {f"supervisor-{m}" for m, _ in spec.machine_ids()}
     assert set(config["services"]) == expected
-    assert config["services"]["zookeeper"]["image"].startswith("zookeeper:3.")
-    for name in ("nimbus", "ui"):
-        assert config["services"][name]["image"] == f"storm:{STORM_VERSION}"
+    for name in expected - {"planner"}:
+        assert config["services"][name]["image"] == f"hetsched-storm:{STORM_VERSION}", "built here, not pulled"
+    assert config["services"]["planner"]["image"] == compose.PLANNER_IMAGE
+    assert all("build" not in s for s in config["services"].values()), "images are built by hetsched (cluster/compose_images.py)"
+
+
+def test_only_the_project_s_networks_and_only_loopback_ports(resolved):
+    """Every container on the internal cluster network; Nimbus and the planner also on the NAT-less edge
+    network, only to publish their ports, on 127.0.0.1; nothing else is published."""
+    networks = resolved["networks"]
+    assert networks[compose.CLUSTER_NETWORK].get("internal") is True
+    edge = networks[compose.EDGE_NETWORK]
+    assert edge["driver_opts"]["com.docker.network.bridge.enable_ip_masquerade"] == "false"
+    assert edge["driver_opts"]["com.docker.network.bridge.host_binding_ipv4"] == "127.0.0.1"
+    for name, service in resolved["services"].items():
+        on = set(service["networks"])
+        assert compose.CLUSTER_NETWORK in on, name
+        published = [host_port(p) for p in service.get("ports", [])]
+        if name in ("nimbus", "planner"):
+            assert on == {compose.CLUSTER_NETWORK, compose.EDGE_NETWORK}
+            assert published and all(ip == "127.0.0.1" for ip, _port in published), f"{name}: {published}"
+        else:
+            assert on == {compose.CLUSTER_NETWORK}, f"{name} is only on the internal network"
+            assert not published, f"{name} publishes {published}"
+        assert service.get("network_mode") is None and not service.get("extra_hosts"), name
+
+
+def test_published_ports_follow_the_run_s_variables():
+    if shutil.which("docker-compose") is None:
+        pytest.skip(NO_COMPOSE_TOOL)
+    env = {**os.environ, compose.NIMBUS_PORT_VARIABLE: "23456", compose.PLANNER_PORT_VARIABLE: "23457"}
+    done = subprocess.run(["docker-compose", "--project-directory", str(REPO), "-f", str(REPO / "docker-compose.yml"),
+                           "config"], capture_output=True, text=True, env=env, timeout=120)
+    services = yaml.safe_load(done.stdout)["services"]
+    assert [host_port(p) for p in services["nimbus"]["ports"]] == [("127.0.0.1", "23456")]
+    assert [host_port(p) for p in services["planner"]["ports"]] == [("127.0.0.1", "23457")]
 
 
 def test_supervisors_are_the_spec_machines_with_their_cpu_limits_and_types(resolved):
@@ -107,7 +157,7 @@ def test_supervisors_are_the_spec_machines_with_their_cpu_limits_and_types(resol
         service, conf = found[name], mounted_storm_conf(found[name])
         assert float(service["cpus"]) == pytest.approx(machine_type.cpu_cores)
         assert float(service["cpus"]) / smallest == pytest.approx(machine_type.cpu_cores / smallest)
-        assert service["image"].endswith(f":{STORM_VERSION}")
+        assert service["image"] == f"hetsched-storm:{STORM_VERSION}"
         meta = conf["supervisor.scheduler.meta"]
         assert meta[type_key] == machine_type.name
         assert meta[id_key] == machine_id, "plans made with the spec's machine ids must fit these supervisors"
@@ -141,16 +191,19 @@ def test_nimbus_runs_the_plugin_against_the_planner_service(resolved):
     pom = (REPO / "storm-plugin" / "pom.xml").read_text()
     jar_name = re.search(r"<finalName>([^<]+)</finalName>", pom).group(1) + ".jar"
     assert re.search(r"<storm.version>([^<]+)</storm.version>", pom).group(1) == STORM_VERSION
-    jars = [v for v in nimbus["volumes"] if v["target"].endswith(".jar")]
-    assert len(jars) == 1
-    assert jars[0]["target"] == f"/apache-storm/extlib-daemon/{jar_name}"
-    assert Path(jars[0]["source"]) == REPO / "storm-plugin" / "target" / jar_name
+    dockerfile = (REPO / "docker" / "storm.Dockerfile").read_text()
+    for folder in ("extlib-daemon", "extlib"):  # Nimbus's scheduler; the workers' metrics hook
+        assert f"COPY {jar_name} /apache-storm/{folder}/{jar_name}" in dockerfile
+    assert compose.PLUGIN_JAR_NAME == jar_name
+    class_path = nimbus["command"][nimbus["command"].index("-cp") + 1].split(":")
+    assert "/apache-storm/extlib-daemon/*" in class_path and "/apache-storm/extlib/*" in class_path
 
-    for name, service in config["services"].items():
-        if service.get("command", [""])[0] == "storm":
-            daemon_conf = mounted_storm_conf(service)
-            assert daemon_conf["storm.zookeeper.servers"] == ["zookeeper"], name
-            assert daemon_conf["nimbus.seeds"] == ["nimbus"], name
+    daemons = storm_daemons(config)
+    assert set(daemons) == {"nimbus"} | set(supervisors(config))
+    for name, service in daemons.items():
+        daemon_conf = mounted_storm_conf(service)
+        assert daemon_conf["storm.zookeeper.servers"] == ["zookeeper"], name
+        assert daemon_conf["nimbus.seeds"] == ["nimbus"], name
 
 
 def test_the_token_reaches_the_planner_and_nimbus_as_files_never_on_a_command_line(resolved):
@@ -207,19 +260,26 @@ def test_new_token_files_are_private_hold_one_token_and_name_their_owner(tmp_pat
 
 
 def test_images_use_the_project_pins():
+    from cluster.compose_images import STREAMPARSE_PINS
+
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     pins = {re.split(r"[<>=!]", d, maxsplit=1)[0]: d for d in project["optional-dependencies"]["topologies"]}
-    supervisor = (REPO / "docker" / "supervisor.Dockerfile").read_text()
+    storm = (REPO / "docker" / "storm.Dockerfile").read_text()
     for package in ("streamparse", "setuptools"):
-        assert f'"{pins[package]}"' in supervisor, f"supervisor.Dockerfile must pin {pins[package]}"
-    assert f"ARG STORM_IMAGE=storm:{STORM_VERSION}" in supervisor
+        assert f'"{pins[package]}"' in storm, f"storm.Dockerfile must pin {pins[package]}"
+        assert pins[package] in STREAMPARSE_PINS, "the wheels built for the image are the pinned ones"
+    assert "--no-index" in storm, "no build step reaches the network"
+    for dockerfile in ("storm.Dockerfile", "planner.Dockerfile"):
+        text = (REPO / "docker" / dockerfile).read_text()
+        assert re.search(r"^ARG BASE_IMAGE=hetsched-base:bookworm$", text, re.M) and "FROM ${BASE_IMAGE}" in text
+        assert "apt-get" not in text and "pip install -q --no-index" in text
+    assert compose.BASE_IMAGE == "hetsched-base:bookworm" and compose.STORM_IMAGE == f"hetsched-storm:{STORM_VERSION}"
 
     planner = (REPO / "docker" / "planner.Dockerfile").read_text()
-    assert re.search(r"^FROM python:3\.11-slim$", planner, re.M)
     cmd = re.search(r"^CMD (\[.*\])$", planner, re.M).group(1)
     assert yaml.safe_load(cmd) == ["hetsched", "serve", "--host", "0.0.0.0", "--port", str(compose.PLANNER_PORT)]
     venv = "/opt/hetsched/venv"
-    assert f"VIRTUAL_ENV={venv}" in planner and f"VIRTUAL_ENV={venv}" in supervisor
+    assert f"VIRTUAL_ENV={venv}" in planner and f"VIRTUAL_ENV={venv}" in storm
 
 
 @needs_compose_tool
@@ -247,7 +307,6 @@ def test_another_spec_gives_a_consistent_deployment_elsewhere(tmp_path):
     for service in found.values():
         conf = mounted_storm_conf(service)
         assert conf["topology.stats.sample.rate"] == 1.0
-    assert Path(config["services"]["planner"]["build"]["context"]) == REPO
     assert f"--spec {spec_path}" in (out / "docker-compose.yml").read_text()
 
 
@@ -280,3 +339,28 @@ def test_command_checks_and_writes(tmp_path):
     assert missing.exit_code == 1
     assert "does not exist" in missing.stderr and "Traceback" not in missing.stderr
     assert DEFAULT_SPEC.is_file()
+
+
+def test_a_run_s_nimbus_may_run_another_scheduler_and_nothing_else_changes():
+    from cluster.storm_config import SCHEDULERS
+
+    spec = load_spec()
+    plugin, ras = compose.deployment(spec), compose.deployment(spec, scheduler="resource_aware", nimbus_extra={"x.y": 1})
+    assert ras.storm_confs["nimbus.yaml"]["storm.scheduler"] == SCHEDULERS["resource_aware"]
+    assert ras.storm_confs["nimbus.yaml"]["x.y"] == 1
+    assert {k: v for k, v in ras.storm_confs.items() if k != "nimbus.yaml"} == {
+        k: v for k, v in plugin.storm_confs.items() if k != "nimbus.yaml"}
+    assert ras.compose == plugin.compose
+
+
+def test_bad_input_is_refused_in_one_sentence_naming_the_fault(tmp_path):
+    from cluster.compose_cluster import ComposeCluster
+
+    with pytest.raises(ClusterError, match=r"^Unknown scheduler 'fastest'; choose one of default, "):
+        ComposeCluster(load_spec(), home=tmp_path).up(scheduler="fastest")
+    bench = run_hetsched("bench", "--cluster", "kubernetes", "--out", str(tmp_path / "b"))
+    assert bench.exit_code == 1
+    assert "unknown cluster 'kubernetes'; known: local, compose" in bench.stdout
+    assert "Traceback" not in bench.stdout
+    multi = run_hetsched("bench", "--cluster", "compose", "--scenario", "multi-tenant", "--out", str(tmp_path / "m"))
+    assert multi.exit_code == 1 and "runs on the local cluster only" in multi.stdout
