@@ -63,6 +63,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=40.0)
     parser.add_argument("--window", type=float, default=40.0)
     parser.add_argument("--spare-tasks", type=float, default=4.0)
+    parser.add_argument("--min-gain", default="0.10", help="hetsched replan's --min-gain.")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.home.mkdir(parents=True, exist_ok=True)
@@ -88,18 +89,25 @@ def main() -> int:
             record["before"] = _rates(name, address, args.window)
             yamls = [arg for m in cluster.layout.machines for arg in ("--storm-yaml", str(cluster.layout.conf_file(m.id)))]
             command = [sys.executable, "-m", "hetsched.cli", "replan", name, "--json", "--planner", service.url,
-                       "--nimbus", str(address), "--min-gain", "0.10", *yamls]
+                       "--nimbus", str(address), "--min-gain", args.min_gain, *yamls]
             started = time.monotonic()
             done = subprocess.run(command, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                                   capture_output=True, text=True, timeout=600)
             record["replan_s"] = time.monotonic() - started
             record["replan_exit"] = done.returncode
             record["replan_stderr"] = done.stderr[-3000:]
-            record["replan"] = json.loads(done.stdout) if done.returncode == 0 else done.stdout[-3000:]
+            try:
+                record["replan"] = json.loads(done.stdout)
+            except ValueError:
+                record["replan"] = done.stdout[-3000:]
+            print(json.dumps(record["replan"], indent=2, default=str)[:4000], flush=True)
             record["status_after"] = _wait_status(address, name, "hetsched: placed by planner (bound plan")
             time.sleep(args.warmup)
             record["after"] = _rates(name, address, args.window)
             kill(name, address, wait=True, grace_s=0)
+        except Exception as exc:  # noqa: BLE001  the record so far is written whatever failed
+            record["error"] = f"{type(exc).__name__}: {exc}"
+            print(record["error"], flush=True)
         finally:
             cluster.down(purge=False)
     out = args.out / f"replan-live-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
