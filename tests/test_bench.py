@@ -178,7 +178,7 @@ def test_plan_mismatches_name_each_misplaced_instance(linear_plan):
     exact = ActualPlacement({c: [a.machine for a in linear_plan.assignments if a.component == c]
                              for c in linear_plan.instances})
     assert plan_mismatches(exact, linear_plan) == []
-    moved = ActualPlacement({**exact.executors, "spout": ["nowhere-1"]})
+    moved = ActualPlacement({**exact.executors, "spout": ["nowhere-1"] + exact.executors["spout"][1:]})
     assert plan_mismatches(moved, linear_plan) == [
         f"spout[0] on nowhere-1, planned {next(a.machine for a in linear_plan.assignments if a.component == 'spout')}"]
 
