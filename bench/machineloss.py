@@ -33,14 +33,14 @@ reported. The result is ``machine-loss.json`` in the output folder, rewritten af
 """
 from __future__ import annotations
 
-import datetime as dt
 import re
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from bench import scenario_files
 from bench.errors import BenchError
 from bench.experiment import _cluster_up, _load_profiles, _signals_interrupt, versions
 from bench.planner_service import PlannerService
@@ -59,9 +59,10 @@ from observe.nimbus import Nimbus, NimbusError, connect
 from observe.progress import QuietReporter, Reporter
 from observe.rates import CountSample
 from planner.client import PlannerClient, PlannerClientError
-from planner.durable import private_folder, write_json_atomic
+from planner.durable import private_folder
 from planner.model import Cluster, EvaluationRequest, InstanceAssignment, PlanRequest, ProfileRef
 from planner.profiles import machine_base_load
+from topologies import conf as keys
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 
@@ -305,7 +306,7 @@ def default_victim(spec: ClusterSpec) -> str:
 def run_once(scheduler: str, spec: RunSpec, cluster: LocalCluster, planner_url: str, profile_set, victim: str,
              settings: ScenarioSettings, reporter: Reporter) -> dict[str, Any]:
     """One scheduler's run: cluster up, Linear in, warm-up, the kill, down, the return, after, drain; cluster down."""
-    record: dict[str, Any] = {"scheduler": scheduler, "victim": victim, "note": spec.note, "started_at": _now(),
+    record: dict[str, Any] = {"scheduler": scheduler, "victim": victim, "note": spec.note, "started_at": scenario_files.now(),
                               "error": None}
     _cluster_up(cluster, spec.cluster_scheduler, planner_url, reporter, extra_conf=NIMBUS_CONF)
     ctx = RunContext(cluster, planner_url, profile_set.name, settings.window_s, settings.warmup_s,
@@ -350,7 +351,7 @@ def run_once(scheduler: str, spec: RunSpec, cluster: LocalCluster, planner_url: 
             record["statuses"] = [(round(t - watch.samples[0].at, 1), s) for t, s in watch.statuses] if watch.samples else []
             record["events"] = [(round(t - watch.samples[0].at, 1), e) for t, e in watch.events] if watch.samples else []
         _kill(ctx, spec.name, reporter)
-    record["finished_at"] = _now()
+    record["finished_at"] = scenario_files.now()
     return record
 
 
@@ -508,7 +509,7 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     if victim not in dict(spec.machine_ids()):
         raise BenchError(f"--victim {victim!r} is no machine of the cluster; its machines are "
                          f"{', '.join(m for m, _ in spec.machine_ids())}")
-    data: dict[str, Any] = {"scenario": "machine-loss", "started_at": _now(), "settings": _settings_dict(settings),
+    data: dict[str, Any] = {"scenario": "machine-loss", "started_at": scenario_files.now(), "settings": scenario_files.settings_dict(settings),
                             "nimbus_conf": NIMBUS_CONF, "versions": versions(), "topology": TOPOLOGY,
                             "victim": victim, "runs": [], "error": None}
     cluster = LocalCluster(spec, home=out / "cluster",
@@ -539,7 +540,7 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                         cluster.down()
                     data["runs"].append({**run, "round": round_ + 1})
                     data["summary"] = summary(data["runs"])
-                    _save(path, data)
+                    scenario_files.save(path, data)
                     if on_saved:
                         on_saved(data)
         except KeyboardInterrupt as exc:
@@ -554,8 +555,8 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                 data["error"] = f"{data['error']}; {exc}" if data["error"] else str(exc)
             planner.stop()
     data["summary"] = summary(data["runs"])
-    data["finished_at"] = _now()
-    _save(path, data)
+    data["finished_at"] = scenario_files.now()
+    scenario_files.save(path, data)
     data["saved_to"] = str(path)
     return data
 
@@ -578,35 +579,8 @@ def _with_profiles(run: RunSpec, profile_set: str) -> RunSpec:
     """``planned`` also names its profile set, so the plugin can plan it again (repair, return) beyond its stored plan."""
     if run.scheduler != "planned":
         return run
-    from dataclasses import replace
-
-    from topologies import conf as keys
-
     return replace(run, conf={**run.conf, keys.PROFILES: profile_set}, profiles=profile_set)
 
 
 def read_result(path: Path) -> dict[str, Any]:
-    import json
-
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise BenchError(f"cannot read {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("scenario") != "machine-loss":
-        raise BenchError(f"{path} is not a machine-loss scenario result")
-    return data
-
-
-def _save(path: Path, data: dict[str, Any]) -> None:
-    try:
-        write_json_atomic(path, data)
-    except OSError as exc:
-        raise BenchError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _settings_dict(settings: ScenarioSettings) -> dict[str, Any]:
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(settings).items()}
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return scenario_files.read_result(path, "machine-loss")

@@ -21,10 +21,9 @@ ledger is merged) and keeps the others.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,6 +31,7 @@ import httpx
 import psutil
 from thriftpy2.thrift import TPayload, TType
 
+from bench import scenario_files
 from bench.errors import BenchError
 from bench.experiment import _cluster_up, _load_profiles, _signals_interrupt, versions
 from bench.planner_service import PlannerService
@@ -49,7 +49,7 @@ from observe.nimbus import Nimbus, NimbusError, connect
 from observe.progress import QuietReporter, Reporter
 from observe.rates import CountSample, component_rates, unmeasured
 from planner.client import PlannerClient, PlannerClientError
-from planner.durable import private_folder, write_json_atomic
+from planner.durable import private_folder
 from planner.model import PlanRequest, ProfileRef
 from planner.profiles import machine_base_load
 from topologies.catalog import lookup, planner_topology
@@ -328,7 +328,7 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
     if scheduler == "planned":
         specs = [replace(s, conf={**s.conf, "hetsched.planner.url": planner_url}) for s in specs]
     tenants = [TenantRun(s.topology, p, min_rates[s.topology], s.name, s.note) for s, (_, p) in zip(specs, TENANTS)]
-    record: dict[str, Any] = {"scheduler": scheduler, "started_at": _now(), "error": None}
+    record: dict[str, Any] = {"scheduler": scheduler, "started_at": scenario_files.now(), "error": None}
     _cluster_up(cluster, CLUSTER_SCHEDULER[scheduler], planner_url, reporter, dps_priorities=dps_file)
     ctx = RunContext(cluster, planner_url, profile_set.name, settings.window_s, settings.warmup_s,
                      settings.start_timeout_s, reporter)
@@ -396,7 +396,7 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
                                                          priorities_after),
         "minimums_met": sum(r["min_met"] for r in rows),
         "failed_since_change": sum(r["after"]["failed_since_change"] for r in rows),
-        "finished_at": _now(),
+        "finished_at": scenario_files.now(),
     })
     return record
 
@@ -462,7 +462,7 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
         raise BenchError(f"cannot make the results folder {out}: {exc.strerror or exc}") from None
     path = out / RESULT_FILE
     data = read_result(path) if path.is_file() else {"scenario": "multi-tenant", "runs": {}}
-    data.update({"started_at": _now(), "settings": _settings_dict(settings), "versions": versions(), "error": None,
+    data.update({"started_at": scenario_files.now(), "settings": scenario_files.settings_dict(settings), "versions": versions(), "error": None,
                  "tenants": [{"topology": t, "priority": p} for t, p in TENANTS],
                  "change": {"topology": CHANGED[0], "priority": CHANGED[1]}})
     spec = load_spec(settings.spec_path)
@@ -488,7 +488,7 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                                                             min_rates, settings, reporter)
                 finally:
                     cluster.down()
-                _save(path, data)
+                scenario_files.save(path, data)
                 if on_saved:
                     on_saved(data)
         except KeyboardInterrupt as exc:
@@ -502,8 +502,8 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
             except ClusterError as exc:
                 data["error"] = f"{data['error']}; {exc}" if data["error"] else str(exc)
             planner.stop()
-    data["finished_at"] = _now()
-    _save(path, data)
+    data["finished_at"] = scenario_files.now()
+    scenario_files.save(path, data)
     data["saved_to"] = str(path)
     return data
 
@@ -523,25 +523,4 @@ def _plans(planner_url: str, profile_set, spec, settings: ScenarioSettings):
 
 
 def read_result(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise BenchError(f"cannot read {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("scenario") != "multi-tenant":
-        raise BenchError(f"{path} is not a multi-tenant scenario result")
-    return data
-
-
-def _save(path: Path, data: dict[str, Any]) -> None:
-    try:
-        write_json_atomic(path, data)
-    except OSError as exc:
-        raise BenchError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _settings_dict(settings: ScenarioSettings) -> dict[str, Any]:
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(settings).items()}
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return scenario_files.read_result(path, "multi-tenant")

@@ -180,86 +180,71 @@ def bench(
         raise typer.Exit(code)
 
 
-def _multi_tenant(schedulers, profiles, window, warmup, after, min_rates, max_spout_pending, out, spec, port_base,
-                  start_timeout, report_file) -> None:
-    from bench import multitenant, multitenant_report
+def _run_scenario(module, report_file, make_settings):
+    """A scenario's result: read again (``--report``) or run with progress; its path. Faults are one sentence."""
     from bench.errors import BenchError
-    from bench.settings import parse_names
     from observe.progress import RichReporter
 
     try:
         if report_file is not None:
-            path = report_file / multitenant.RESULT_FILE if report_file.is_dir() else report_file
-            data = multitenant.read_result(path)
-        else:
-            settings = multitenant.ScenarioSettings(
-                out_dir=out or _default_out("multi-tenant"),
-                schedulers=parse_names(schedulers, multitenant.SCHEDULERS, "scheduler"),
-                profiles=profiles, min_rates=multitenant.parse_min_rates(min_rates), window_s=window,
-                warmup_s=warmup, after_s=after, start_timeout_s=start_timeout, max_spout_pending=max_spout_pending,
-                spec_path=spec, port_base=port_base)
-            logging.basicConfig(level=logging.WARNING)
-            columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-            with Progress(*columns, console=console, transient=True) as progress:
-                data = multitenant.run_scenario(settings, RichReporter(progress))
-            path = Path(data["saved_to"])
+            path = report_file / module.RESULT_FILE if report_file.is_dir() else report_file
+            return module.read_result(path), path
+        settings = make_settings()
+        logging.basicConfig(level=logging.WARNING)
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as progress:
+            data = module.run_scenario(settings, RichReporter(progress))
+        return data, Path(data["saved_to"])
     except BenchError as exc:
         raise _fail(str(exc)) from None
+
+
+def _show_scenario(data: dict, path: Path, plot, tables, headlines) -> None:
+    """Plots beside the result (a failure costs the plots only), the tables, the headlines; a run's error exits 1."""
     try:
-        drawn = multitenant_report.plots(data, path.parent)
+        drawn = plot(data, path.parent)
     except Exception as exc:  # noqa: BLE001  matplotlib can fail in many ways; the data is already safe
         console.print(f"[yellow]plots not drawn ({type(exc).__name__}: {exc})[/yellow]", highlight=False)
         drawn = []
-    console.print(multitenant_report.tenants_table(data))
-    console.print(multitenant_report.summary_table(data))
-    for line in multitenant_report.headline_lines(data):
+    for table in tables:
+        console.print(table(data))
+    for line in headlines(data):
         console.print(f"[bold]{line}[/bold]", highlight=False)
     console.print(f"results: {path}")
     for p in drawn:
         console.print(f"plot: {p}")
     if data.get("error"):
         raise _fail(data["error"])
+
+
+def _multi_tenant(schedulers, profiles, window, warmup, after, min_rates, max_spout_pending, out, spec, port_base,
+                  start_timeout, report_file) -> None:
+    from bench import multitenant, multitenant_report
+    from bench.settings import parse_names
+
+    data, path = _run_scenario(multitenant, report_file, lambda: multitenant.ScenarioSettings(
+        out_dir=out or _default_out("multi-tenant"),
+        schedulers=parse_names(schedulers, multitenant.SCHEDULERS, "scheduler"),
+        profiles=profiles, min_rates=multitenant.parse_min_rates(min_rates), window_s=window,
+        warmup_s=warmup, after_s=after, start_timeout_s=start_timeout, max_spout_pending=max_spout_pending,
+        spec_path=spec, port_base=port_base))
+    _show_scenario(data, path, multitenant_report.plots,
+                   (multitenant_report.tenants_table, multitenant_report.summary_table), multitenant_report.headline_lines)
 
 
 def _machine_loss(schedulers, profiles, window, warmup, down, after, victim, repeats, max_spout_pending, out, spec,
                   port_base, start_timeout, report_file) -> None:
     from bench import machineloss, machineloss_report
-    from bench.errors import BenchError
     from bench.settings import parse_names
-    from observe.progress import RichReporter
 
-    try:
-        if report_file is not None:
-            path = report_file / machineloss.RESULT_FILE if report_file.is_dir() else report_file
-            data = machineloss.read_result(path)
-        else:
-            settings = machineloss.ScenarioSettings(
-                out_dir=out or _default_out("machine-loss"),
-                schedulers=parse_names(schedulers, machineloss.SCHEDULERS, "scheduler"),
-                repeats=repeats, profiles=profiles, victim=victim, warmup_s=warmup, window_s=window, down_s=down,
-                after_s=after, start_timeout_s=start_timeout, max_spout_pending=max_spout_pending, spec_path=spec,
-                port_base=port_base)
-            logging.basicConfig(level=logging.WARNING)
-            columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-            with Progress(*columns, console=console, transient=True) as progress:
-                data = machineloss.run_scenario(settings, RichReporter(progress))
-            path = Path(data["saved_to"])
-    except BenchError as exc:
-        raise _fail(str(exc)) from None
-    try:
-        drawn = machineloss_report.plot(data, path.parent)
-    except Exception as exc:  # noqa: BLE001  matplotlib can fail in many ways; the data is already safe
-        console.print(f"[yellow]plot not drawn ({type(exc).__name__}: {exc})[/yellow]", highlight=False)
-        drawn = []
-    console.print(machineloss_report.runs_table(data))
-    console.print(machineloss_report.summary_table(data))
-    for line in machineloss_report.headline_lines(data):
-        console.print(f"[bold]{line}[/bold]", highlight=False)
-    console.print(f"results: {path}")
-    for p in drawn:
-        console.print(f"plot: {p}")
-    if data.get("error"):
-        raise _fail(data["error"])
+    data, path = _run_scenario(machineloss, report_file, lambda: machineloss.ScenarioSettings(
+        out_dir=out or _default_out("machine-loss"),
+        schedulers=parse_names(schedulers, machineloss.SCHEDULERS, "scheduler"),
+        repeats=repeats, profiles=profiles, victim=victim, warmup_s=warmup, window_s=window, down_s=down,
+        after_s=after, start_timeout_s=start_timeout, max_spout_pending=max_spout_pending, spec_path=spec,
+        port_base=port_base))
+    _show_scenario(data, path, machineloss_report.plot,
+                   (machineloss_report.runs_table, machineloss_report.summary_table), machineloss_report.headline_lines)
 
 
 @app.command("demo")
