@@ -6,7 +6,8 @@ kept and only placed. On small requests every packing is polished, and the
 local search also starts from the ``paper`` plan, so ``fast`` never ends below
 it there. Where a ``global`` stream feeds an instance 0, the search runs with
 and without moving that instance; the better end is kept. Small requests then
-go on to the count jumps of ``resize``.
+go on to the count jumps of ``resize`` (large ones to a shorter search without fresh packings), unless R is
+already within 2% of the fluid bound.
 """
 from __future__ import annotations
 
@@ -113,10 +114,9 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
                 best = (rate, layout, candidate)
     assert best is not None
     _, layout, start = best
-    if problem.n_components * problem.n_machines <= tuning.polish_all_max_cells:
-        layout, steps = resize_search(model, layout, free, bool(first_moves[0]), bound.rate, deadline,
-                                      problem.options.max_iterations, tuning)
-        iterations += steps
+    layout, steps = resize_search(model, layout, free, bool(first_moves[0]), bound.rate, deadline,
+                                  problem.options.max_iterations, tuning)
+    iterations += steps
     stats: dict[str, Any] = {
         "iterations": iterations,
         "lp_solves": lp_solves,

@@ -20,6 +20,11 @@ from planner.strategies.base import Deadline
 from planner.strategies.fast.tuning import FastTuning
 
 
+ROLE_CANDIDATES = 4
+"""Instances of a component tried for instance 0's role: those on the machines with the most room, and those with
+the largest thread, this many of each (each costs a full scoring)."""
+
+
 @dataclass(frozen=True)
 class Layout:
     """Instances per component and machine, and the machine of each component's instance 0."""
@@ -108,31 +113,46 @@ class _LocalSearch:
         return best, iterations
 
     def _first_instance_move(self, hosts: np.ndarray, first_machine: np.ndarray, current: HostedRate) -> Layout | None:
-        """When R is held by the thread cap of a component's instance 0 (the one a ``global`` stream feeds
-        whole), that instance moved to the least loaded machine of the type where R rises most, else None.
+        """When R is held by an instance 0 that a ``global`` stream feeds whole (its thread cap, or the machine it
+        loads), that instance moved, or its role given to another instance of its component, where R rises most;
+        else None.
 
         Adding instances never relieves it, and the moves of ``_best_move`` keep instance 0 where it is.
         """
         problem, room = self.problem, self.model.thread_room
         machine_limits, thread_limits = current.machine_limits, current.thread_limits
-        c = int(np.argmin(thread_limits))
-        if not thread_limits[c] < machine_limits.min() or current.rates.first_extra[c] <= 0:
-            return None
-        here = first_machine[c]
+        first_extra = current.rates.first_extra
+        bottleneck = int(np.argmin(machine_limits))
+        if thread_limits.min() < machine_limits.min():
+            held = [int(np.argmin(thread_limits))]
+        else:
+            held = [int(c) for c in np.flatnonzero(first_machine == bottleneck)]
         best: tuple[float, Layout] | None = None
-        for t in np.unique(problem.machine_type):
-            machines = np.flatnonzero(problem.machine_type == t)
-            m = int(machines[np.argmax(machine_limits[machines])])
-            if m == here or room[c, m] <= room[c, here]:
+        for c in held:
+            if first_extra[c] <= 0:
                 continue
-            trial = hosts.copy()
-            trial[c, here] -= 1
-            trial[c, m] += 1
-            trial_first = first_machine.copy()
-            trial_first[c] = m
-            rate = self.model.max_rate(trial, trial_first).rate
-            if rate > current.rate * (1 + RATE_REL_TOL) and (best is None or rate > best[0]):
-                best = (rate, Layout(trial, trial_first))
+            here = int(first_machine[c])
+            trials = []
+            for t in np.unique(problem.machine_type):
+                machines = np.flatnonzero(problem.machine_type == t)
+                m = int(machines[np.argmax(machine_limits[machines])])
+                if m != here and (room[c, m] > room[c, here] or here == bottleneck):
+                    trial = hosts.copy()
+                    trial[c, here] -= 1
+                    trial[c, m] += 1
+                    trials.append((trial, m))
+            on = np.flatnonzero(hosts[c])
+            on = on[on != here]
+            roomiest = on[np.argsort(-machine_limits[on], kind="stable")[:ROLE_CANDIDATES]]
+            fastest = on[np.argsort(-room[c, on], kind="stable")[:ROLE_CANDIDATES]]
+            for m in np.union1d(roomiest, fastest):
+                trials.append((hosts, int(m)))  # instance 0's role to an instance already on m
+            for trial, m in trials:
+                trial_first = first_machine.copy()
+                trial_first[c] = m
+                rate = self.model.max_rate(trial, trial_first).rate
+                if rate > current.rate * (1 + RATE_REL_TOL) and (best is None or rate > best[0]):
+                    best = (rate, Layout(trial.copy(), trial_first))
         return None if best is None else best[1]
 
     def _best_move(self, hosts: np.ndarray, current: HostedRate) -> Move | None:

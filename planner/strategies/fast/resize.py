@@ -26,19 +26,30 @@ from planner.strategies.fast.polish import Layout, polish
 from planner.strategies.fast.tuning import FastTuning
 
 
-def resize_search(model: HostedModel, start: Layout, free: np.ndarray, move_first: bool, ceiling: float,
+def resize_search(model: HostedModel, start: Layout, free: np.ndarray, move_first: bool, bound: float,
                   deadline: Deadline, max_iterations: int, tuning: FastTuning) -> tuple[Layout, int]:
     """The best layout reached from ``start`` by jumps each followed by a polish, and the polish steps taken.
 
     A jump that ends higher is kept at once and the jumps start again from it,
-    up to ``tuning.resize_rounds`` times.
+    up to ``tuning.resize_rounds`` times, while R is more than ``tuning.resize_gap``
+    below the fluid ``bound``. Large requests (over ``tuning.polish_all_max_cells``)
+    get a smaller polish budget and no fresh packings: every step there scans every machine.
     """
     best = start
     best_rate = model.max_rate(start.hosts, start.first_machine).rate
     steps = 0
-    trial_steps = min(max_iterations, tuning.resize_polish_steps)
-    total_steps = max(tuning.min_polish_steps, tuning.resize_work_cells // (len(free) * model.problem.n_machines))
+    cells = len(free) * model.problem.n_machines
+    small = cells <= tuning.polish_all_max_cells
+    if small:
+        trial_steps = min(max_iterations, tuning.resize_polish_steps)
+        total_steps = max(tuning.min_polish_steps, tuning.resize_work_cells // cells)
+    else:
+        trial_steps = min(max_iterations, tuning.resize_large_polish_steps)
+        total_steps = tuning.resize_large_steps
+    ceiling: float | None = bound if small else None
     for round_ in range(tuning.resize_rounds):
+        if best_rate >= bound * (1 - tuning.resize_gap):
+            break
         round_best: tuple[float, Layout] | None = None
         for trial in _jumps(model, best, free, best_rate, ceiling if round_ == 0 else None, tuning):
             if steps >= total_steps:

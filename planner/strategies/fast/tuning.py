@@ -35,6 +35,12 @@ class FastTuning:
     repack_rates: int = 5
     """Rates, from the current one to the fluid bound, at which every instance is placed anew (with the fewest
     instances that fit and with the current counts) before the count jumps."""
+    resize_gap: float = 0.02
+    """The count jumps run only while R is more than this fraction below the fluid bound (nothing much to gain)."""
+    resize_large_polish_steps: int = 10
+    """Requests over ``polish_all_max_cells``: most polish steps after one jump (each step scans every machine)."""
+    resize_large_steps: int = 40
+    """Requests over ``polish_all_max_cells``: polish steps over all jumps (no fresh packings are tried there)."""
     resize_max_step: int = 64
     """Largest count jump tried: n + 1, n + 2, n + 4, ... up to n + this."""
 
