@@ -76,6 +76,7 @@ public class HetschedScheduler implements IScheduler {
     private PlannerClient planner;
     private CircuitBreaker breaker;
     private ReplanSettings replanSettings;
+    private ReturnedPorts returnedPorts;
     private Rebalancer rebalancer;
     /** Supervisor ids of the last round (null before the first): a new id is a machine that joined or returned. */
     private Map<String, String> seenSupervisors;
@@ -110,6 +111,7 @@ public class HetschedScheduler implements IScheduler {
     public void prepare(Map<String, Object> conf, StormMetricsRegistry metricsRegistry) {
         settings = SchedulerSettings.fromConf(conf);
         replanSettings = SchedulerSettings.replanSettings(conf);
+        returnedPorts = new ReturnedPorts(SchedulerSettings.returnedPortsSettle(conf));
         if (rebalancer == null) {
             rebalancer = Rebalancer.nimbus(conf);
         }
@@ -212,6 +214,7 @@ public class HetschedScheduler implements IScheduler {
             }
         }
         applyUpgrades(topologies, cluster);
+        returnedPorts.seen(cluster);
         if (heartbeat != null) {
             heartbeat.send(topologies);
         }
@@ -329,7 +332,7 @@ public class HetschedScheduler implements IScheduler {
     /** {@code repair}: executors that still run stay where they are; only the others are placed. */
     private void start(TopologyDetails topology, Cluster cluster, TopologySettings wanted, boolean repair)
             throws PlanFault {
-        List<Machine> machines = Machine.usableBy(cluster, topology.getId(), settings, wanted);
+        List<Machine> machines = usableMachines(cluster, topology.getId(), wanted);
         if (machines.isEmpty()) {
             throw PlanFault.planDoesNotFit("no supervisor has a free worker slot");
         }
@@ -465,7 +468,7 @@ public class HetschedScheduler implements IScheduler {
     private String placeByPlan(TopologyDetails topology, Cluster cluster, PlanAnswer answer) throws PlanFault {
         TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
         TopologyGraph graph = TopologyGraph.of(topology);
-        List<Machine> machines = Machine.usableBy(cluster, topology.getId(), settings, wanted);
+        List<Machine> machines = usableMachines(cluster, topology.getId(), wanted);
         Plan plan = answer.plan();
         PlanPlacement.Result placement = PlanPlacement.place(plan, graph, machines,
                 supervisorNames(cluster, settings.machineIdKey()), wanted.maxExecutorsPerWorker());
@@ -566,7 +569,7 @@ public class HetschedScheduler implements IScheduler {
      */
     private String placeRepair(TopologyDetails topology, Cluster cluster, PlanAnswer answer) throws PlanFault {
         TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
-        List<Machine> machines = Machine.usableBy(cluster, topology.getId(), settings, wanted);
+        List<Machine> machines = usableMachines(cluster, topology.getId(), wanted);
         SchedulerAssignment assignment = cluster.getAssignmentById(topology.getId());
         Set<ExecutorDetails> running = assignment == null ? Set.of() : new HashSet<>(assignment.getExecutors());
         Map<String, List<Integer>> freePorts = new HashMap<>();
@@ -621,6 +624,7 @@ public class HetschedScheduler implements IScheduler {
                     LOG.warn("hetsched: supervisor {} ({}) is gone (or blacklisted by Nimbus); executors that ran "
                             + "there are placed again, the others stay where they run", id, name);
                     lostSupervisors.put(id, name);
+                    returnedPorts.lost(id);
                 }
             });
             now.forEach((id, name) -> {
@@ -628,12 +632,18 @@ public class HetschedScheduler implements IScheduler {
                     LOG.info("hetsched: supervisor {} ({}) joined; topologies running by plan are planned again on "
                             + "the larger cluster", id, name);
                     joined.add(name);
+                    returnedPorts.returned(id, nowMillis.getAsLong());
                 }
             });
         }
         lostSupervisors.keySet().removeAll(now.keySet());
         seenSupervisors = now;
         return joined;
+    }
+
+    /** The machines a topology may use, a returned supervisor's ports of the time it was lost last. */
+    private List<Machine> usableMachines(Cluster cluster, String topologyId, TopologySettings wanted) {
+        return returnedPorts.lastIn(Machine.usableBy(cluster, topologyId, settings, wanted), nowMillis.getAsLong());
     }
 
     private String machineName(SupervisorDetails supervisor) {
@@ -657,7 +667,7 @@ public class HetschedScheduler implements IScheduler {
             if (wanted.profiles() == null) {
                 return;
             }
-            List<Machine> machines = Machine.usableBy(cluster, id, settings, wanted);
+            List<Machine> machines = usableMachines(cluster, id, wanted);
             TopologyGraph graph = TopologyGraph.of(topology);
             Map<String, List<String>> running = machinesByInstance(cluster, id, graph, machines);
             TenantSettings tenant = TenantSettings.fromConf(topology.getConf());

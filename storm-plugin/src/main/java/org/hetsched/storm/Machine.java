@@ -73,6 +73,11 @@ public record Machine(String id, String name, String host, String type, Double c
         return machines;
     }
 
+    /** The same machine with its usable ports in the order given (the first ones are used first). */
+    public Machine withUsablePorts(List<Integer> ports) {
+        return new Machine(id, name, host, type, cores, totalSlots, List.copyOf(ports));
+    }
+
     private static String metaValue(SupervisorDetails supervisor, String key) {
         if (supervisor.getSchedulerMeta() instanceof Map<?, ?> meta) {
             Object value = meta.get(key);

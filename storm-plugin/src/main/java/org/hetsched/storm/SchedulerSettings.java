@@ -63,6 +63,7 @@ public record SchedulerSettings(
     public static final String PLANNER_CONCURRENCY = "hetsched.planner.concurrency";
     public static final String REPLAN_MIN_GAIN = "hetsched.replan.min.gain";
     public static final String REPLAN_MIN_INTERVAL_SECS = "hetsched.replan.min.interval.secs";
+    public static final String RETURNED_PORTS_SETTLE_SECS = "hetsched.returned.ports.settle.secs";
 
     /** What to do with a planner topology the planner could not place. */
     public enum Fallback {
@@ -134,6 +135,11 @@ public record SchedulerSettings(
         double gain = nonNegative(conf, REPLAN_MIN_GAIN, 0.10);
         double intervalSecs = nonNegative(conf, REPLAN_MIN_INTERVAL_SECS, 600);
         return new ReplanSettings(gain, Duration.ofMillis((long) (intervalSecs * 1000)));
+    }
+
+    /** How long a returned supervisor's ports of the time it was lost come last (see {@link ReturnedPorts}). */
+    public static Duration returnedPortsSettle(Map<String, Object> conf) {
+        return Duration.ofMillis((long) (nonNegative(conf, RETURNED_PORTS_SETTLE_SECS, 300) * 1000));
     }
 
     private static double nonNegative(Map<String, Object> conf, String key, double defaultValue) {

@@ -219,6 +219,36 @@ class ReplanningTest {
     }
 
     @Test
+    void aReturnedMachineGetsItsNewWorkersOnOtherPortsThanThoseItRanWhenLostUntilTheySettle() {
+        HetschedScheduler scheduler = scheduler(Map.of(SchedulerSettings.RETURNED_PORTS_SETTLE_SECS, 300));
+        TopologyDetails linear = linearTopology();
+        Set<Integer> before = portsOn(round(scheduler, linear), "sup-fast-1");
+        assertFalse(before.isEmpty());
+        SupervisorDetails fast = supervisors.get("sup-fast-1");
+        lose("sup-fast-1");
+        round(scheduler, linear);
+        join(fast);
+        round(scheduler, linear);
+
+        assignments = Map.of();  // Nimbus's rebalance
+        Cluster replaced = round(scheduler, linear);
+        assertTrue(highOn(replaced, linear, "sup-fast-1"));
+        Set<Integer> after = portsOn(replaced, "sup-fast-1");
+        assertTrue(after.stream().noneMatch(before::contains), "orphans may hold " + before + "; used " + after);
+
+        clock.addAndGet(301_000);  // settled: the lowest ports first again
+        assignments = Map.of();
+        assertEquals(before, portsOn(round(scheduler, linear), "sup-fast-1"));
+    }
+
+    private static Set<Integer> portsOn(Cluster cluster, String supervisorId) {
+        Set<Integer> ports = new java.util.TreeSet<>();
+        cluster.getAssignments().values().forEach(a -> a.getSlots().stream()
+                .filter(slot -> slot.getNodeId().equals(supervisorId)).forEach(slot -> ports.add(slot.getPort())));
+        return ports;
+    }
+
+    @Test
     void aReturnedMachineNimbusBlacklistsIsPlannedOnOnlyOnceNimbusOffersItAgain() {
         HetschedScheduler scheduler = scheduler(Map.of());
         TopologyDetails linear = linearTopology();
