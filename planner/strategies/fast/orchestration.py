@@ -7,7 +7,7 @@ local search also starts from the ``paper`` plan, so ``fast`` never ends below
 it there. Where a ``global`` stream feeds an instance 0, the search runs with
 and without moving that instance; the better end is kept. Small requests then
 go on to the count jumps of ``resize`` (large ones to a shorter search without fresh packings), unless R is
-already within 2% of the fluid bound.
+already within 2% (large: 5%) of the fluid bound.
 """
 from __future__ import annotations
 

@@ -32,8 +32,9 @@ def resize_search(model: HostedModel, start: Layout, free: np.ndarray, move_firs
 
     A jump that ends higher is kept at once and the jumps start again from it,
     up to ``tuning.resize_rounds`` times, while R is more than ``tuning.resize_gap``
-    below the fluid ``bound``. Large requests (over ``tuning.polish_all_max_cells``)
-    get a smaller polish budget and no fresh packings: every step there scans every machine.
+    (``resize_large_gap`` on large requests) below the fluid ``bound``. Large requests
+    (over ``tuning.polish_all_max_cells``) get a smaller polish budget and no fresh
+    packings: every step there scans every machine.
     """
     best = start
     best_rate = model.max_rate(start.hosts, start.first_machine).rate
@@ -48,7 +49,7 @@ def resize_search(model: HostedModel, start: Layout, free: np.ndarray, move_firs
         total_steps = tuning.resize_large_steps
     ceiling: float | None = bound if small else None
     for round_ in range(tuning.resize_rounds):
-        if best_rate >= bound * (1 - tuning.resize_gap):
+        if best_rate >= bound * (1 - (tuning.resize_gap if small else tuning.resize_large_gap)):
             break
         round_best: tuple[float, Layout] | None = None
         for trial in _jumps(model, best, free, best_rate, ceiling if round_ == 0 else None, tuning):
