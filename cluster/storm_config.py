@@ -78,6 +78,8 @@ def daemon_conf(
         "ui.port": layout.ui_port,
         "ui.host": "127.0.0.1",
         "storm.local.dir": str(layout.local_dir(daemon)),
+        # Nimbus's metrics store defaults to STORM_HOME/storm_rocks, shared by every cluster using that STORM_HOME.
+        "storm.metricstore.rocksdb.location": str(layout.local_dir(NIMBUS) / "storm_rocks"),
         "storm.local.hostname": layout.nimbus_host,
         "storm.scheduler": SCHEDULERS[scheduler],
         "worker.childopts": WORKER_CHILDOPTS,
