@@ -152,6 +152,7 @@ def placement(
         with connect(address, LEADER_TIMEOUT_S) as client:
             info = client.topology_info(running.id)
             topology_conf = client.topology_conf(running.id)
+            user_topology = client.user_topology(running.id)
     except TopologyError as exc:
         raise _fail(str(exc)) from None
     rows = supervisor_rows(summary, declarations, MetaKeys.from_nimbus_conf(nimbus_conf))
@@ -159,7 +160,7 @@ def placement(
     places = executor_places(info, machine_of_host)
     loads = machine_loads(places, {r.machine_id: r.machine_type for r in rows if r.machine_id and r.machine_type})
     notes: list[str] = []
-    loads = predicted(loads, places, rows, topology_conf, planner, notes)
+    loads = predicted(loads, places, rows, name, topology_conf, user_topology, planner, notes)
     loads = measured(loads, local, measure, notes)
     if as_json:
         print(json.dumps({"topology": name, "id": running.id, "nimbus": str(address),
@@ -170,19 +171,23 @@ def placement(
     print_placement(console, name, running.id, info.sched_status or "", places, loads, notes)
 
 
-def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[SupervisorRow],
-              topology_conf: dict[str, Any], planner_url: str | None, notes: list[str]) -> list[MachineLoad]:
-    """Each machine's CPU as the planner predicts it for this placement (POST /v1/evaluations), where it can."""
+def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[SupervisorRow], name: str,
+              topology_conf: dict[str, Any], user_topology: Any, planner_url: str | None,
+              notes: list[str]) -> list[MachineLoad]:
+    """Each machine's CPU as the planner predicts it for this placement (POST /v1/evaluations), where it can.
+
+    A catalog topology is described by the catalog; any other (Java, Flux) by the structure Nimbus keeps."""
     from planner.client import PlannerClient, PlannerClientError
     from planner.model import Cluster, EvaluationRequest, InstanceAssignment, Machine, MachineType, ProfileRef
+    from observe.topology_graph import TopologyGraphError
+    from observe.topology_graph import planner_topology as graph_topology
     from topologies.catalog import lookup, planner_topology
 
     url = planner_url or topology_conf.get(keys.PLANNER_URL)
     profiles = topology_conf.get(keys.PROFILES)
     catalog_name = topology_conf.get(keys.TOPOLOGY)
     why_not = ("no planner (give --planner)" if not url else
-               f"no profile set ({keys.PROFILES} is not in the topology's conf)" if not profiles else
-               f"not a catalog topology (no {keys.TOPOLOGY} in its conf)" if not catalog_name else None)
+               f"no profile set ({keys.PROFILES} is not in the topology's conf)" if not profiles else None)
     user = [p for p in places if not p.component.startswith("__")]
     unknown = sorted({p.host or "(not placed)" for p in user if not p.machine})
     if why_not is None and unknown:
@@ -198,7 +203,8 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
                                             slots=max(r.slots, known.slots if known else 1))
     try:
         request = EvaluationRequest(
-            topology=planner_topology(lookup(catalog_name), user_parallelism(places)),
+            topology=(planner_topology(lookup(catalog_name), user_parallelism(places)) if catalog_name
+                      else graph_topology(name, user_topology, topology_conf, user_parallelism(places))),
             cluster=Cluster(machine_types=list(types.values()),
                             machines=[Machine(id=r.machine_id, type=r.machine_type) for r in declared]),
             profiles=ProfileRef(name=profiles),
@@ -206,7 +212,7 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
         )
         with PlannerClient(url, timeout_s=30.0) as client:
             evaluation = client.evaluate(request)
-    except (PlannerClientError, TopologyError, ValueError) as exc:
+    except (PlannerClientError, TopologyError, TopologyGraphError, ValueError) as exc:
         notes.append(f"no predicted load: {str(exc).splitlines()[0]}")
         return loads
     by_machine = {m.id: m.utilization for m in evaluation.machines}

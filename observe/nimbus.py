@@ -224,12 +224,16 @@ class Nimbus:
         except NotAliveException:
             raise NimbusError(f"topology {topology_id!r} is not running on {self.where}") from None
 
-    def component_parallelism(self, topology_id: str) -> dict[str, int]:
-        """Each user component's executor count as submitted (its parallelism hint), from the user topology."""
+    def user_topology(self, topology_id: str) -> Any:
+        """The Thrift ``StormTopology`` as submitted: spouts, bolts, their inputs and parallelism hints."""
         try:
-            topology = self._call(f"read the topology {topology_id}", lambda c: c.getUserTopology(topology_id))
+            return self._call(f"read the topology {topology_id}", lambda c: c.getUserTopology(topology_id))
         except NotAliveException:
             raise NimbusError(f"topology {topology_id!r} is not running on {self.where}") from None
+
+    def component_parallelism(self, topology_id: str) -> dict[str, int]:
+        """Each user component's executor count as submitted (its parallelism hint), from the user topology."""
+        topology = self.user_topology(topology_id)
         components = {**(topology.spouts or {}), **(topology.bolts or {})}
         return {c: int(spec.common.parallelism_hint or 1) for c, spec in components.items()}
 

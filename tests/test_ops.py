@@ -41,6 +41,21 @@ LINEAR_PLACEMENT = [("spout", 1, "127.0.0.3", 6700), ("low", 2, "127.0.0.3", 670
                     ("high", 4, "127.0.0.3", 6700), ("__acker", 5, "127.0.0.2", 6700)]
 
 
+def linear_storm_topology() -> st.StormTopology:
+    """Linear as Nimbus keeps any submitted topology: spout -> low -> mid -> high, shuffle, one executor each."""
+    def common(source: str | None) -> st.ComponentCommon:
+        inputs = {} if source is None else {st.GlobalStreamId(componentId=source, streamId="default"):
+                                            st.Grouping(shuffle=st.NullStruct())}
+        return st.ComponentCommon(inputs=inputs, streams={}, parallelism_hint=1)
+
+    java = st.ComponentObject(serialized_java=b"java")
+    return st.StormTopology(
+        spouts={"spout": st.SpoutSpec(spout_object=java, common=common(None))},
+        bolts={b: st.Bolt(bolt_object=java, common=common(src)) for b, src in (("low", "spout"), ("mid", "low"),
+                                                                              ("high", "mid"))},
+        state_spouts={})
+
+
 class FakeThriftNimbus:
     """Answers the Thrift calls the commands make, as streamparse's client would return them."""
 
@@ -69,6 +84,9 @@ class FakeThriftNimbus:
 
     def getTopologyConf(self, topology_id):
         return json.dumps(self.topology_conf)
+
+    def getUserTopology(self, topology_id):
+        return linear_storm_topology()
 
     def close(self):
         pass
@@ -198,6 +216,25 @@ def test_placement_asks_the_planner_for_the_predicted_load(fake_nimbus, supervis
         }).json()
     assert {m["id"]: m["utilization"] for m in evaluation["machines"]} == pytest.approx(
         {k: m["predicted_percent"] for k, m in machines.items()})
+
+
+def test_placement_of_a_topology_outside_the_catalog_is_predicted_from_the_structure_nimbus_keeps(
+        fake_nimbus, supervisor_files, planner_service):
+    """A Java or Flux topology: no hetsched.topology; its profile keys from hetsched.component.profiles."""
+    profiles = json.loads((EXAMPLES / "micro-profiles.json").read_text())
+    with planner_service.http() as http:
+        assert http.put(f"/v1/profiles/{profiles['name']}", json=profiles).status_code in (200, 201)
+    args = ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--json",
+            "--planner", planner_service.url, *supervisor_files]
+    fake_nimbus.topology_conf = {"hetsched.profiles": profiles["name"], "hetsched.topology": "linear"}
+    from_catalog = json.loads(runner.invoke(app, args).output)["machines"]
+    fake_nimbus.topology_conf = {"hetsched.profiles": profiles["name"], "hetsched.component.profiles": {
+        "low": "lowCompute", "mid": "midCompute", "high": "highCompute"}}
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    from_nimbus = json.loads(result.output)["machines"]
+    assert all(m["predicted_percent"] is not None for m in from_nimbus), from_nimbus
+    assert [m["predicted_percent"] for m in from_nimbus] == pytest.approx([m["predicted_percent"] for m in from_catalog])
 
 
 def test_placement_of_a_topology_that_does_not_run(fake_nimbus):
