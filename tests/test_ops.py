@@ -293,6 +293,15 @@ def test_counts_warns_of_a_window_shorter_than_two_stats_reports(fake_nimbus):
     assert "stats every 60 s" in result.output
 
 
+def test_counts_of_a_topology_hetsched_did_not_submit_reads_its_components_from_nimbus(fake_nimbus):
+    fake_nimbus.topology_conf = {"executor.metrics.frequency.secs": 10}
+    result = runner.invoke(app, ["counts", "linear", "--window", "1", "--nimbus", "127.0.0.1:6627"])
+    assert result.exit_code == 0, result.output
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in result.output.splitlines() if line.startswith("│")]
+    rows = {c[0]: c[1] for c in cells if c and c[0] in ("spout", "low", "mid", "high")}
+    assert rows == {"spout": "spout", "low": "bolt", "mid": "bolt", "high": "sink"}, result.output
+
+
 def test_the_default_database_is_in_the_user_s_data_folder_not_the_checkout(monkeypatch, tmp_path):
     from planner.storage import DB_ENV, default_db_path
 

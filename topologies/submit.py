@@ -141,7 +141,8 @@ def count_window(window_s: float | None, frequency_s: float) -> CountWindow:
 def window_counts(name: str, address: NimbusAddress, window_s: float | None,
                   leader_timeout_s: float = 60.0,
                   on_window: Callable[[CountWindow], None] = lambda w: None) -> tuple[str, CountWindow, list[ComponentRate]]:
-    """The catalog name of a running topology, the window watched, and what each component did within it.
+    """The catalog name of a running topology (else its name), the window watched, and what each component did
+    within it (any topology: one hetsched did not submit is read as Nimbus keeps it).
 
     ``on_window`` hears the window before the watch starts (to warn of one too short to count anything).
     """
@@ -151,9 +152,7 @@ def window_counts(name: str, address: NimbusAddress, window_s: float | None,
             raise TopologyError(f"no topology named {name!r} is running on Nimbus {address}")
         conf = nimbus.topology_conf(running.id)
         catalog_name = conf.get(TOPOLOGY_KEY)
-        if not catalog_name:
-            raise TopologyError(f"topology {name!r} was not submitted by hetsched (no {TOPOLOGY_KEY} in its config)")
-        entry = lookup(catalog_name)
+        entry = lookup(catalog_name) if catalog_name else None
         window = count_window(window_s, stats_frequency_s(conf, {} if STATS_FREQUENCY_KEY in conf else nimbus.nimbus_conf()))
         on_window(window)
-        return entry.name, window, window_rates(nimbus, name, entry, window.seconds)
+        return entry.name if entry else name, window, window_rates(nimbus, name, entry, window.seconds)
