@@ -346,7 +346,7 @@ def _local_only_keys(layout) -> set[str]:
     return {
         "storm.zookeeper.servers", "storm.zookeeper.port", "dev.zookeeper.path", "nimbus.seeds",
         "nimbus.thrift.port", "ui.port", "ui.host", "storm.local.dir", "storm.log.dir", "storm.local.hostname",
-        "supervisor.slots.ports", "supervisor.thrift.port", *layout.other_ports,
+        "supervisor.slots.ports", "supervisor.thrift.port", "storm.metricstore.rocksdb.location", *layout.other_ports,
     }
 
 
