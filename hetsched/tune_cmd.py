@@ -100,8 +100,9 @@ def tune(
                 return measured_throughputs(window_rates(nimbus, topology, entry, window))
 
         def resubmit(plan_id: str, profiles: str) -> None:
+            # metrics on, as `hetsched submit` has them: the topology goes on profiling itself under the new plan.
             request = SubmitRequest(topology=entry.name, name=topology, rate=rate, plan_id=plan_id, profiles=profiles,
-                                    planner_url=planner)
+                                    planner_url=planner, metrics=True)
             submit(request, address, force=True)
 
         def profile_since(since: float):
