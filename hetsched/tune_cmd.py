@@ -5,7 +5,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -54,6 +54,7 @@ def tune(
     fallback: Optional[str] = typer.Option(None, "--fallback", help="Stored profile set for the pairs the live records do not cover (e.g. a lab set)."),
     put: Optional[str] = typer.Option(None, "--put", metavar="NAME", help="Name to store the profile set under (default: <topology>-tuned)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="Spout rate, tuples/s, to resubmit with (as it was submitted)."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", "-c", help="Topology config key=value to resubmit with (as it was submitted, e.g. topology.disable.loadaware.messaging=true); repeatable."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Measure, profile and plan, but do not apply the plan."),
     explore: bool = typer.Option(False, "--explore", help="First place the pairs never observed, one round each, so they are measured."),
     explore_seconds: float = typer.Option(120.0, "--explore-seconds", min=20.0, help="Seconds each --explore round runs."),
@@ -79,12 +80,13 @@ def tune(
     from topologies.catalog import lookup, planner_topology
     from topologies.errors import TopologyError
     from topologies.measure import window_rates
-    from topologies.submission import SubmitRequest
+    from topologies.submission import SubmitRequest, parse_conf
     from topologies.submit import submit
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=Console(stderr=True), show_path=False)])
     set_name = put or f"{topology}-tuned"
     try:
+        resubmit_conf = parse_conf(conf)
         entry = lookup(catalog_name or topology)
         local = running_cluster(home, spec)
         if local is None:
@@ -102,7 +104,7 @@ def tune(
         def resubmit(plan_id: str, profiles: str) -> None:
             # metrics on, as `hetsched submit` has them: the topology goes on profiling itself under the new plan.
             request = SubmitRequest(topology=entry.name, name=topology, rate=rate, plan_id=plan_id, profiles=profiles,
-                                    planner_url=planner, metrics=True)
+                                    planner_url=planner, metrics=True, conf=dict(resubmit_conf))
             submit(request, address, force=True)
 
         def profile_since(since: float):
