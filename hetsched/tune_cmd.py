@@ -74,7 +74,7 @@ def tune(
     from planner.model import PlanRequest, ProfileRef
     from planner.profiles import machine_base_load
     from spark_profiling.aggregate import run as aggregate_run
-    from spark_profiling.errors import ProfilingError
+    from spark_profiling.errors import NoPairError, ProfilingError
     from spark_profiling.inputs import store_topology_folders
     from spark_profiling.tune import complete, coverage, coverage_lines, explore_placement
     from topologies.catalog import lookup, planner_topology
@@ -107,6 +107,9 @@ def tune(
                                     planner_url=planner, metrics=True, conf=dict(resubmit_conf))
             submit(request, address, force=True)
 
+        left_out: dict = {}
+        """Pairs seen but weak, from aggregations that gave no set at all (coverage would call them never observed)."""
+
         def profile_since(since: float):
             out = store.parent / f"{topology}-live.json" if store.name == "records" else store / f"{topology}-live.json"
             try:
@@ -117,6 +120,10 @@ def tune(
             try:
                 with console.status("aggregating the records with Spark ..."):
                     return aggregate_run(inputs, out, f"{topology}-live", min_samples, master=master, since=since)
+            except NoPairError as exc:
+                left_out.update(exc.left_out)
+                console.print(f"[yellow]no live profile: {exc}[/yellow]", highlight=False)
+                return None
             except ProfilingError as exc:
                 console.print(f"[yellow]no live profile: {exc}[/yellow]", highlight=False)
                 return None
@@ -125,7 +132,7 @@ def tune(
         before = measure("before")
         live = profile_since(started)
         needed_profiles = {c.profile for c in planner_topology(entry).components}
-        cov = coverage(needed_profiles, set(machines_by_type), live)
+        cov = coverage(needed_profiles, set(machines_by_type), live, left_out)
 
         with PlannerClient(planner, token) as client:
             if explore and cov.never_observed:
@@ -141,7 +148,7 @@ def tune(
                     time.sleep(explore_seconds)
                 explored = profile_since(explore_started)
                 live = _merge(live, explored)
-                cov = coverage(needed_profiles, set(machines_by_type), live)
+                cov = coverage(needed_profiles, set(machines_by_type), live, left_out)
             fallback_set = client.get_profile_set(fallback) if fallback else None
             done = complete(live, fallback_set, cov, set_name)
             for line in coverage_lines(cov, done):
