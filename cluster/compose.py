@@ -23,7 +23,8 @@ The images are built here from Debian's packages, Maven Central and PyPI
 command, the same as the local cluster's (:func:`cluster.storm_config.java_command`).
 The Storm UI is left out: ``storm-webapp`` is not on Maven Central.
 
-The planner token reaches the planner and Nimbus as compose secrets (files
+The planner token reaches the planner, Nimbus and the supervisors (whose workers ship their metrics
+to the planner) as compose secrets (files
 under ``docker/secrets/``, made by ``hetsched cluster compose --new-token``),
 never on a command line or in a storm.yaml that Nimbus would show
 (``getNimbusConf``). One file per service, since the two images run as
@@ -100,6 +101,9 @@ NIMBUS_TOKEN = TokenSecret("nimbus_planner_token", "nimbus-planner-token", STORM
 TOKEN_FILE_VARIABLE = "HETSCHED_PLANNER_TOKEN_FILE"
 """``hetsched serve --token-file`` from the environment."""
 TOKEN_FILE_SETTING = "hetsched.planner.token.file"
+METRICS_URL_SETTING = "hetsched.metrics.url"
+"""Where the workers' metrics hook posts its records (docs/plugin.md#worker-metrics); a supervisor's storm.yaml sets
+it for its workers, with the Storm daemons' copy of the token (the supervisors run as the same user as Nimbus)."""
 
 STORM_HOME_IN_IMAGE = "/apache-storm"
 CONF_IN_CONTAINER = "/etc/hetsched/storm.yaml"
@@ -201,6 +205,9 @@ def deployment(
         here = {
             "supervisor.slots.ports": [FIRST_SLOT_PORT + i for i in range(machine.slots)],
             "supervisor.thrift.port": SUPERVISOR_THRIFT_PORT,
+            # The workers' metrics hook reads these from its supervisor's storm.yaml: where to ship, and the token.
+            METRICS_URL_SETTING: PLANNER_URL,
+            TOKEN_FILE_SETTING: NIMBUS_TOKEN.in_container,
         }
         confs[name] = conf(machine.id, service, here)
         services[service] = {
@@ -211,6 +218,7 @@ def deployment(
             "cpus": machine.cpu_cores,
             "cpu_shares": _cpu_shares(machine.cpu_cores),
             "command": _java(service, heaps.supervisor, SUPERVISOR_MAIN),
+            "secrets": [NIMBUS_TOKEN.secret],
             "networks": [CLUSTER_NETWORK],
             "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{name}", CONF_IN_CONTAINER)],
         }

@@ -5,7 +5,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -54,6 +54,7 @@ def tune(
     fallback: Optional[str] = typer.Option(None, "--fallback", help="Stored profile set for the pairs the live records do not cover (e.g. a lab set)."),
     put: Optional[str] = typer.Option(None, "--put", metavar="NAME", help="Name to store the profile set under (default: <topology>-tuned)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="Spout rate, tuples/s, to resubmit with (as it was submitted)."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", "-c", help="Topology config key=value to resubmit with (as it was submitted, e.g. topology.disable.loadaware.messaging=true); repeatable."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Measure, profile and plan, but do not apply the plan."),
     explore: bool = typer.Option(False, "--explore", help="First place the pairs never observed, one round each, so they are measured."),
     explore_seconds: float = typer.Option(120.0, "--explore-seconds", min=20.0, help="Seconds each --explore round runs."),
@@ -73,18 +74,19 @@ def tune(
     from planner.model import PlanRequest, ProfileRef
     from planner.profiles import machine_base_load
     from spark_profiling.aggregate import run as aggregate_run
-    from spark_profiling.errors import ProfilingError
+    from spark_profiling.errors import NoPairError, ProfilingError
     from spark_profiling.inputs import store_topology_folders
     from spark_profiling.tune import complete, coverage, coverage_lines, explore_placement
     from topologies.catalog import lookup, planner_topology
     from topologies.errors import TopologyError
     from topologies.measure import window_rates
-    from topologies.submission import SubmitRequest
+    from topologies.submission import SubmitRequest, parse_conf
     from topologies.submit import submit
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=Console(stderr=True), show_path=False)])
     set_name = put or f"{topology}-tuned"
     try:
+        resubmit_conf = parse_conf(conf)
         entry = lookup(catalog_name or topology)
         local = running_cluster(home, spec)
         if local is None:
@@ -100,9 +102,13 @@ def tune(
                 return measured_throughputs(window_rates(nimbus, topology, entry, window))
 
         def resubmit(plan_id: str, profiles: str) -> None:
+            # metrics on, as `hetsched submit` has them: the topology goes on profiling itself under the new plan.
             request = SubmitRequest(topology=entry.name, name=topology, rate=rate, plan_id=plan_id, profiles=profiles,
-                                    planner_url=planner)
+                                    planner_url=planner, metrics=True, conf=dict(resubmit_conf))
             submit(request, address, force=True)
+
+        left_out: dict = {}
+        """Pairs seen but weak, from aggregations that gave no set at all (coverage would call them never observed)."""
 
         def profile_since(since: float):
             out = store.parent / f"{topology}-live.json" if store.name == "records" else store / f"{topology}-live.json"
@@ -114,6 +120,10 @@ def tune(
             try:
                 with console.status("aggregating the records with Spark ..."):
                     return aggregate_run(inputs, out, f"{topology}-live", min_samples, master=master, since=since)
+            except NoPairError as exc:
+                left_out.update(exc.left_out)
+                console.print(f"[yellow]no live profile: {exc}[/yellow]", highlight=False)
+                return None
             except ProfilingError as exc:
                 console.print(f"[yellow]no live profile: {exc}[/yellow]", highlight=False)
                 return None
@@ -122,7 +132,7 @@ def tune(
         before = measure("before")
         live = profile_since(started)
         needed_profiles = {c.profile for c in planner_topology(entry).components}
-        cov = coverage(needed_profiles, set(machines_by_type), live)
+        cov = coverage(needed_profiles, set(machines_by_type), live, left_out)
 
         with PlannerClient(planner, token) as client:
             if explore and cov.never_observed:
@@ -138,7 +148,7 @@ def tune(
                     time.sleep(explore_seconds)
                 explored = profile_since(explore_started)
                 live = _merge(live, explored)
-                cov = coverage(needed_profiles, set(machines_by_type), live)
+                cov = coverage(needed_profiles, set(machines_by_type), live, left_out)
             fallback_set = client.get_profile_set(fallback) if fallback else None
             done = complete(live, fallback_set, cov, set_name)
             for line in coverage_lines(cov, done):

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from planner.durable import write_atomic
 from planner.model import ProfileEntry, ProfileSet
 from planner.profiles import MACHINE_BASE_LOAD
-from spark_profiling.errors import ProfilingError
+from spark_profiling.errors import NoPairError, ProfilingError
 from spark_profiling.fit import (
     OUTLIER_FLOOR_PERCENT, OUTLIER_FLOOR_RELATIVE, Clamped, FitCriteria, OutlierBand, PairSums, Skipped, machine_base_load,
     outlier_band, profile_entry,
@@ -269,10 +269,11 @@ def aggregate(
             clamped.append(clamp)
             log.warning("pair (%s, %s): fitted %s %.4g clamped to %g", profile, machine_type, clamp.field, clamp.fitted, clamp.used)
     if not entries:
-        raise ProfilingError(
+        raise NoPairError(
             "no (profile, machine type) pair has enough data for a profile: "
             + "; ".join(f"({s.profile}, {s.machine_type}) {s.reason}" for s in skipped)
-            + "."
+            + ".",
+            {(s.profile, s.machine_type): s.reason for s in skipped},
         )
 
     source = {

@@ -32,11 +32,16 @@ class Coverage:
         return tuple(p for p in self.needed if p not in self.live)
 
 
-def coverage(profiles: set[str], machine_types: set[str], live: ProfileSet | None) -> Coverage:
-    """Every (profile key, machine type) pair the topology may be placed on, against the live set."""
+def coverage(profiles: set[str], machine_types: set[str], live: ProfileSet | None,
+             left_out: dict[Pair, str] | None = None) -> Coverage:
+    """Every (profile key, machine type) pair the topology may be placed on, against the live set.
+
+    ``left_out``: pairs the aggregation saw and judged weak when it gave no set at all (its NoPairError).
+    """
     needed = tuple(sorted((p, t) for p in profiles for t in machine_types))
     entries = {(e.profile, e.machine_type) for e in live.entries} if live else set()
     skipped = {(s["profile"], s["machine_type"]): s["reason"] for s in (live.source.get("skipped_pairs", []) if live else [])}
+    skipped = {**(left_out or {}), **skipped}
     live_pairs = tuple(p for p in needed if p in entries)
     weak = {p: skipped[p] for p in needed if p not in entries and p in skipped}
     never = tuple(p for p in needed if p not in entries and p not in skipped)

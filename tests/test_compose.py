@@ -228,6 +228,18 @@ def test_the_token_reaches_the_planner_and_nimbus_as_files_never_on_a_command_li
     assert (REPO / ".gitignore").read_text().count("/docker/secrets/") == 1
 
 
+def test_the_workers_of_every_supervisor_ship_metrics_to_the_planner_with_the_token(resolved):
+    """Workers read their supervisor's storm.yaml: the hook's URL must name the planner's service, its token a secret."""
+    secret = compose.NIMBUS_TOKEN
+    planner_url = mounted_storm_conf(resolved["services"]["nimbus"])[java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_URL")]
+    for name, service in supervisors(resolved).items():
+        assert [s["source"] for s in service["secrets"]] == [secret.secret], name
+        conf = mounted_storm_conf(service)
+        assert conf[java_string_constant("metrics/MetricsSettings.java", "METRICS_URL")] == planner_url, name
+        assert conf[java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_TOKEN_FILE")] == secret.in_container, name
+        assert urlparse(planner_url).hostname in {n for n, s in resolved["services"].items() if "cluster" in s["networks"]}
+
+
 def test_each_token_file_belongs_to_the_user_its_image_runs_as():
     planner = (REPO / "docker" / "planner.Dockerfile").read_text()
     assert re.search(rf"useradd .*--uid {compose.PLANNER_UID} hetsched", planner)

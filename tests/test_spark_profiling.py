@@ -254,8 +254,11 @@ def test_inputs_without_a_valid_record_are_a_clear_error(spark, tmp_path):
 
 def test_no_pair_with_enough_samples_is_a_clear_error(spark, tmp_path):
     run = generate(seed=3, truth=default_truth()[:1], tasks_per_pair=1, steps=1, samples_per_step=3)
-    with pytest.raises(ProfilingError, match=r"no \(profile, machine type\) pair has enough data"):
+    with pytest.raises(ProfilingError, match=r"no \(profile, machine type\) pair has enough data") as raised:
         run_job(spark, [run.write(tmp_path / "few.jsonl")])
+    # The verdict on each pair it saw goes with the error (hetsched tune names them as weak, not never observed).
+    pair = (default_truth()[0].profile, default_truth()[0].machine_type)
+    assert list(raised.value.left_out) == [pair] and "interval" in raised.value.left_out[pair]
 
 
 def test_the_scale_generator_has_the_known_answers(spark, tmp_path):

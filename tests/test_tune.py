@@ -45,6 +45,14 @@ def test_no_live_set_means_every_pair_is_never_observed():
     assert cov.never_observed == (("high", "small"),) and not cov.live
 
 
+def test_pairs_an_aggregation_judged_weak_without_giving_a_set_are_weak_not_never_observed():
+    # A topology at one rate everywhere: the Spark job raises NoPairError with its verdict on each pair it saw.
+    cov = coverage({"high", "spout"}, {"small", "large"}, None, {("high", "large"): "narrow_range: 16% spread"})
+    assert cov.weak == {("high", "large"): "narrow_range: 16% spread"}
+    assert cov.never_observed == (("high", "small"), ("spout", "large"), ("spout", "small"))
+    assert "left out as weak (high, large): narrow_range: 16% spread" in coverage_lines(cov)
+
+
 def test_complete_takes_live_entries_first_and_the_fallback_for_the_rest():
     cov = coverage({"high", "spout"}, {"small", "large"}, LIVE)
     done = complete(LIVE, LAB, cov, "linear-tuned")
