@@ -26,6 +26,7 @@ from hetsched.replan import (
 )
 from observe.nimbus import NimbusError, connect
 from observe.replacement import ReplacementError, replace_drained
+from observe.topology_graph import TopologyGraphError
 from planner.client import URL_ENV, PlannerClient, PlannerClientError
 from topologies import conf as keys
 from topologies.errors import TopologyError
@@ -60,15 +61,19 @@ def replan(
         with connect(address, LEADER_TIMEOUT_S) as client:
             info = client.topology_info(running.id)
             topology_conf = client.topology_conf(running.id)
+            catalog_name = topology_conf.get(keys.TOPOLOGY)
+            user_topology = None if catalog_name else client.user_topology(running.id)
         profiles = topology_conf.get(keys.PROFILES)
-        catalog_name = topology_conf.get(keys.TOPOLOGY)
-        if not profiles or not catalog_name:
-            raise ReplanError(f"topology {name!r} was not submitted for the planner (its conf lacks "
-                              f"{keys.PROFILES if not profiles else keys.TOPOLOGY}); submit it with `hetsched submit --profiles`")
+        if not profiles:
+            raise ReplanError(f"topology {name!r} was not submitted for the planner (its conf lacks {keys.PROFILES}); "
+                              "submit it with `hetsched submit --profiles`, or give it that conf key")
+        from observe.topology_graph import planner_topology as graph_topology
         from topologies.catalog import lookup, planner_topology
 
-        topology = planner_topology(lookup(catalog_name))
         now = RunningPlacement.of(executor_places(info, machine_of_host))
+        # a catalog topology as the catalog says; any other (Java, Flux) as Nimbus keeps it, its counts free
+        topology = (planner_topology(lookup(catalog_name)) if catalog_name
+                    else graph_topology(name, user_topology, topology_conf, now.executors, fixed=False))
         url = planner or topology_conf.get(keys.PLANNER_URL)
         with PlannerClient(url) as planner_client:
             base_load = planner_client.get_profile_set(profiles).source.get(BASE_LOAD_KEY) or {}
@@ -102,7 +107,7 @@ def replan(
                                                      "in_flight_at_rebalance": result.in_flight_at_rebalance})
             if not as_json:
                 _print_replacement(result)
-    except (TopologyError, ReplanError, PlannerClientError, NimbusError, ReplacementError) as exc:
+    except (TopologyError, TopologyGraphError, ReplanError, PlannerClientError, NimbusError, ReplacementError) as exc:
         raise _fail(str(exc)) from None
     if as_json:
         print(json.dumps(report, indent=2, default=str))

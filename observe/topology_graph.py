@@ -36,9 +36,10 @@ def grouping_name(grouping: Any) -> str:
 
 
 def planner_topology(name: str, user_topology: Any, conf: Mapping[str, Any],
-                     executors: Mapping[str, int]) -> Topology:
+                     executors: Mapping[str, int], fixed: bool = True) -> Topology:
     """The planner's topology of a running one: ``user_topology`` is Nimbus's ``getUserTopology`` answer,
-    ``conf`` its topology conf, ``executors`` each user component's executor count as it runs now."""
+    ``conf`` its topology conf, ``executors`` each user component's executor count as it runs now, kept as
+    its fixed parallelism (to predict the running placement) unless ``fixed`` is False (to plan new counts)."""
     profiles = conf.get(COMPONENT_PROFILES) or {}
     if not isinstance(profiles, Mapping):
         raise TopologyGraphError(f"{COMPONENT_PROFILES} of {name} must map component ids to profile keys, "
@@ -52,7 +53,8 @@ def planner_topology(name: str, user_topology: Any, conf: Mapping[str, Any],
                 continue
             hint = specs[cid].common.parallelism_hint
             count = executors.get(cid) or int(hint or 1)
-            components.append(Component(id=cid, kind=kind, profile=str(profiles.get(cid, cid)), parallelism=count))
+            components.append(Component(id=cid, kind=kind, profile=str(profiles.get(cid, cid)),
+                                        parallelism=count if fixed else None))
     if not components:
         raise TopologyGraphError(f"{name} has no spout or bolt of its own")
     known = {c.id for c in components}

@@ -19,6 +19,7 @@ from observe.nimbus import cluster_summary
 from topologies.errors import TopologyError
 from topologies.plans import check_profile_set
 from topologies.submit import STORM_STATS_FREQUENCY_S, count_window, stats_frequency_s
+from tests.fixtures.storm_thrift import linear_storm_topology
 
 runner = CliRunner()
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
@@ -39,21 +40,6 @@ def executor(component: str, task: int, host: str, port: int) -> st.ExecutorSumm
 
 LINEAR_PLACEMENT = [("spout", 1, "127.0.0.3", 6700), ("low", 2, "127.0.0.3", 6700), ("mid", 3, "127.0.0.2", 6700),
                     ("high", 4, "127.0.0.3", 6700), ("__acker", 5, "127.0.0.2", 6700)]
-
-
-def linear_storm_topology() -> st.StormTopology:
-    """Linear as Nimbus keeps any submitted topology: spout -> low -> mid -> high, shuffle, one executor each."""
-    def common(source: str | None) -> st.ComponentCommon:
-        inputs = {} if source is None else {st.GlobalStreamId(componentId=source, streamId="default"):
-                                            st.Grouping(shuffle=st.NullStruct())}
-        return st.ComponentCommon(inputs=inputs, streams={}, parallelism_hint=1)
-
-    java = st.ComponentObject(serialized_java=b"java")
-    return st.StormTopology(
-        spouts={"spout": st.SpoutSpec(spout_object=java, common=common(None))},
-        bolts={b: st.Bolt(bolt_object=java, common=common(src)) for b, src in (("low", "spout"), ("mid", "low"),
-                                                                              ("high", "mid"))},
-        state_spouts={})
 
 
 class FakeThriftNimbus:

@@ -88,8 +88,9 @@ _MACHINES = {"host-s": ("m-small-1", "small", 1), "host-m": ("m-medium-1", "medi
              "host-l": ("m-large-1", "large", 4)}
 
 
-def _scripted(monkeypatch, tmp_path, profiles: str):
-    """Linear running with one executor per component (4 tasks each), all on the small machine."""
+def _scripted(monkeypatch, tmp_path, profiles: str, conf: dict | None = None):
+    """Linear running with one executor per component (4 tasks each), all on the small machine; ``conf`` its
+    topology conf (default: as hetsched submit gives it)."""
     yamls = []
     for host, (machine, mtype, cores) in _MACHINES.items():
         path = tmp_path / f"{machine}.yaml"
@@ -115,7 +116,12 @@ def _scripted(monkeypatch, tmp_path, profiles: str):
             return SimpleNamespace(executors=executors, sched_status="hetsched: placed by planner")
 
         def topology_conf(self, topology_id):
-            return {"hetsched.profiles": profiles, "hetsched.topology": "linear"}
+            return conf if conf is not None else {"hetsched.profiles": profiles, "hetsched.topology": "linear"}
+
+        def user_topology(self, topology_id):
+            from tests.fixtures.storm_thrift import linear_storm_topology
+
+            return linear_storm_topology()
 
     monkeypatch.setattr(replan_cmd, "connect", lambda address, timeout: FakeNimbus())
     return yamls
@@ -186,3 +192,28 @@ def test_a_topology_that_is_not_running_is_one_sentence(monkeypatch, tmp_path, p
     result = CliRunner().invoke(app, ["replan", "nope", "--planner", planner_service.url, *yamls])
     assert result.exit_code == 1
     assert "no topology named 'nope' is running on Nimbus nimbus:6627 (running: linear)" in result.output
+
+
+def test_a_topology_hetsched_did_not_submit_is_planned_from_the_structure_nimbus_keeps(
+        monkeypatch, tmp_path, planner_service):
+    """A Java or Flux topology: no hetsched.topology, its profile keys from hetsched.component.profiles; the same
+    plan as for the catalog's Linear."""
+    profiles = _profiles(planner_service)
+    monkeypatch.setattr(replan_cmd, "replace_drained", lambda *a, **k: pytest.fail("a dry run re-placed"))
+    args = ["replan", "linear", "--dry-run", "--json", "--planner", planner_service.url]
+    catalog = json.loads(CliRunner().invoke(app, [*args, *_scripted(monkeypatch, tmp_path, profiles)]).output)
+    java_conf = {"hetsched.profiles": profiles, "hetsched.component.profiles": {
+        "low": "lowCompute", "mid": "midCompute", "high": "highCompute"}}
+    result = CliRunner().invoke(app, [*args, *_scripted(monkeypatch, tmp_path, profiles, java_conf)])
+    assert result.exit_code == 0, result.output
+    java = json.loads(result.output)
+    assert java["current_rate"] == pytest.approx(catalog["current_rate"])
+    assert java["planned_rate"] == pytest.approx(catalog["planned_rate"])
+    assert java["executors_planned"] == catalog["executors_planned"]
+
+
+def test_a_topology_without_a_profile_set_is_one_sentence(monkeypatch, tmp_path, planner_service):
+    yamls = _scripted(monkeypatch, tmp_path, "default-cluster", {"topology.workers": 3})
+    result = CliRunner().invoke(app, ["replan", "linear", "--planner", planner_service.url, *yamls])
+    assert result.exit_code == 1
+    assert "its conf lacks hetsched.profiles" in result.output
