@@ -17,8 +17,8 @@ from planner.client import TOKEN_ENV, URL_ENV, put_summary
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
-APPLIED_BY = ("kill and resubmit with the plan id (the drained re-placement by Storm rebalance of the re-planning work, "
-              "issue 15, is not merged here yet)")
+APPLIED_BY = ("kill and resubmit with the plan id (a catalog topology submitted afresh; `hetsched replan` re-places a "
+              "running topology drained instead, without a restart)")
 
 
 def _fail(message: str) -> typer.Exit:
