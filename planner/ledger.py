@@ -173,9 +173,12 @@ def registration_of(problem: Problem, placement: Placement, spec: TenantSpec, pl
     """
     loads = linear_loads(problem, placement)
     worker_load = worker_load or {}
+    # every machine with an instance runs a worker of the topology, even one whose instances cost nothing
+    # in the model (Storm's __acker without a profile): it pays the worker there too
+    hosting = {m for placed in placement.values() for m in placed}
     machines = {}
     for w, machine in enumerate(problem.cluster.machines):
-        if loads.a_w[w] > 0 or loads.b_w[w] > 0:
+        if loads.a_w[w] > 0 or loads.b_w[w] > 0 or machine.id in hosting:
             machines[machine.id] = MachineShare(slope=float(loads.a_w[w]), fixed=float(loads.b_w[w]),
                                                 worker=float(worker_load.get(machine.type, 0.0)),
                                                 capacity=float(problem.limit[w]), type=machine.type)

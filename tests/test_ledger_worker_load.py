@@ -65,3 +65,24 @@ def test_the_service_charges_each_tenant_its_worker_on_every_machine_it_uses(cli
         assert sum(m["loads"].values()) <= m["capacity"] + 1e-3
         for load in m["loads"].values():
             assert load >= BASE[types[m["id"]]] - 1e-3  # its own worker at least
+
+
+def test_a_machine_hosting_only_an_instance_that_costs_nothing_still_pays_the_worker():
+    from planner.ledger import registration_of
+    from planner.model import Cluster, PlanOptions, ProfileEntry, TenantSpec, Topology
+    from planner.problem import compile_problem
+    from planner.profiles import ProfileTable
+    from tests.fixtures.service import small_profiles
+
+    body = small_plan_request()
+    entries = small_profiles()["entries"] + [{"profile": "idle", "machine_type": t, "e": 0.0, "met": 0.0, "alpha": 1.0}
+                                             for t in ("slow", "fast")]
+    topology = Topology.model_validate({**body["topology"], "components": body["topology"]["components"] + [
+        {"id": "__acker", "kind": "bolt", "profile": "idle"}]})
+    problem = compile_problem(topology, Cluster.model_validate(body["cluster"]), ProfileTable.from_entries([ProfileEntry.model_validate(e) for e in entries]),
+                              PlanOptions())
+    placement = {"spout": ["m1"], "low": ["m1"], "high": ["m1"], "__acker": ["m0"]}
+    registration = registration_of(problem, placement, TenantSpec(), None, worker_load=BASE)
+    assert set(registration.machines) == {"m0", "m1"}
+    assert registration.machines["m0"].slope == 0 and registration.machines["m0"].fixed == 0
+    assert registration.machines["m0"].worker == BASE["slow"]
