@@ -3,10 +3,10 @@
 The profile set's machine base load (supervisor and one idle worker JVM, docs/profiling.md) is
 taken off each machine's capacity once. This measures whether a second topology's worker on the
 same machine costs it again: the supervisors alone, then one copy of Linear, then two, each
-placed by the plugin as a tenant and paced at a low rate, so the work of their tuples is small
-and predicted (the ledger's loads). Per machine and phase it prints the measured CPU, the
-ledger's predicted load of the tuples' work, the overhead (measured less predicted) and the
-workers running there; the overhead's growth per worker is what each worker costs.
+placed by the plugin as a tenant and paced at a low rate, so the work of their tuples is small.
+Per machine and phase it prints the measured CPU, the ledger's loads ("work": MET + slope * R,
+plus each tenant's worker base load where the planner charges it), the overhead (measured less
+work) and the workers running there; compare each copy's measured increment with its predicted one.
 
 Run under the machine-wide lock:
     flock /tmp/hetsched-live.lock .venv/bin/python benchmarks/worker_base_load.py --port-base 31000 \
@@ -145,8 +145,8 @@ def phase(console, label, handle, address, machines, hosts, names, url, args) ->
 
 
 def summarize(console, phases: list[dict], base_load: dict, machines: dict) -> None:
-    table = Table(title="machine CPU, percent of the machine: measured; work = the ledger's predicted load of the "
-                        "tuples (MET + slope * R); overhead = measured - work")
+    table = Table(title="machine CPU, percent of the machine: measured; work = the ledger's loads (MET + slope * R "
+                        "+ each tenant's worker base load); overhead = measured - work")
     table.add_column("machine")
     table.add_column("base load (profile)", justify="right")
     for p in phases:
