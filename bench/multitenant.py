@@ -250,7 +250,8 @@ def change_priority(scheduler: str, name: str, priority: int, nimbus: Nimbus, pl
         except httpx.HTTPError as exc:
             return f"the planner did not take the change: {exc}"
         if answer.status_code == 404:
-            return "the planner has no tenant ledger yet (404): nothing changed"
+            return (f"the planner has no tenant {name} (404: no ledger, or {name} was never planned as a tenant): "
+                    "nothing changed")
         return f"planner PUT /v1/tenants/{name}/priority answered {answer.status_code}"
     if scheduler == "sps":
         return "SPS is static: priorities as submitted, nothing changed"
@@ -455,7 +456,7 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                  on_saved: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Every scheduler of ``settings`` in turn on one cluster (restarted per scheduler) and one planner; the result."""
     reporter = reporter or QuietReporter()
-    out = Path(settings.out_dir)
+    out = Path(settings.out_dir).resolve()  # Nimbus reads the DPS priority file in it by absolute path
     try:
         private_folder(out)
     except OSError as exc:

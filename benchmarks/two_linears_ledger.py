@@ -9,8 +9,8 @@ rates. Prints, per phase, each copy's predicted and measured sink throughput and
 predicted and measured CPU.
 
 Run under the machine-wide lock:
-    flock /work/wt/live.lock .venv/bin/python benchmarks/two_linears_ledger.py \
-        --out docs/results/measurements/issue16/two-linears-1.txt
+    flock /tmp/hetsched-live.lock .venv/bin/python benchmarks/two_linears_ledger.py --port-base 31000 \
+        --home /tmp/s7-tenants/cluster --out docs/results/measurements/issue16/two-linears-2.txt
 """
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ class Copy:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="Where the raw output goes (also printed).")
-    parser.add_argument("--home", type=Path, default=Path("/tmp/s5-tenants/cluster"))
-    parser.add_argument("--port-base", type=int, default=27100)
+    parser.add_argument("--home", type=Path, default=Path("/tmp/s7-tenants/cluster"))
+    parser.add_argument("--port-base", type=int, default=31000)
     parser.add_argument("--warmup", type=float, default=30.0, help="Seconds after both run before the window.")
     parser.add_argument("--window", type=float, default=60.0, help="Seconds of the measurement window.")
     parser.add_argument("--targets", default="18,12", help="Target rates of the two copies (tuples/s).")
@@ -90,7 +90,7 @@ def main() -> int:
     record = io.StringIO()
     console = Console(file=Tee(sys.stdout, record), width=160, highlight=False)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path("/tmp/s5-tenants/run")
+    work = args.home.parent / "run"
     work.mkdir(parents=True, exist_ok=True)
     spec = load_spec()
     spec = spec.model_copy(update={"machine_types": [t.model_copy(update={"slots": args.slots}) for t in spec.machine_types]})
@@ -156,7 +156,7 @@ def main() -> int:
             console.print(table)
         rates, cpu = measure_window(address, handle, machines, [c.name for c in copies], entry, args)
         report(console, "after", ledger_rates(ledger), rates, ledger_machines(ledger, machines, base_load), cpu,
-               capacity={m.id: m.capacity + base_load.get(m.type, 0.0) for m in ledger.machines})
+               capacity={m.id: m.capacity for m in ledger.machines})
 
         console.rule(f"admission: {third.name} (priority {third.priority}) asks for a minimum of {third.min_rate:g} tuples/s")
         submit(SubmitRequest("linear", name=third.name, parallelism=parallelism, rate=third.target_rate,
@@ -172,7 +172,7 @@ def main() -> int:
             ledger_now = client.ledger()
         report(console, "admission", ledger_rates(ledger_now), rates_after,
                ledger_machines(ledger_now, machines, base_load), cpu_after,
-               capacity={m.id: m.capacity + base_load.get(m.type, 0.0) for m in ledger_now.machines},
+               capacity={m.id: m.capacity for m in ledger_now.machines},
                earlier=rates)
         kill_all(address, [c.name for c in copies] + [third.name])
         time.sleep(8)
@@ -281,8 +281,10 @@ def ledger_rates(ledger: Ledger) -> dict[str, float]:
 
 
 def ledger_machines(ledger: Ledger, machines, base_load) -> dict[str, float]:
+    """Each machine's predicted CPU: the ledger's loads, each tenant's own worker base load included; the base
+    load alone where no tenant runs."""
     by_id = {m.id: m for m in ledger.machines}
-    return {m: base_load.get(t, 0.0) + (sum(by_id[m].loads.values()) if m in by_id else 0.0)
+    return {m: sum(by_id[m].loads.values()) if m in by_id and by_id[m].loads else base_load.get(t, 0.0)
             for m, (t, _) in machines.items()}
 
 

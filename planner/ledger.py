@@ -42,11 +42,15 @@ def _finite_or_none(rate: float) -> float | None:
 
 
 class MachineShare(_Model):
-    """One machine under a tenant's placement: its load ``fixed + slope * R`` and its capacity (limit)."""
+    """One machine under a tenant's placement: its load ``fixed + worker + slope * R`` and its capacity (limit)."""
 
     slope: NonNegativeFloat = Field(le=MAX_PERCENT, description="Percent of the machine per tuple/s of the topology's input rate.")
     fixed: NonNegativeFloat = Field(default=0.0, le=MAX_PERCENT, description="Percent of the machine at any rate (the instances' MET).")
-    capacity: NonNegativeFloat = Field(le=MAX_PERCENT, description="The machine's limit, capacity * max_utilization, percent.")
+    worker: NonNegativeFloat = Field(default=0.0, le=MAX_PERCENT, description=(
+        "Percent of the machine the topology's own worker costs at any rate: the machine base load, which every "
+        "topology's worker on a machine costs again (docs/model.md, \"Many topologies\")."))
+    capacity: NonNegativeFloat = Field(le=MAX_PERCENT, description=(
+        "The machine's limit, capacity * max_utilization, percent: planned on 100 less one worker's base load."))
     type: Name
 
 
@@ -65,7 +69,7 @@ class TenantRecord(TenantRegistration):
 
     def tenant(self) -> Tenant:
         return Tenant(self.topology, slope={w: m.slope for w, m in self.machines.items()},
-                      fixed={w: m.fixed for w, m in self.machines.items()}, priority=self.priority,
+                      fixed={w: m.fixed + m.worker for w, m in self.machines.items()}, priority=self.priority,
                       min_rate=self.min_rate, target_rate=self.target_rate,
                       rate_cap=math.inf if self.rate_cap is None else self.rate_cap, arrival=self.registered_at)
 
@@ -87,8 +91,10 @@ class LedgerTenant(_Model):
 class LedgerMachine(_Model):
     id: str
     type: str
-    capacity: float = Field(description="Percent of the machine the tenants may fill (capacity * max_utilization).")
-    loads: dict[str, float] = Field(description="Topology -> its predicted percent at its rate.")
+    capacity: float = Field(description="Percent of the machine the tenants may fill: capacity * max_utilization, "
+                                        "plus the one worker's base load the capacity was lowered by.")
+    loads: dict[str, float] = Field(description="Topology -> its predicted percent at its rate, its own worker's base "
+                                                "load included.")
     free: float = Field(description="capacity less the loads, percent.")
 
 
@@ -120,10 +126,14 @@ class PriorityAnswer(_Model):
 
 
 def capacities(records: Iterable[TenantRecord]) -> dict[str, float]:
-    """Each machine's limit as the newest registration naming it saw it."""
+    """Each machine's limit as the newest registration naming it saw it, plus the worker base load taken off it.
+
+    The caller plans on 100 less one worker's base load; the ledger charges every tenant its
+    own worker instead, so that one is given back here (one tenant alone is planned as before).
+    """
     out: dict[str, float] = {}
     for r in sorted(records, key=lambda r: r.registered_at):
-        out.update({w: m.capacity for w, m in r.machines.items()})
+        out.update({w: m.capacity + m.worker for w, m in r.machines.items()})
     return out
 
 
@@ -154,13 +164,23 @@ def ledger_of(records: Sequence[TenantRecord], mode: ShareMode, ttl_s: float, no
     return Ledger(mode=mode, ttl_s=ttl_s, machines=machines, tenants=tenants)
 
 
-def registration_of(problem: Problem, placement: Placement, spec: TenantSpec, plan_id: str | None) -> TenantRegistration:
-    """A placement's load on every machine it uses, as linear functions of R (``planner.simulator.linear_loads``)."""
+def registration_of(problem: Problem, placement: Placement, spec: TenantSpec, plan_id: str | None,
+                    worker_load: Mapping[str, float] | None = None) -> TenantRegistration:
+    """A placement's load on every machine it uses, as linear functions of R (``planner.simulator.linear_loads``).
+
+    ``worker_load`` (machine type -> percent, the profile set's machine base load) is what the
+    topology's own worker costs each machine it uses.
+    """
     loads = linear_loads(problem, placement)
+    worker_load = worker_load or {}
+    # every machine with an instance runs a worker of the topology, even one whose instances cost nothing
+    # in the model (Storm's __acker without a profile): it pays the worker there too
+    hosting = {m for placed in placement.values() for m in placed}
     machines = {}
     for w, machine in enumerate(problem.cluster.machines):
-        if loads.a_w[w] > 0 or loads.b_w[w] > 0:
+        if loads.a_w[w] > 0 or loads.b_w[w] > 0 or machine.id in hosting:
             machines[machine.id] = MachineShare(slope=float(loads.a_w[w]), fixed=float(loads.b_w[w]),
+                                                worker=float(worker_load.get(machine.type, 0.0)),
                                                 capacity=float(problem.limit[w]), type=machine.type)
     thread = rate_limits(loads.thread_limit_i, loads.a_i, loads.b_i)
     cap = float(np.min(thread)) if thread.size else math.inf

@@ -41,10 +41,11 @@ def current_tenants(storage: Storage, settings: ServiceSettings, now: float) -> 
     return storage.tenants(expire_before=now - settings.tenant_ttl_s)
 
 
-def request_limits(cluster: Cluster, options: PlanOptions) -> dict[str, float]:
-    """Each machine's limit, capacity * max_utilization, percent."""
+def request_limits(cluster: Cluster, options: PlanOptions, worker_load: Mapping[str, float]) -> dict[str, float]:
+    """Each machine's limit, capacity * max_utilization, plus its worker base load (as ``ledger.capacities``), percent."""
     types = {t.name: t for t in cluster.machine_types}
-    return {m.id: types[m.type].capacity * options.max_utilization for m in cluster.machines}
+    return {m.id: types[m.type].capacity * options.max_utilization + worker_load.get(m.type, 0.0)
+            for m in cluster.machines}
 
 
 def used_by(allocation: Allocation, at_minimum: Sequence[TenantRecord] | None = None) -> dict[str, float]:
@@ -54,32 +55,37 @@ def used_by(allocation: Allocation, at_minimum: Sequence[TenantRecord] | None = 
         for r in at_minimum:
             if r.topology in allocation.rates:
                 for w, m in r.machines.items():
-                    used[w] = used.get(w, 0.0) + m.fixed + m.slope * r.min_rate
+                    used[w] = used.get(w, 0.0) + m.fixed + m.worker + m.slope * r.min_rate
         return used
     return {w: sum(loads.values()) for w, loads in allocation.loads.items()}
 
 
-def registration_for(request: PlanRequest, entries: list[ProfileEntry], plan: Plan) -> TenantRegistration:
+def registration_for(request: PlanRequest, entries: list[ProfileEntry], plan: Plan,
+                     worker_load: Mapping[str, float]) -> TenantRegistration:
     """The plan's load on every machine of the request's own cluster (not the derived one it was planned on)."""
     assert request.tenant is not None
     problem = compile_problem(request.topology, request.cluster, ProfileTable.from_entries(entries), request.options)
-    return registration_of(problem, placement_of_plan(plan), request.tenant, plan.id)
+    return registration_of(problem, placement_of_plan(plan), request.tenant, plan.id, worker_load)
 
 
 async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused: Plan | None, plan_on: PlanOn,
-                      storage: Storage, settings: ServiceSettings) -> tuple[Plan, TenantRecord]:
+                      storage: Storage, settings: ServiceSettings,
+                      worker_load: Mapping[str, float] | None = None) -> tuple[Plan, TenantRecord]:
     """Plan (or take the reused placement of) a tenant on what the others leave; 409 when it is not admitted.
 
     First on what the others use at their shares now; if that cannot hold its minimum, on what
-    their minimums leave (their shares then shrink). The record is not stored here.
+    their minimums leave (their shares then shrink). ``worker_load`` (machine type -> percent,
+    the profile set's base load) is charged for its worker on every machine it uses. The record
+    is not stored here.
     """
+    worker_load = worker_load or {}
     assert request.tenant is not None
     name = request.topology.name
     now = time.time()
     records = await anyio.to_thread.run_sync(current_tenants, storage, settings, now)
     previous = next((r for r in records if r.topology == name), None)
     others = [r for r in records if r.topology != name]
-    capacity = {**capacities(others), **request_limits(request.cluster, request.options)}
+    capacity = {**capacities(others), **request_limits(request.cluster, request.options, worker_load)}
     now_shared = allocation_of(others, settings.share_mode, capacity)
     plan = reused
     if plan is None:
@@ -98,7 +104,7 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
         if plan is None:
             raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: the other tenants' "
                                "minimum rates leave no machine with room")
-    registration = await anyio.to_thread.run_sync(registration_for, request, entries, plan)
+    registration = await anyio.to_thread.run_sync(registration_for, request, entries, plan, worker_load)
     record = TenantRecord(**registration.model_dump(), topology=name,
                           registered_at=previous.registered_at if previous else now, heartbeat_at=now)
     allocation = allocation_of(others + [record], settings.share_mode, capacity)

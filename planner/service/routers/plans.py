@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Depends, Response
 
 from planner.errors import PlanningError
 from planner.model import Plan, PlanOptions, PlanRequest
+from planner.profiles import machine_base_load
 from planner.service import examples
 from planner.service.deps import get_planning_pool, get_settings, get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
@@ -114,12 +115,21 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     async def plan_on(cluster, entries):
         return await planner.plan(request.topology, cluster, entries, request.strategy, options)
 
-    plan, record = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings)
+    worker_load = await anyio.to_thread.run_sync(_base_load, profiles, storage)
+    plan, record = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings, worker_load)
     plan = await anyio.to_thread.run_sync(storage.save_plan, plan.model_copy(update={"profiles": plan.profiles or profiles.ref}))
     await anyio.to_thread.run_sync(storage.put_tenant, record.model_copy(update={"plan_id": plan.id}))
     log.info("tenant %s registered: plan %s, rate %s tuples/s, priority %d", record.topology, plan.id,
              plan.stats["tenancy"]["rate"], record.priority)
     return plan
+
+
+def _base_load(profiles: ResolvedProfiles, storage: Storage) -> dict[str, float]:
+    """The stored set's machine base load (what each topology's worker costs a machine); none for inline entries."""
+    if profiles.ref is None:
+        return {}
+    stored = storage.get_profile_set(profiles.ref.name, profiles.ref.version)
+    return machine_base_load(stored) if stored is not None else {}
 
 
 @router.get("/{plan_id}", response_model=Plan, responses={404: {"model": ErrorBody, "description": "No plan has this id."}})
