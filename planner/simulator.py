@@ -59,21 +59,26 @@ def memory_over(problem: Problem, used_mb: np.ndarray) -> np.ndarray:
 def memory_report(problem: Problem, used_mb: np.ndarray) -> dict:
     """What ``stats["memory"]`` says: machines over their memory, machines where memory binds, the tightest one.
 
-    Memory binds on a machine when no further instance of any component that needs memory fits there.
+    Memory binds on a machine when one more instance of some component (``no_room_for``) would not fit there.
     """
     limited = np.flatnonzero(np.isfinite(problem.memory_limit))
     free = problem.memory_limit - used_mb
-    needs = problem.memory[problem.memory > 0]
-    smallest = float(needs.min()) if needs.size else 0.0
-    over = [w for w in limited if free[w] < -MEMORY_SLACK_MB]
-    binding = [w for w in limited if free[w] >= -MEMORY_SLACK_MB and smallest > 0
-               and free[w] - (problem.worker_memory if used_mb[w] == 0 else 0.0) < smallest - MEMORY_SLACK_MB]
+    needs = np.flatnonzero(problem.memory > 0)
 
     def row(w: int) -> dict:
         return {"machine": problem.machine_ids[w], "used_mb": float(used_mb[w]),
                 "capacity_mb": float(problem.memory_limit[w])}
 
-    report: dict = {"over": [row(w) for w in over], "binding": [row(w) for w in binding]}
+    over = [row(w) for w in limited if free[w] < -MEMORY_SLACK_MB]
+    binding = []
+    for w in limited:
+        if free[w] < -MEMORY_SLACK_MB:
+            continue
+        worker = problem.worker_memory if used_mb[w] == 0 else 0.0
+        no_room = [problem.component_ids[c] for c in needs if problem.memory[c] + worker > free[w] + MEMORY_SLACK_MB]
+        if no_room:
+            binding.append({**row(w), "no_room_for": no_room})
+    report: dict = {"over": over, "binding": binding}
     if limited.size:
         report["tightest"] = row(int(limited[np.argmin(free[limited] / problem.memory_limit[limited])]))
     return report
