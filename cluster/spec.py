@@ -129,12 +129,13 @@ class ClusterSpec(_Spec):
     def planner_cluster(self, base_load: Mapping[str, float] | None = None) -> Cluster:
         """The same cluster in the planner's model: a machine's capacity is its whole quota (100)
         less its type's base load, percent (planner.profiles.machine_base_load), where one is given; its memory
-        Storm's ``supervisor.memory.capacity.mb`` (it binds only topologies that declare memory)."""
+        Storm's ``supervisor.memory.capacity.mb`` where the type has a ``memory_limit_mb`` (its machines really
+        hold no more), else none (unlimited)."""
         base_load = base_load or {}
         return Cluster(
             machine_types=[
                 MachineType(name=t.name, capacity=100.0 - base_load.get(t.name, 0.0), cores=t.cpu_cores, slots=t.slots,
-                            memory_mb=t.memory_mb)
+                            memory_mb=t.memory_mb if t.memory_limit_mb is not None else None)
                 for t in self.machine_types
             ],
             machines=[Machine(id=machine_id, type=t.name) for machine_id, t in self.machine_ids()],
