@@ -60,7 +60,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="Where the raw output goes (also printed).")
     parser.add_argument("--home", type=Path, default=Path("/tmp/s7-memory/cluster"))
-    parser.add_argument("--port-base", type=int, default=33000)
+    parser.add_argument("--port-base", type=int, default=23300,
+                        help="Below the kernel's ephemeral range (32768+), which the local cluster refuses.")
     parser.add_argument("--schedulers", default=",".join(SCHEDULERS))
     parser.add_argument("--holds", type=int, default=4, help="MemoryBolt executors.")
     parser.add_argument("--hold-mb", type=int, default=400, help="MB each MemoryBolt really holds.")

@@ -36,14 +36,20 @@ public class MemoryBolt extends CpuWorkBolt {
     @Override
     public void prepare(Map<String, Object> topoConf, TopologyContext context) {
         super.prepare(topoConf, context);
-        held = new ArrayList<>(memoryMb);
-        for (int i = 0; i < memoryMb; i++) {
+        held = hold(memoryMb);
+    }
+
+    /** {@code mb} blocks of 1 MB, every page written: resident, not only reserved. */
+    static List<byte[]> hold(int mb) {
+        List<byte[]> blocks = new ArrayList<>(mb);
+        for (int i = 0; i < mb; i++) {
             byte[] block = new byte[MB];
             for (int at = 0; at < MB; at += PAGE) {
-                block[at] = (byte) (i + at); // touched: resident, not only reserved
+                block[at] = (byte) (i + at);
             }
-            held.add(block);
+            blocks.add(block);
         }
+        return blocks;
     }
 
     /** MB held now (0 before prepare). */
