@@ -48,7 +48,8 @@ def pack(problem: Problem, fluid: FluidInput, counts: Counts, flows: np.ndarray,
     """Instances for input rate ``rate`` (tuples/s), placed type by type as the LP flows say, least loaded machine first.
 
     ``size`` (C, T): instance sizes, tuples/s. Returns (instances per component
-    and machine, whether some instance had to overload a machine).
+    and machine, whether some instance had to overload a machine). Where memory is full, a component whose
+    count is free gets fewer instances (at least one) rather than overload a machine's memory.
     """
     types, unit_input = fluid.types, fluid.unit_input
     n_components, n_machines = problem.n_components, problem.n_machines
@@ -100,7 +101,11 @@ def pack(problem: Problem, fluid: FluidInput, counts: Counts, flows: np.ndarray,
                 frac = (load[machines] + item) / problem.limit[machines]
                 fits = fits_within(frac, 1.0)
                 if memory is not None:
-                    fits &= memory.fits(c, machines)
+                    room = memory.fits(c, machines)
+                    if not room.any() and not problem.fixed[c] and hosts[c].sum() > 0:
+                        overflow = True  # memory is full: fewer instances of c than the target rate wants
+                        break
+                    fits &= room
                 pool = np.flatnonzero(fits) if fits.any() else np.arange(len(machines))
                 overflow |= not fits.any()
                 take = min(left, pool.size)
