@@ -136,10 +136,11 @@ def run_one(console: Console, spec, scheduler: str, url: str, conf: dict, args) 
                                     profiles=PROFILES if scheduler == "plugin" else None,
                                     planner_url=url if scheduler == "plugin" else None,
                                     profile_keys=PROFILE_KEYS, conf=conf, metrics=False)
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
         submitted = submit_java(request, address)
         console.print(f"submitted {submitted.name} ({submitted.topology_id}); executors {submitted.executors}")
         samples = watch(console, cluster, address, submitted.topology_id, hosts, args.run)
-        return report(console, cluster, samples, hosts, scheduler, url, name, args)
+        return report(console, cluster, samples, hosts, scheduler, url, name, args, since)
     finally:
         cluster.down()
 
@@ -164,14 +165,14 @@ def watch(console: Console, cluster: LocalCluster, address, topology_id: str, ho
                   "machines": machines}
         samples.append(sample)
         placed = ", ".join(f"{h}" for h, _, _ in sample["holds"])
-        console.print(f"t={sample['t']:5.0f}s holds on [{placed}] executed {sum(x for _, x, _ in sample['holds'])}; "
+        console.print(f"t={sample['t']:5.0f}s holds on ({placed}) executed {sum(x for _, x, _ in sample['holds'])}; "
                       + "; ".join(f"{mid} {v['usage_in_bytes'] / 2**20:.0f} MB used, {v['rss'] / 2**20:.0f} MB rss, "
                                   f"oom_kill {v.get('oom_kill', '?')}" for mid, v in machines.items()))
     return samples
 
 
 def report(console: Console, cluster: LocalCluster, samples: list[dict], hosts: dict[str, str], scheduler: str,
-           url: str, name: str, args) -> str:
+           url: str, name: str, args, since: str) -> str:
     last = samples[-1]
     table = Table(title=f"{scheduler}: each machine over the run")
     for column in ("machine", "hold bolts (last)", "peak MB", "limit MB", "hit the limit", "OOM kills"):
@@ -192,24 +193,29 @@ def report(console: Console, cluster: LocalCluster, samples: list[dict], hosts: 
     console.print(f"hold bolts executed {executed} tuples in the last {tail[-1]['t'] - tail[0]['t']:.0f} s; "
                   f"executor uptimes went back {restarts} times (worker restarts); OOM kills {kills}")
     for m in cluster.layout.machines:
-        lines = _worker_exits(cluster.layout.log_file(m.id))
+        lines = _worker_exits(cluster.layout.log_file(m.id), since)
         if lines:
             console.print(f"{m.id} supervisor log, worker exits ({len(lines)}): " + " | ".join(lines[:3]))
     if scheduler == "plugin":
-        with PlannerClient(url) as client:
-            binding = client.binding(name)
-            if binding and binding.get("plan_id"):
-                plan = client.get_plan(binding["plan_id"])
-                console.print(f"the plugin's plan {plan.id} ({plan.strategy}): " + ", ".join(
-                    f"{m.id} {m.memory_mb:.0f} of {m.memory_capacity_mb:.0f} MB" for m in plan.machines
-                    if m.memory_mb is not None and m.memory_capacity_mb is not None)
-                    + f"; stats.memory {json.dumps(plan.stats.get('memory'))}")
+        console.print(f"Nimbus status: {last['status']}")
+        found = re.search(r"plan ([0-9a-f]{32})", last["status"] or "")
+        if found:
+            with PlannerClient(url) as client:
+                console.print(plan_memory(client.get_plan(found.group(1))))
     runs = executed > 0 and kills == 0
     reason = (f"runs: {executed} tuples in the last {args.tail:g} s, no OOM kill" if runs else
               f"fails: {kills} OOM kills in the machines' cgroups, {restarts} worker restarts, "
               f"{executed} tuples in the last {args.tail:g} s")
     console.print(reason)
     return reason
+
+
+def plan_memory(plan) -> str:
+    """What the plugin's plan says about memory: each machine's MB of its capacity, and ``stats.memory``."""
+    return (f"the plugin's plan {plan.id} ({plan.strategy}): "
+            + ", ".join(f"{m.id} {m.memory_mb:.0f} of {m.memory_capacity_mb:.0f} MB" for m in plan.machines
+                        if m.memory_mb is not None and m.memory_capacity_mb is not None)
+            + f"; stats.memory {json.dumps(plan.stats.get('memory'))}")
 
 
 def _rss(pid: int) -> int:
@@ -222,13 +228,15 @@ def _rss(pid: int) -> int:
 _EXIT = re.compile(r"(exit code|exited|killed|Worker Process .* died|Shutting down and clearing)", re.IGNORECASE)
 
 
-def _worker_exits(log: Path) -> list[str]:
-    """Supervisor log lines that say a worker ended (the reason Storm gives)."""
+def _worker_exits(log: Path, since: str) -> list[str]:
+    """Supervisor log lines since ``since`` (UTC, as the log writes it) that say a worker ended (Storm's reason).
+
+    The cluster's home, and so the supervisors' logs, are kept from one scheduler's run to the next."""
     try:
         lines = log.read_text(errors="replace").splitlines()
     except OSError:
         return []
-    return [line.strip()[-200:] for line in lines if _EXIT.search(line)]
+    return [line.strip()[-200:] for line in lines if line[:19] >= since and _EXIT.search(line)]
 
 
 class Tee(io.TextIOBase):
