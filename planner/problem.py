@@ -173,8 +173,8 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
     mtypes = {t.name: t for t in cluster.machine_types}
     memory = np.array([c.memory_mb or 0.0 for c in components])
     worker_memory = float(topology.worker_memory_mb or 0.0)
-    memory_limit = np.array([np.inf if mtypes[m.type].memory_mb is None else float(mtypes[m.type].memory_mb)
-                             for m in cluster.machines])
+    type_memory = {name: np.inf if t.memory_mb is None else float(t.memory_mb) for name, t in mtypes.items()}
+    memory_limit = np.array([type_memory[m.type] for m in cluster.machines])
     return Problem(
         topology=topology,
         cluster=cluster,

@@ -69,9 +69,9 @@ def memory_report(problem: Problem, used_mb: np.ndarray) -> dict:
         return {"machine": problem.machine_ids[w], "used_mb": float(used_mb[w]),
                 "capacity_mb": float(problem.memory_limit[w])}
 
-    over = [row(w) for w in limited if free[w] < -MEMORY_SLACK_MB]
+    over = [row(int(w)) for w in limited if free[w] < -MEMORY_SLACK_MB]
     binding = []
-    for w in limited:
+    for w in map(int, limited):
         if free[w] < -MEMORY_SLACK_MB:
             continue
         worker = problem.worker_memory if used_mb[w] == 0 else 0.0

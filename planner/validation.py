@@ -134,11 +134,12 @@ def validate_memory(topology: Topology, cluster: Cluster) -> None:
     with one worker fit the memory of the machines that can hold a worker at all.
     """
     types = {t.name: t for t in cluster.machine_types}
-    limits = [types[m.type].memory_mb for m in cluster.machines]
-    if all(limit is None for limit in limits):
+    declared = [types[m.type].memory_mb for m in cluster.machines]
+    if all(limit is None for limit in declared):
         return
+    limits = [float("inf") if limit is None else limit for limit in declared]
     worker = topology.worker_memory_mb or 0.0
-    largest = max(float("inf") if limit is None else limit for limit in limits)
+    largest = max(limits)
     need = worker
     for c in topology.components:
         one = c.memory_mb or 0.0
@@ -148,7 +149,7 @@ def validate_memory(topology: Topology, cluster: Cluster) -> None:
                 f"with its worker's {worker:g} MB and the largest machine holds {largest:g} MB"
             )
         need += one * (c.parallelism or 1)
-    if any(limit is None for limit in limits):
+    if any(limit is None for limit in declared):
         return
     offered = sum(limit - worker for limit in limits if limit >= worker)
     if need - worker > offered + 1e-6:

@@ -45,7 +45,7 @@ def repair_memory(model: HostedModel, layout: Layout, free: np.ndarray) -> Layou
         occupied = hosts.sum(axis=0) > 0
         alone = hosts[:, w].sum() == 1
         best: tuple[float, np.ndarray, np.ndarray] | None = None
-        for c in np.flatnonzero(hosts[:, w]):
+        for c in map(int, np.flatnonzero(hosts[:, w])):
             if memory[c] + (worker if alone else 0.0) <= 0:
                 continue
             trials = []

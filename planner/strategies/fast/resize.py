@@ -45,10 +45,10 @@ def resize_search(model: HostedModel, start: Layout, free: np.ndarray, move_firs
             if steps >= total_steps:
                 break
             deadline.check()
-            trial = repair_memory(model, trial, free)
-            if trial is None:
+            fitting = repair_memory(model, trial, free)
+            if fitting is None:
                 continue
-            polished, taken = polish(model, trial, free, move_first, deadline, trial_steps, tuning)
+            polished, taken = polish(model, fitting, free, move_first, deadline, trial_steps, tuning)
             steps += taken
             rate = model.max_rate(polished.hosts, polished.first_machine).rate
             if rate > best_rate * (1 + RATE_REL_TOL) and (round_best is None or rate > round_best[0]):
