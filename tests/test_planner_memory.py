@@ -196,3 +196,17 @@ def _hosts(problem: Problem, placement):
         for m in machines:
             hosts[problem.component_index[cid], problem.machine_index[m]] += 1
     return hosts
+
+
+def test_hetsched_plan_shows_where_memory_binds():
+    from rich.console import Console
+
+    from hetsched.plan_cmd import plan_tables
+
+    topology, cluster, entries = _request()
+    console = Console(width=200, record=True)
+    for table in plan_tables(make_plan(topology, cluster, entries, "fast")):
+        console.print(table)
+    text = console.export_text()
+    assert "memory binds (no room for one more)" in text and "small-1: 1000 of 1024" in text
+    assert "memory MB" in text
