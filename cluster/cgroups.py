@@ -1,4 +1,5 @@
-"""CPU quotas of the machines: cgroup v1 ``cpu`` (quota) and ``cpuacct`` (usage) controllers.
+"""CPU quotas of the machines: cgroup v1 ``cpu`` (quota) and ``cpuacct`` (usage) controllers; memory limits:
+the v1 ``memory`` controller, where mounted.
 
 Each machine of a cluster is one cgroup in both hierarchies. A process that
 joins it (the supervisor, at exec) passes it to everything it starts: its
@@ -43,16 +44,20 @@ class Hierarchies:
 
     cpu: Path
     cpuacct: Path
+    memory: Path | None = None
+    """The ``memory`` controller's mount point, None where it is not mounted (no memory limits then)."""
 
-    def paths(self, cgroup: str) -> tuple[Path, Path]:
+    def paths(self, cgroup: str) -> tuple[Path, ...]:
         """The cgroup's folders, deduplicated when the controllers are co-mounted."""
-        cpu, acct = self.cpu / cgroup, self.cpuacct / cgroup
-        return (cpu,) if cpu == acct else (cpu, acct)
+        folders = [self.cpu / cgroup, self.cpuacct / cgroup]
+        if self.memory is not None:
+            folders.append(self.memory / cgroup)
+        return tuple(dict.fromkeys(folders))
 
 
 def find_hierarchies(mounts_file: Path = _PROC_MOUNTS) -> Hierarchies | None:
     """The v1 mount points of ``cpu`` and ``cpuacct``, or None if either is missing."""
-    cpu = acct = None
+    cpu = acct = memory = None
     try:
         lines = mounts_file.read_text().splitlines()
     except OSError:
@@ -66,7 +71,9 @@ def find_hierarchies(mounts_file: Path = _PROC_MOUNTS) -> Hierarchies | None:
             cpu = Path(fields[1])
         if "cpuacct" in options:
             acct = Path(fields[1])
-    return Hierarchies(cpu, acct) if cpu and acct else None
+        if "memory" in options:
+            memory = Path(fields[1])
+    return Hierarchies(cpu, acct, memory) if cpu and acct else None
 
 
 def cannot_use_reason(hierarchies: Hierarchies | None, probe: str) -> str | None:
@@ -87,11 +94,16 @@ def cannot_use_reason(hierarchies: Hierarchies | None, probe: str) -> str | None
     return None
 
 
-def create(hierarchies: Hierarchies, cgroup: str, cpu_cores: float | None, shares: int | None = None) -> None:
-    """Make the cgroup in both controllers; with ``cpu_cores`` set its CFS quota (None: no limit).
+def create(hierarchies: Hierarchies, cgroup: str, cpu_cores: float | None, shares: int | None = None,
+           memory_mb: int | None = None) -> None:
+    """Make the cgroup in every controller; with ``cpu_cores`` set its CFS quota (None: no limit), with ``memory_mb``
+    its hard memory limit (``memory.limit_in_bytes``, swap included where the kernel accounts it).
 
     ``shares`` (``cpu.shares``) default to ``SHARES_PER_CORE * cpu_cores`` for a quota, else the kernel's 1024.
     """
+    if memory_mb is not None and hierarchies.memory is None:
+        raise ClusterError(f"The cgroup v1 'memory' controller is not mounted (see {_PROC_MOUNTS}): "
+                           f"cannot hold cgroup {cgroup} to {memory_mb} MB.")
     for folder in hierarchies.paths(cgroup):
         folder.mkdir(parents=True, exist_ok=True)
     cpu = hierarchies.cpu / cgroup
@@ -102,6 +114,34 @@ def create(hierarchies: Hierarchies, cgroup: str, cpu_cores: float | None, share
         shares = round(SHARES_PER_CORE * cpu_cores)
     if shares is not None:
         set_shares(hierarchies, cgroup, shares)
+    if memory_mb is not None:
+        set_memory_limit(hierarchies, cgroup, memory_mb)
+
+
+def set_memory_limit(hierarchies: Hierarchies, cgroup: str, memory_mb: int) -> None:
+    """Hold everything in the cgroup to ``memory_mb`` MB: past it the kernel reclaims, then OOM-kills in the cgroup."""
+    assert hierarchies.memory is not None
+    folder = hierarchies.memory / cgroup
+    limit = str(memory_mb * 1024 * 1024)
+    (folder / "memory.limit_in_bytes").write_text(limit)
+    memsw = folder / "memory.memsw.limit_in_bytes"
+    if memsw.exists():
+        memsw.write_text(limit)  # no swapping past the limit either (memsw >= limit: write it after)
+
+
+def memory_events(hierarchies: Hierarchies, cgroup: str) -> dict[str, int]:
+    """The memory controller's figures of a cgroup: its limit, peak and current use (bytes), how often it hit the
+    limit (``failcnt``) and how many processes the kernel's OOM killer ended in it (``oom_kill``, newer kernels)."""
+    if hierarchies.memory is None:
+        return {}
+    folder = hierarchies.memory / cgroup
+    figures = {name: int((folder / f"memory.{name}").read_text())
+               for name in ("limit_in_bytes", "max_usage_in_bytes", "usage_in_bytes", "failcnt")}
+    for line in (folder / "memory.oom_control").read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("oom_kill", "under_oom"):
+            figures[key] = int(value)
+    return figures
 
 
 def set_shares(hierarchies: Hierarchies, cgroup: str, shares: int) -> None:

@@ -11,7 +11,7 @@ Files made (relative to the output folder, normally the repository root):
 
 - ``docker-compose.yml``: ZooKeeper, Nimbus with the plugin, the planner and
   one supervisor per machine, each with ``cpus:`` = the machine's CPU quota in
-  cores, all on one ``internal`` network; Nimbus and the planner also sit on
+  cores (and ``mem_limit:`` where its type has a ``memory_limit_mb``), all on one ``internal`` network; Nimbus and the planner also sit on
   an ``edge`` network without NAT, only so their ports can be published on
   127.0.0.1 (an internal network publishes nothing);
 - ``docker/storm/<daemon>.yaml``: each Storm daemon's storm.yaml, mounted
@@ -222,6 +222,9 @@ def deployment(
             "networks": [CLUSTER_NETWORK],
             "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{name}", CONF_IN_CONTAINER)],
         }
+        if machine.memory_limit_mb is not None:  # as the local cluster's cgroup: supervisor and workers, no swap
+            services[service]["mem_limit"] = f"{machine.memory_limit_mb}m"
+            services[service]["memswap_limit"] = f"{machine.memory_limit_mb}m"
     compose = {
         "services": services,
         "networks": {

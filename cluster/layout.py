@@ -36,6 +36,7 @@ class MachineLayout(BaseModel):
     cpu_cores: float
     slots: int
     memory_mb: int
+    memory_limit_mb: int | None = None
     host: str
     thrift_port: int
     slot_ports: list[int]
@@ -169,6 +170,7 @@ def make_layout(spec: ClusterSpec, home: Path, port_base: int) -> ClusterLayout:
             cpu_cores=t.cpu_cores,
             slots=t.slots,
             memory_mb=t.memory_mb,
+            memory_limit_mb=t.memory_limit_mb,
             host=f"127.0.0.{2 + i}",
             thrift_port=port_base + _SUPERVISOR_THRIFT_OFFSET + i,
             slot_ports=[port_base + _SLOT_OFFSET + i * MAX_SLOTS_PER_MACHINE + j for j in range(t.slots)],

@@ -378,7 +378,7 @@ class LocalCluster:
         cgroups.create(self.hierarchies, self.layout.cluster_cgroup, None, shares=cluster_weight)
         cgroups.create(self.hierarchies, self.layout.daemons_cgroup, None)
         for m in self.layout.machines:
-            cgroups.create(self.hierarchies, m.cgroup, m.cpu_cores)
+            cgroups.create(self.hierarchies, m.cgroup, m.cpu_cores, memory_mb=m.memory_limit_mb)
 
     def _start_daemons(self, storm_home: Path, heterogeneous: bool, report: Report, timeout_s: float) -> None:
         env = _daemon_environment(self._cluster_jar())

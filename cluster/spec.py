@@ -11,6 +11,10 @@ A spec is a small YAML file (``cluster/specs/default.yaml`` is the default)::
 
 ``cpu_cores`` is the machine's CPU quota in cores; it becomes the cgroup's
 ``cpu.cfs_quota_us`` and Storm's ``supervisor.cpu.capacity`` (cores * 100).
+``memory_mb`` is Storm's ``supervisor.memory.capacity.mb`` (and the planner's
+machine type memory); an optional ``memory_limit_mb`` holds the machine's
+cgroup (supervisor and workers) to that much memory, so a worker placed past
+it is really OOM-killed.
 """
 from __future__ import annotations
 
@@ -43,12 +47,25 @@ class MachineTypeSpec(_Spec):
     cpu_cores: float = Field(gt=0, le=256, allow_inf_nan=False, description="CPU quota in cores (0.2 = a fifth of one core).")
     slots: int = Field(default=2, ge=1, le=MAX_SLOTS_PER_MACHINE, description="Storm worker slots (ports).")
     memory_mb: int = Field(default=2048, ge=128, le=1_048_576, description="Memory Storm may schedule, in MB.")
+    memory_limit_mb: int | None = Field(
+        default=None, ge=256, le=1_048_576,
+        description="Hard memory limit of the whole machine (its supervisor and workers), MB: the cgroup's "
+        "memory.limit_in_bytes, so a worker past it is OOM-killed. Above memory_mb by what the supervisor itself "
+        "takes. None: no limit (memory_mb is then only what Storm's schedulers count).",
+    )
     count: int = Field(default=1, ge=0, le=MAX_MACHINES, description="How many machines of this type.")
 
     @property
     def cpu_capacity(self) -> float:
         """Storm's ``supervisor.cpu.capacity``: 100 per core."""
         return round(self.cpu_cores * 100, 6)
+
+    @model_validator(mode="after")
+    def _limit_above_capacity(self) -> "MachineTypeSpec":
+        if self.memory_limit_mb is not None and self.memory_limit_mb <= self.memory_mb:
+            raise ValueError(f"memory_limit_mb ({self.memory_limit_mb}) must be above memory_mb ({self.memory_mb}): "
+                             "the machine's supervisor lives within the limit too")
+        return self
 
 
 class DaemonHeaps(_Spec):
@@ -111,11 +128,14 @@ class ClusterSpec(_Spec):
 
     def planner_cluster(self, base_load: Mapping[str, float] | None = None) -> Cluster:
         """The same cluster in the planner's model: a machine's capacity is its whole quota (100)
-        less its type's base load, percent (planner.profiles.machine_base_load), where one is given."""
+        less its type's base load, percent (planner.profiles.machine_base_load), where one is given; its memory
+        Storm's ``supervisor.memory.capacity.mb`` where the type has a ``memory_limit_mb`` (its machines really
+        hold no more), else none (unlimited)."""
         base_load = base_load or {}
         return Cluster(
             machine_types=[
-                MachineType(name=t.name, capacity=100.0 - base_load.get(t.name, 0.0), cores=t.cpu_cores, slots=t.slots)
+                MachineType(name=t.name, capacity=100.0 - base_load.get(t.name, 0.0), cores=t.cpu_cores, slots=t.slots,
+                            memory_mb=t.memory_mb if t.memory_limit_mb is not None else None)
                 for t in self.machine_types
             ],
             machines=[Machine(id=machine_id, type=t.name) for machine_id, t in self.machine_ids()],

@@ -38,6 +38,10 @@ def plan_tables(plan: Plan) -> list[Table]:
         ("planning time", f"{plan.stats.get('elapsed_ms', 0.0):.1f} ms"),
     ):
         summary.add_row(label, value)
+    memory = plan.stats.get("memory")
+    if memory is not None:
+        summary.add_row("memory over (machine: used of MB)", _memory_rows(memory.get("over", [])))
+        summary.add_row("memory binds (no room for one more)", _memory_rows(memory.get("binding", [])))
 
     components = Table(title="Components")
     for col in ("component", "instances", "input rate / instance", "machines"):
@@ -61,11 +65,19 @@ def plan_tables(plan: Plan) -> list[Table]:
         instances.add_row(a.component, str(a.index), a.machine, f"{a.input_rate:.3f}", f"{a.cpu:.1f}")
 
     machines = Table(title="Machines")
-    for col in ("machine", "type", "utilisation %", "instances"):
+    with_memory = any(m.memory_mb is not None for m in plan.machines)
+    for col in ("machine", "type", "utilisation %", "instances") + (("memory MB", "of MB") if with_memory else ()):
         machines.add_column(col, justify="left" if col in ("machine", "type") else "right")
     for m in plan.machines:
-        machines.add_row(m.id, m.type, f"{m.utilization:.1f}", str(m.instances))
+        memory_cells = (f"{m.memory_mb:.0f}" if m.memory_mb is not None else "-",
+                        f"{m.memory_capacity_mb:.0f}" if m.memory_capacity_mb is not None else "-")
+        machines.add_row(m.id, m.type, f"{m.utilization:.1f}", str(m.instances), *(memory_cells if with_memory else ()))
     return [summary, components, instances, machines]
+
+
+def _memory_rows(rows: list[dict]) -> str:
+    """``machine: used of capacity`` for each machine of a ``stats.memory`` list, or ``-``."""
+    return ", ".join(f"{r['machine']}: {r['used_mb']:.0f} of {r['capacity_mb']:.0f}" for r in rows) or "-"
 
 
 @app.command("plan")

@@ -5,8 +5,10 @@ instance count up to a cap and every way to put those instances on the
 machines, scores each with the simulator's closed form, and keeps the best.
 Instances of one component are interchangeable except instance 0, which alone
 receives ``global`` streams, so counts per machine (plus where instance 0 is)
-cover every distinct placement. Nothing clever, so it is easy to trust and
-exponential in size.
+cover every distinct placement. Memory is checked by the same closed form (a
+placement over some machine's memory sustains no rate), so it checks the MILP's
+memory rows too (tests/test_planner_memory.py). Nothing clever, so it is easy to
+trust and exponential in size.
 """
 from __future__ import annotations
 

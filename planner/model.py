@@ -48,6 +48,10 @@ class Component(_Model):
     weight: PositiveFloat | None = Field(
         default=None, description="Spouts only: share of the topology input rate R (default 1)."
     )
+    memory_mb: NonNegativeFloat | None = Field(
+        default=None,
+        description="Memory one instance needs, MB (Storm's topology.component.resources.onheap.memory.mb); none: 0.",
+    )
 
     @property
     def is_system(self) -> bool:
@@ -70,6 +74,11 @@ class Topology(_Model):
     name: Name
     components: list[Component] = Field(min_length=1, max_length=10_000)
     streams: list[Stream] = Field(default_factory=list, max_length=100_000)
+    worker_memory_mb: NonNegativeFloat | None = Field(
+        default=None,
+        description="Memory of the topology's worker JVM itself, MB, charged once on every machine that hosts an "
+        "instance of the topology (one worker per machine); none: 0.",
+    )
 
     def component(self, component_id: str) -> Component:
         for c in self.components:
@@ -85,6 +94,11 @@ class MachineType(_Model):
         default=None, description="Where declared, one instance (one thread) can use at most 100/cores percent."
     )
     slots: int = Field(default=4, ge=1, le=10_000, description="Storm worker slots.")
+    memory_mb: PositiveFloat | None = Field(
+        default=None,
+        description="Memory a machine of this type holds for workers, MB (Storm's supervisor.memory.capacity.mb): a "
+        "hard limit; none: unlimited.",
+    )
 
     @property
     def thread_cap(self) -> float | None:
@@ -250,6 +264,13 @@ class MachineLoad(_Model):
     type: str
     utilization: float = Field(description="Predicted CPU percent of the machine at the plan's input rate.")
     instances: int
+    memory_mb: float | None = Field(
+        default=None, description="Memory the topology takes on the machine, MB (instances plus its worker); "
+        "absent when the request declares no memory."
+    )
+    memory_capacity_mb: float | None = Field(
+        default=None, description="The machine type's memory_mb; absent where unlimited."
+    )
 
 
 class Evaluation(_Model):

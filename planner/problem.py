@@ -87,6 +87,15 @@ class Problem:
     fixed: np.ndarray
     """(C,) int: fixed parallelism, 0 where free."""
     has_all_grouping: bool
+    memory: np.ndarray
+    """(C,) MB one instance needs; 0 where undeclared."""
+    worker_memory: float
+    """MB of the topology's worker on every machine that hosts an instance of it."""
+    memory_limit: np.ndarray
+    """(M,) MB each machine holds; inf where its type declares none."""
+    memory_bound: bool
+    """Whether memory can bind at all: some machine has a limit and something needs memory. When False every
+    memory check is skipped, so requests without memory plan as fast as before."""
     one_each_shares: Shares
     """The shares with one instance per component: the only shares when no stream has an ``all`` grouping."""
 
@@ -137,6 +146,10 @@ class Problem:
     def counts_of(self, placement: Placement) -> np.ndarray:
         return np.array([len(placement.get(c, ())) for c in self.component_ids], dtype=np.int64)
 
+    def memory_used(self, hosts: np.ndarray) -> np.ndarray:
+        """(M,) MB the topology takes on each machine: its instances (``hosts`` is C x M) plus one worker where any."""
+        return self.memory @ hosts + self.worker_memory * (hosts.sum(axis=0) > 0)
+
 
 def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> Problem:
     """Compile a request that has passed planner.validation into a read-only Problem."""
@@ -158,6 +171,10 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
                 met[ci, ti] = entry.met
     sources = {s.source for s in topology.streams}
     mtypes = {t.name: t for t in cluster.machine_types}
+    memory = np.array([c.memory_mb or 0.0 for c in components])
+    worker_memory = float(topology.worker_memory_mb or 0.0)
+    type_memory = {name: np.inf if t.memory_mb is None else float(t.memory_mb) for name, t in mtypes.items()}
+    memory_limit = np.array([type_memory[m.type] for m in cluster.machines])
     return Problem(
         topology=topology,
         cluster=cluster,
@@ -180,5 +197,9 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
         is_sink=_read_only(np.array([c.id not in sources for c in components])),
         fixed=_read_only(np.array([c.parallelism or 0 for c in components], dtype=np.int64)),
         has_all_grouping=any(s.grouping == "all" for s in topology.streams),
+        memory=_read_only(memory),
+        worker_memory=worker_memory,
+        memory_limit=_read_only(memory_limit),
+        memory_bound=bool(np.isfinite(memory_limit).any() and (worker_memory > 0 or (memory > 0).any())),
         one_each_shares=compute_shares(topology, profiles, order, None),
     )

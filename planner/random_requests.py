@@ -97,3 +97,20 @@ def tree_request(components: int, machines: int, machine_types: int = 3, seed: i
     entries = [ProfileEntry(profile=f"p{i}", machine_type=f"t{t}", e=float(rng.uniform(0.5e-3, 5e-3)) / (t + 1),
                             met=float(rng.uniform(0.5, 8.0))) for i in range(components) for t in range(machine_types)]
     return RandomRequest(Topology(name="tree", components=comps, streams=streams), cluster, entries, PlanOptions())
+
+
+def with_memory(request: RandomRequest, seed: int, tight: float = 1.0) -> RandomRequest:
+    """The request with random memory: per instance 100-400 MB, a 150-400 MB worker, machines of 500-1500 MB * ``tight``.
+
+    Drawn so that memory binds on some requests (a machine holds two to ten instances), to check every strategy
+    and the exact solver against brute force with memory as a hard limit.
+    """
+    rng = np.random.default_rng(seed + 7_000_000)
+    comps = [c.model_copy(update={"memory_mb": float(rng.integers(100, 401))}) for c in request.topology.components]
+    topology = request.topology.model_copy(
+        update={"components": comps, "worker_memory_mb": float(rng.integers(150, 401))}
+    )
+    types = [t.model_copy(update={"memory_mb": float(rng.integers(500, 1501)) * tight})
+             for t in request.cluster.machine_types]
+    cluster = request.cluster.model_copy(update={"machine_types": types})
+    return RandomRequest(topology, cluster, request.entries, request.options)

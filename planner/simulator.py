@@ -47,6 +47,50 @@ LOAD_SLACK_PCT = 1e-9
 RATE_REL_TOL = 1e-9
 """Relative difference under which two input rates count as equal."""
 
+MEMORY_SLACK_MB = 1e-6
+"""MB by which a machine's memory may exceed its limit and still count as within it (floating point noise)."""
+
+
+def memory_over(problem: Problem, used_mb: np.ndarray) -> np.ndarray:
+    """(M,) bool: machines whose memory use exceeds what they hold (memory is a hard limit: no rate fixes it)."""
+    return used_mb > problem.memory_limit + MEMORY_SLACK_MB
+
+
+def memory_report(problem: Problem, used_mb: np.ndarray) -> dict:
+    """What ``stats["memory"]`` says: machines over their memory, machines where memory binds, the tightest one.
+
+    Memory binds on a machine when one more instance of some component (``no_room_for``) would not fit there.
+    """
+    limited = np.flatnonzero(np.isfinite(problem.memory_limit))
+    free = problem.memory_limit - used_mb
+    needs = np.flatnonzero(problem.memory > 0)
+
+    def row(w: int) -> dict:
+        return {"machine": problem.machine_ids[w], "used_mb": float(used_mb[w]),
+                "capacity_mb": float(problem.memory_limit[w])}
+
+    over = [row(int(w)) for w in limited if free[w] < -MEMORY_SLACK_MB]
+    binding = []
+    for w in map(int, limited):
+        if free[w] < -MEMORY_SLACK_MB:
+            continue
+        worker = problem.worker_memory if used_mb[w] == 0 else 0.0
+        no_room = [problem.component_ids[c] for c in needs if problem.memory[c] + worker > free[w] + MEMORY_SLACK_MB]
+        if no_room:
+            binding.append({**row(w), "no_room_for": no_room})
+    report: dict = {"over": over, "binding": binding}
+    if limited.size:
+        report["tightest"] = row(int(limited[np.argmin(free[limited] / problem.memory_limit[limited])]))
+    return report
+
+
+def memory_message(problem: Problem, used_mb: np.ndarray) -> str:
+    """One sentence on the machine most over its memory (for a placement that has one)."""
+    excess = used_mb - problem.memory_limit
+    w = int(np.argmax(excess))
+    return (f"machine {problem.machine_ids[w]} would need {used_mb[w]:.0f} MB of memory for the topology "
+            f"and holds {problem.memory_limit[w]:.0f} MB ({excess[w]:.0f} MB over)")
+
 
 @overload
 def instance_cpu_pct(cost_pct: float, met_pct: float, input_rate: float) -> float: ...
@@ -189,11 +233,17 @@ class HostedModel:
         a, b = hosted_loads(self.cost, self.met, hosts, rates, first_machine)
         return a, b, rates
 
-    def max_rate(self, hosts: np.ndarray, first_machine: np.ndarray) -> HostedRate:
-        """R_max of ``hosts`` (instances per component and machine) with instance 0 of c on ``first_machine[c]``."""
+    def max_rate(self, hosts: np.ndarray, first_machine: np.ndarray, memory: bool = True) -> HostedRate:
+        """R_max of ``hosts`` (instances per component and machine) with instance 0 of c on ``first_machine[c]``.
+
+        A machine over its memory allows no rate (its limit is -1, like a machine its fixed CPU overloads);
+        ``memory=False`` scores the CPU alone.
+        """
         counts = hosts.sum(axis=1)
         a, b, rates = self.loads(hosts, first_machine, counts)
         machine = rate_limits(self.problem.limit, a, b)
+        if memory and self.problem.memory_bound:
+            machine = np.where(memory_over(self.problem, self.problem.memory_used(hosts)), -1.0, machine)
         thread = threadrate_limits(self.thread_room, hosts, rates, first_machine)
         return HostedRate(float(min(machine.min(), thread.min())), machine, thread, a, b, rates, counts)
 
@@ -212,6 +262,7 @@ class LinearLoads:
     a_w: np.ndarray  # (M,)
     b_w: np.ndarray  # (M,)
     counts: np.ndarray  # (C,) instances per component
+    memory_w: np.ndarray | None = None  # (M,) MB; None where memory cannot bind (problem.memory_bound)
 
 
 def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
@@ -235,12 +286,16 @@ def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
         a_w=np.bincount(mach, weights=a_i, minlength=m),
         b_w=np.bincount(mach, weights=b_i, minlength=m),
         counts=counts,
+        memory_w=(np.bincount(mach, weights=problem.memory[comp], minlength=m)
+                  + problem.worker_memory * (np.bincount(mach, minlength=m) > 0)) if problem.memory_bound else None,
     )
 
 
 def max_rate(problem: Problem, loads: LinearLoads) -> tuple[float, str]:
     """(R_max in tuples/s, what limits it: a machine id or 'component:index' at its thread cap)."""
     machine_r = rate_limits(problem.limit, loads.a_w, loads.b_w)
+    if loads.memory_w is not None:
+        machine_r = np.where(memory_over(problem, loads.memory_w), -1.0, machine_r)
     thread_r = rate_limits(loads.thread_limit_i, loads.a_i, loads.b_i)
     w = int(np.argmin(machine_r))
     best, bottleneck = float(machine_r[w]), problem.machine_ids[w]
@@ -311,12 +366,20 @@ def evaluate_problem(problem: Problem, placement: Placement, stats: dict | None 
     ]
     assignments.sort(key=lambda a: (problem.component_index[a.component], a.index))
     per_machine = np.bincount(loads.mach, minlength=problem.n_machines)
+    memory_w = loads.memory_w
     machines = [
-        MachineLoad(id=m.id, type=m.type, utilization=float(machine_util[w]), instances=int(per_machine[w]))
+        MachineLoad(
+            id=m.id, type=m.type, utilization=float(machine_util[w]), instances=int(per_machine[w]),
+            memory_mb=None if memory_w is None else float(memory_w[w]),
+            memory_capacity_mb=None if memory_w is None or np.isinf(problem.memory_limit[w])
+            else float(problem.memory_limit[w]),
+        )
         for w, m in enumerate(problem.cluster.machines)
     ]
     out_stats = dict(stats or {})
     out_stats.setdefault("feasible", bool(rate > 0))
+    if memory_w is not None:
+        out_stats["memory"] = memory_report(problem, memory_w)
     return Evaluation(
         topology=problem.topology.name,
         input_rate=rate,

@@ -127,9 +127,42 @@ def validate_capacity(topology: Topology, cluster: Cluster, profiles: ProfileTab
         )
 
 
+def validate_memory(topology: Topology, cluster: Cluster) -> None:
+    """Can the machines' memory host one instance of every component (all of a fixed one) and their workers?
+
+    Necessary conditions only: each instance with a worker fits some machine, and all the least instances
+    with one worker fit the memory of the machines that can hold a worker at all.
+    """
+    types = {t.name: t for t in cluster.machine_types}
+    declared = [types[m.type].memory_mb for m in cluster.machines]
+    if all(limit is None for limit in declared):
+        return
+    limits = [float("inf") if limit is None else limit for limit in declared]
+    worker = topology.worker_memory_mb or 0.0
+    largest = max(limits)
+    need = worker
+    for c in topology.components:
+        one = c.memory_mb or 0.0
+        if one + worker > largest + 1e-6:
+            raise PlanningError(
+                f"the cluster cannot host one instance of component {c.id}: it needs {one:g} MB of memory "
+                f"with its worker's {worker:g} MB and the largest machine holds {largest:g} MB"
+            )
+        need += one * (c.parallelism or 1)
+    if any(limit is None for limit in declared):
+        return
+    offered = sum(limit - worker for limit in limits if limit >= worker)
+    if need - worker > offered + 1e-6:
+        raise PlanningError(
+            f"the cluster cannot host one instance of every component: they need {need - worker:g} MB of memory "
+            f"besides {worker:g} MB per worker and the machines hold {offered:g} MB besides their workers'"
+        )
+
+
 def validate(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> None:
     """Raise PlanningError naming the first fault of the request, or return None if it can be planned."""
     validate_topology(topology)
     validate_cluster(cluster, options)
     validate_profiles(topology, cluster, profiles)
     validate_capacity(topology, cluster, profiles, options)
+    validate_memory(topology, cluster)

@@ -293,3 +293,17 @@ def test_a_home_under_a_file_is_refused_naming_the_file(tmp_path):
     blocker.write_text("a file where a folder should be")
     with pytest.raises(ClusterError, match=f"{blocker} is a file, not a folder"):
         LocalCluster(home=blocker / "cluster")
+
+
+def test_a_memory_limit_is_written_in_bytes_and_needs_the_memory_controller(tmp_path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("cgroup /c/cpu cgroup rw,cpu 0 0\ncgroup /c/cpuacct cgroup rw,cpuacct 0 0\n"
+                      "cgroup /c/memory cgroup rw,memory 0 0\n")
+    assert cgroups.find_hierarchies(mounts).memory == Path("/c/memory")
+    fake = cgroups.Hierarchies(cpu=tmp_path / "cpu", cpuacct=tmp_path / "cpuacct", memory=tmp_path / "memory")
+    cgroups.create(fake, "hetsched/x/small-1", 0.2, memory_mb=768)
+    assert (tmp_path / "memory/hetsched/x/small-1/memory.limit_in_bytes").read_text() == str(768 * 2**20)
+    assert len(fake.paths("x")) == 3
+    without = cgroups.Hierarchies(cpu=tmp_path / "cpu", cpuacct=tmp_path / "cpuacct")
+    with pytest.raises(ClusterError, match="'memory' controller is not mounted"):
+        cgroups.create(without, "hetsched/x/small-2", 0.2, memory_mb=768)

@@ -202,3 +202,14 @@ def test_every_daemon_is_told_to_listen_on_its_own_loopback_address(tmp_path):
                             str(zookeeper_cfg_file(layout))]
     java_sources = Path(__file__).resolve().parents[1] / "storm-plugin" / "src" / "main" / "java"
     assert (java_sources / (LOCAL_ADDRESS_TRANSPORT.replace(".", "/") + ".java")).is_file()
+
+
+def test_a_memory_limit_sits_above_what_storm_schedules_and_reaches_the_planner():
+    spec = parse_spec({"machine_types": [
+        {"name": "small", "cpu_cores": 0.2, "memory_mb": 512, "memory_limit_mb": 768},
+        {"name": "large", "cpu_cores": 0.8, "memory_mb": 2048}]})
+    assert make_layout(spec, Path("/tmp/x"), 16700).machine("small-1").memory_limit_mb == 768
+    memory = {t.name: t.memory_mb for t in spec.planner_cluster().machine_types}
+    assert memory == {"small": 512, "large": None}, "only a machine really held to its memory limits the planner"
+    with pytest.raises(ClusterError, match=r"memory_limit_mb \(512\) must be above memory_mb \(512\)"):
+        parse_spec({"machine_types": [{"name": "small", "cpu_cores": 0.2, "memory_mb": 512, "memory_limit_mb": 512}]})

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from cluster import compose
 from cluster.errors import ClusterError
-from cluster.spec import DEFAULT_SPEC, load_spec
+from cluster.spec import DEFAULT_SPEC, load_spec, parse_spec
 from cluster.storm_config import SUPERVISOR_MAIN
 from cluster.storm_home import STORM_VERSION
 from hetsched.cli import _register, app
@@ -376,3 +376,14 @@ def test_bad_input_is_refused_in_one_sentence_naming_the_fault(tmp_path):
     assert "Traceback" not in bench.stdout
     multi = run_hetsched("bench", "--cluster", "compose", "--scenario", "multi-tenant", "--out", str(tmp_path / "m"))
     assert multi.exit_code == 1 and "runs on the local cluster only" in multi.stdout
+
+
+def test_a_machine_type_with_a_memory_limit_gets_it_in_its_container():
+    spec = parse_spec({"machine_types": [
+        {"name": "small", "cpu_cores": 0.2, "memory_mb": 512, "memory_limit_mb": 768},
+        {"name": "large", "cpu_cores": 0.8}]})
+    services = compose.deployment(spec, ".").compose["services"]
+    small = next(s for name, s in services.items() if "small" in name)
+    large = next(s for name, s in services.items() if "large" in name)
+    assert (small["mem_limit"], small["memswap_limit"]) == ("768m", "768m")
+    assert "mem_limit" not in large

@@ -19,6 +19,10 @@ constant, so "which plans sustain rate R?" is a MILP (``_rate_model``):
 - the thread cap ``100/cores`` drops every (c, n, machine type) where one
   instance would exceed it (and for instance 0 forbids host-on-type with
   those n);
+- memory, a hard limit: on every machine with ``memory_mb``,
+  ``sum memory_c x[c,w,n] + worker_memory * worker[w] <= memory_mb`` with binary
+  ``worker[w] >= x[c,w,n] / n`` (the topology's worker on every machine it uses);
+  components that cost no CPU but need memory are placed by the MILP then;
 - symmetry: machines of one type are interchangeable (the type fixes
   capacity, cores and profiles). HiGHS detects this permutation symmetry
   itself; explicit rows ordering their loads (``OptimalTuning.symmetry_rows``) are valid
@@ -180,7 +184,11 @@ def _roles(problem: Problem) -> _Roles:
     free: list[int] = []
     for c in range(problem.n_components):
         if not problem.cost[c, used].any() and not problem.met[c, used].any():
-            free.append(c)
+            if problem.memory_bound and problem.memory[c] > 0:
+                placed.append(c)  # costs no CPU but memory: the MILP places its least count
+                single.append(c)
+            else:
+                free.append(c)
             continue
         placed.append(c)
         if each[c] > 0 and problem.fixed[c] == 0 and not problem.is_sink[c]:
@@ -284,6 +292,8 @@ def _rate_model(
                     model.row({**{v.host[c, w]: 1.0 for w in on_type[t]}, **{v.count[c, n]: 1.0 for n in too_few}}, hi=1.0)
     for w in machines:
         model.row({**load[w], theta: -float(problem.limit[w])}, hi=0.0)
+    if problem.memory_bound:
+        _memory_rows(problem, model, v)
     for t in types if symmetry_rows else []:
         for w, w_next in zip(on_type[t], on_type[t][1:]):
             diff = dict(load[w])
@@ -291,6 +301,27 @@ def _rate_model(
                 diff[col] = diff.get(col, 0.0) - coef
             model.row(diff, lo=0.0)
     return model, v
+
+
+def _memory_rows(problem: Problem, model: LinearModel, v: _Vars) -> None:
+    """Memory is a hard limit: on every machine with one, its instances' MB plus one worker if it hosts any.
+
+    Binary ``worker[w]`` is 1 where machine w hosts an instance (every ``x[c,w,n] <= its bound * worker[w]``).
+    """
+    on_machine: dict[int, list[tuple[int, int, int]]] = {}
+    for c, w, n in v.x:
+        on_machine.setdefault(w, []).append((c, w, n))
+    for w, keys in on_machine.items():
+        limit = float(problem.memory_limit[w])
+        if math.isinf(limit):
+            continue
+        row = {v.x[k]: float(problem.memory[k[0]]) for k in keys}
+        if problem.worker_memory > 0:
+            worker = model.var(hi=1, integer=True)
+            for k in keys:
+                model.row({v.x[k]: 1.0, worker: -float(k[2])}, hi=0.0)
+            row[worker] = problem.worker_memory
+        model.row(row, hi=limit)
 
 
 def _placement_from(
@@ -488,7 +519,8 @@ def solve(problem: Problem, tuning: OptimalTuning = DEFAULT_TUNING, time_limit_s
                      few=tuning.few_instances)
     while not search.done():
         if search.best is None and search.high < lp_bound * 1e-9:
-            raise PlanningError("the cluster cannot host one instance of every component at any input rate")
+            memory = " (within the machines' memory)" if problem.memory_bound else ""
+            raise PlanningError(f"the cluster cannot host one instance of every component{memory} at any input rate")
         search.step()
     caps = _instance_caps(problem, roles, search.low, tuning.max_instances_per_component)
     caps_used, capped = caps if caps is not None else ({}, [])

@@ -7,6 +7,10 @@ one is added, the step stops on a relative tolerance, and an iteration guard
 bounds the loop. "Over-utilised" covers the machine limit (capacity * u_max)
 and the per-thread cap (100/cores * u_max) alike.
 
+Memory is a hard limit: an instance goes only where it fits the machine's memory
+(planner.strategies.state.PlacementState.memory_fits); where none has room it counts as
+"no machine found".
+
 Components with fixed parallelism get all their instances in FirstAssignment
 and never another; if one is the hottest task, that counts as "no machine found".
 """
@@ -35,7 +39,13 @@ def first_assignment(problem: Problem, rate: float, deadline: Deadline | None = 
             cpu = instance_cpu_pct(state.cost[c], state.met[c], per_tuple_s)
             remaining = problem.limit - load
             fits = fits_within(cpu, remaining) & fits_within(cpu, state.thread_limit)
-            w = machine_rank(problem, cpu, -remaining, fits)
+            memory_fits = state.memory_fits(c)
+            w = machine_rank(problem, cpu, -remaining, fits & memory_fits)
+            if w is None and fits.any():
+                raise PlanningError(
+                    f"the cluster is too small: instance {i} of component {problem.component_ids[c]} "
+                    f"({problem.memory[c]:g} MB) fits in no machine's memory beside the instances placed before it"
+                )
             if w is None:
                 raise PlanningError(
                     f"the cluster is too small: instance {i} of component {problem.component_ids[c]} "
@@ -75,7 +85,7 @@ def _place_new_instance(state: PlacementState, component: int, rate: float) -> i
     rates = state.instance_rates(counts)
     remaining = problem.limit - instance_cpu_pct(a, b, rate)
     cpu = instance_cpu_pct(state.cost[component], state.met[component], rates.each_instance[component] * rate)
-    fits = fits_within(cpu, remaining) & fits_within(cpu, state.thread_limit)
+    fits = fits_within(cpu, remaining) & fits_within(cpu, state.thread_limit) & state.memory_fits(component)
     return machine_rank(problem, cpu, -remaining, fits)
 
 

@@ -19,6 +19,10 @@ How a user would run RAS on this cluster, and how it is modelled:
   only resource): nodes already holding more executors of the topology first,
   then more available CPU share, then id; the executor goes to the first
   node where its points fit (RasNode.wouldFit). So RAS packs node by node.
+- Memory (RAS's other resource): an executor needs its component's
+  ``memory_mb`` on a node, plus the topology's ``worker_memory_mb`` on a node
+  that holds none of its executors yet; a node whose memory it exceeds does
+  not fit (RasNode.wouldFit checks memory as well as CPU).
 - Storm backtracks when an executor fits nowhere; here the greedy pass is
   kept and a failure is a PlanningError saying RAS could not schedule.
 """
@@ -31,7 +35,7 @@ import numpy as np
 from planner.errors import PlanningError
 from planner.model import Topology
 from planner.problem import Problem
-from planner.simulator import instance_cpu_pct
+from planner.simulator import MEMORY_SLACK_MB, instance_cpu_pct
 from planner.strategies.base import Deadline, StrategyResult
 from planner.strategies.baseline_counts import paper_counts
 
@@ -93,20 +97,26 @@ def plan(problem: Problem) -> StrategyResult:
     available = total.copy()
     placed = np.zeros(len(machine_ids), dtype=np.int64)
     id_rank = np.argsort(np.argsort(np.array(machine_ids, dtype=object)))
+    memory_free = problem.memory_limit.copy()
+    memory_of = dict(zip(problem.component_ids, problem.memory))
     placement: dict[str, list[str | None]] = {c: [None] * counts[c] for c in counts}
     for placed_so_far, (comp, index) in enumerate(executor_order(topology, counts)):
         deadline.check(placed_so_far)
         need = points[comp][index]
+        memory_need = memory_of[comp] + problem.worker_memory * (placed == 0)
         share = available / available.sum() if available.sum() > 0 else np.zeros_like(available)
         order = np.lexsort((id_rank, -share, -placed))
-        fits = order[available[order] >= need - 1e-9]
+        cpu_fits = available[order] >= need - 1e-9
+        fits = order[cpu_fits & (memory_free[order] >= memory_need[order] - MEMORY_SLACK_MB)]
         if fits.size == 0:
+            what = (f"its {need:.1f} CPU points fit on no supervisor" if not cpu_fits.any()
+                    else f"its {memory_of[comp]:g} MB fit in no supervisor's free memory")
             raise PlanningError(
-                f"resource_aware: Storm's RAS could not schedule instance {index} of component {comp}: "
-                f"its {need:.1f} CPU points fit on no supervisor"
+                f"resource_aware: Storm's RAS could not schedule instance {index} of component {comp}: {what}"
             )
         w = int(fits[0])
         available[w] -= need
+        memory_free[w] -= memory_need[w]
         placed[w] += 1
         placement[comp][index] = machine_ids[w]
     return StrategyResult(

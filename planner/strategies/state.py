@@ -13,6 +13,7 @@ import numpy as np
 from planner.model import Placement
 from planner.problem import Problem
 from planner.simulator import (
+    MEMORY_SLACK_MB,
     HostedModel,
     InstanceRates,
     hosted_loads,
@@ -59,6 +60,18 @@ class PlacementState:
         self.hosts[component, machine] += 1
         self.machines_of[component].append(machine)
         self.counts[component] += 1
+
+    def memory_fits(self, component: int) -> np.ndarray:
+        """(M,) whether one more instance of ``component`` fits each machine's memory (with a worker where none is yet).
+
+        All True when memory cannot bind (``problem.memory_bound``), at no cost.
+        """
+        problem = self.problem
+        if not problem.memory_bound:
+            return np.ones(problem.n_machines, dtype=bool)
+        occupied = self.hosts.sum(axis=0) > 0
+        extra = problem.memory[component] + problem.worker_memory * ~occupied
+        return problem.memory_used(self.hosts) + extra <= problem.memory_limit + MEMORY_SLACK_MB
 
     def first_machines(self) -> np.ndarray:
         """Machine of instance 0 per component, -1 where none is placed yet."""

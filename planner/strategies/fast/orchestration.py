@@ -20,11 +20,12 @@ import numpy as np
 from planner.errors import PlanningError, PlanningTimeout
 from planner.model import Placement
 from planner.problem import Problem
-from planner.simulator import RATE_REL_TOL, HostedModel
+from planner.simulator import RATE_REL_TOL, HostedModel, memory_message, memory_over
 from planner.strategies import paper
 from planner.strategies.base import Deadline, StrategyResult
 from planner.strategies.fast.fluid_lp import UNBOUNDED, FluidInput, fluid_lp
 from planner.strategies.fast.machine_types import MachineTypes
+from planner.strategies.fast.memory import memory_first, repair_memory
 from planner.strategies.fast.packing import Packing, best_packing
 from planner.strategies.fast.polish import Layout, polish
 from planner.strategies.fast.resize import resize_search
@@ -45,10 +46,14 @@ class Candidate:
 
     packing: Packing
     size_choice: SizeChoice | None
-    """The instance sizes it was packed with; None for the paper plan."""
+    """The instance sizes it was packed with; None for the paper plan and the memory-first layout."""
+    memory_first: bool = False
+    """Made for memory first (planner.strategies.fast.memory.memory_first)."""
 
     @property
     def label(self) -> str:
+        if self.memory_first:
+            return "memory first"
         if self.size_choice is None:
             return "paper plan"
         return f"packing, instances at most 1/{self.size_choice.divisor} machine"
@@ -101,6 +106,8 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
     else:
         candidates += _paper_start(problem, model, deadline)
     free = (problem.fixed == 0) & ~one_only
+    if problem.memory_bound:
+        candidates = _within_memory(model, candidates, free, counts)
     first_moves = (True, False) if (shares.first > 0).any() else (False,)
     iterations = 0
     best: tuple[float, Layout, Candidate] | None = None
@@ -114,6 +121,9 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
                 best = (rate, layout, candidate)
     assert best is not None
     _, layout, start = best
+    if problem.memory_bound and memory_over(problem, problem.memory_used(layout.hosts)).any():
+        raise PlanningError("the cluster cannot hold the topology's memory: "
+                            + memory_message(problem, problem.memory_used(layout.hosts)))
     layout, steps = resize_search(model, layout, free, bool(first_moves[0]), bound.rate, deadline,
                                   problem.options.max_iterations, tuning)
     iterations += steps
@@ -127,6 +137,29 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
     if not (problem.fixed > 0).any() and not problem.has_all_grouping:
         stats["fluid_bound"] = bound.rate
     return StrategyResult(placement=_placement(problem, layout), stats=stats)
+
+
+def _within_memory(model: HostedModel, candidates: list[Candidate], free: np.ndarray, counts: Counts
+                   ) -> list[Candidate]:
+    """Every candidate repaired to fit the machines' memory, and a layout made for memory first
+    (planner.strategies.fast.memory); an error if none fits."""
+    fitting = []
+    least = np.where(counts.fixed > 0, counts.fixed, 1)
+    by_memory = memory_first(model, least)
+    if by_memory is not None:
+        rate = model.max_rate(by_memory.hosts, by_memory.first_machine).rate
+        fitting.append(Candidate(Packing(rate, by_memory), None, memory_first=True))
+    for candidate in candidates:
+        layout = repair_memory(model, candidate.packing.layout, free)
+        if layout is not None:
+            rate = model.max_rate(layout.hosts, layout.first_machine).rate
+            fitting.append(Candidate(Packing(rate, layout), candidate.size_choice))
+    if not fitting:
+        problem = model.problem
+        raise PlanningError("the machines' memory cannot hold one instance of every component with their workers: "
+                            "in the best CPU packing, "
+                            + memory_message(problem, problem.memory_used(candidates[0].packing.layout.hosts)))
+    return fitting
 
 
 def _rate_cap(types: MachineTypes, counts: Counts, unit_input: np.ndarray, first_extra: np.ndarray) -> float:

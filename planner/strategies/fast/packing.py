@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.problem import Problem
-from planner.simulator import HostedModel, fits_within, instance_cpu_pct
+from planner.simulator import MEMORY_SLACK_MB, HostedModel, fits_within, instance_cpu_pct
 from planner.strategies.base import Deadline
 from planner.strategies.fast.fluid_lp import FluidInput
 from planner.strategies.fast.polish import Layout, first_instances
@@ -48,7 +48,8 @@ def pack(problem: Problem, fluid: FluidInput, counts: Counts, flows: np.ndarray,
     """Instances for input rate ``rate`` (tuples/s), placed type by type as the LP flows say, least loaded machine first.
 
     ``size`` (C, T): instance sizes, tuples/s. Returns (instances per component
-    and machine, whether some instance had to overload a machine).
+    and machine, whether some instance had to overload a machine). Where memory is full, a component whose
+    count is free gets fewer instances (at least one) rather than overload a machine's memory.
     """
     types, unit_input = fluid.types, fluid.unit_input
     n_components, n_machines = problem.n_components, problem.n_machines
@@ -65,6 +66,7 @@ def pack(problem: Problem, fluid: FluidInput, counts: Counts, flows: np.ndarray,
     hosts = np.zeros((n_components, n_machines), dtype=np.int64)
     load = np.zeros(n_machines)
     overflow = False
+    memory = _MemoryRoom(problem) if problem.memory_bound else None
     difficulty = np.where(allowed, inst_load / types.capacity[None, :], np.inf).min(axis=1)
     for c in np.argsort(-np.where(np.isfinite(difficulty), difficulty, 0.0), kind="stable"):
         deadline.check()
@@ -78,12 +80,16 @@ def pack(problem: Problem, fluid: FluidInput, counts: Counts, flows: np.ndarray,
             machines = types.machines[t]
             while k > 0:
                 room = machines[fits_within(load[machines] + inst_load[c, t], types.capacity[t])]
+                if memory is not None:
+                    room = room[memory.fits(c, room)]
                 if room.size == 0:
                     break
                 take = min(k, room.size)
                 pick = room if take == room.size else room[np.argpartition(load[room], take - 1)[:take]]
                 hosts[c, pick] += 1
                 load[pick] += inst_load[c, t]
+                if memory is not None:
+                    memory.add(c, pick)
                 k -= take
                 left -= take
         if left > 0:
@@ -94,14 +100,40 @@ def pack(problem: Problem, fluid: FluidInput, counts: Counts, flows: np.ndarray,
             while left > 0:
                 frac = (load[machines] + item) / problem.limit[machines]
                 fits = fits_within(frac, 1.0)
+                if memory is not None:
+                    room = memory.fits(c, machines)
+                    if not room.any() and not problem.fixed[c] and hosts[c].sum() > 0:
+                        overflow = True  # memory is full: fewer instances of c than the target rate wants
+                        break
+                    fits &= room
                 pool = np.flatnonzero(fits) if fits.any() else np.arange(len(machines))
                 overflow |= not fits.any()
                 take = min(left, pool.size)
                 pick = pool if take == pool.size else pool[np.argpartition(frac[pool], take - 1)[:take]]
                 hosts[c, machines[pick]] += 1
                 load[machines[pick]] += item[pick]
+                if memory is not None:
+                    memory.add(c, machines[pick])
                 left -= take
     return hosts, overflow
+
+
+class _MemoryRoom:
+    """Memory left on each machine while ``pack`` places instances (only where memory can bind)."""
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        self.free = problem.memory_limit.copy()
+        self.occupied = np.zeros(problem.n_machines, dtype=bool)
+
+    def fits(self, c: int, machines: np.ndarray) -> np.ndarray:
+        """Whether one more instance of c fits each of ``machines`` (distinct) now."""
+        need = self.problem.memory[c] + self.problem.worker_memory * ~self.occupied[machines]
+        return need <= self.free[machines] + MEMORY_SLACK_MB
+
+    def add(self, c: int, machines: np.ndarray) -> None:
+        self.free[machines] -= self.problem.memory[c] + self.problem.worker_memory * ~self.occupied[machines]
+        self.occupied[machines] = True
 
 
 def best_packing(model: HostedModel, fluid: FluidInput, counts: Counts, flows: np.ndarray, lp_rate: float,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.simulator import RATE_REL_TOL, HostedModel, HostedRate, rate_limits
+from planner.simulator import MEMORY_SLACK_MB, RATE_REL_TOL, HostedModel, HostedRate, rate_limits
 from planner.strategies.base import Deadline
 from planner.strategies.fast.tuning import FastTuning
 
@@ -55,6 +55,20 @@ def first_instances(hosts: np.ndarray, first_extra: np.ndarray, thread_room: np.
         on = np.flatnonzero(hosts[c])
         first_machine[c] = on[int(np.argmax(thread_room[c, on]))]
     return first_machine
+
+
+def move_fits_memory(model: HostedModel, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(C, M) whether one more instance of c fits machine m's memory, and (M,) each machine's free memory, MB.
+
+    None where memory cannot bind (every move fits).
+    """
+    problem = model.problem
+    if not problem.memory_bound:
+        return None
+    free_mb = problem.memory_limit - problem.memory_used(hosts)
+    empty = hosts.sum(axis=0) == 0
+    need = problem.memory[:, None] + problem.worker_memory * empty[None, :]
+    return need <= free_mb[None, :] + MEMORY_SLACK_MB, free_mb
 
 
 def polish(model: HostedModel, start: Layout, free: np.ndarray, move_first: bool, deadline: Deadline,
@@ -179,6 +193,7 @@ class _LocalSearch:
         order = np.argsort(machine_limits, kind="stable")[:3]
         smallest = [machine_limits[order[k]] if k < len(order) else np.inf for k in range(3)]
         shares = problem.shares(counts)
+        memory = move_fits_memory(self.model, hosts)
         for c in range(problem.n_components):
             self.deadline.check()
             th_others = np.delete(thread_limits, c).min() if len(thread_limits) > 1 else np.inf
@@ -197,6 +212,8 @@ class _LocalSearch:
                     relieved = th_c
                 else:
                     relieved = np.where(idx == bottleneck_machine, r_dst, r_resplit[bottleneck_machine])
+                if memory is not None:
+                    new_rate = np.where(memory[0][c], new_rate, -np.inf)
                 choice.offer(_one_more(c), new_rate, r_dst, relieved, extra_met=True)
             w = bottleneck_machine
             if thread_bound or hosts[c, w] == 0 or unit[c] == 0:
@@ -214,6 +231,8 @@ class _LocalSearch:
             th_dst = th_c
             new_rate = np.minimum.reduce([rest, np.full(n_machines, r_src), r_dst, th_c, np.full(n_machines, th_others)])
             new_rate[w] = -np.inf
+            if memory is not None:
+                new_rate = np.where(memory[0][c], new_rate, -np.inf)
             choice.offer(_moved(c, w), new_rate, r_dst, np.full(n_machines, r_src))
             # swap it with one instance of another component on another machine
             for c2 in range(problem.n_components):
@@ -230,6 +249,12 @@ class _LocalSearch:
                     [rest, np.full(n_machines, r_src2), r_dst2, th_dst, np.full(n_machines, min(th_c2, th_rest))]
                 )
                 new_rate[(hosts[c2] == 0) | (idx == w)] = -np.inf
+                if memory is not None:
+                    free_mb, mem = memory[1], problem.memory
+                    fits = free_mb + mem[c2] - mem[c] >= -MEMORY_SLACK_MB
+                    if free_mb[w] + mem[c] - mem[c2] < -MEMORY_SLACK_MB:
+                        fits[:] = False
+                    new_rate = np.where(fits, new_rate, -np.inf)
                 choice.offer(_swapped(c, c2, w), new_rate, r_dst2, np.full(n_machines, r_src2))
         return choice.best()
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from planner.simulator import RATE_REL_TOL, HostedModel, fits_within, instance_rates, rate_limits
 from planner.strategies.base import Deadline
+from planner.strategies.fast.memory import repair_memory
 from planner.strategies.fast.polish import Layout, polish
 from planner.strategies.fast.tuning import FastTuning
 
@@ -56,7 +57,10 @@ def resize_search(model: HostedModel, start: Layout, free: np.ndarray, move_firs
             if steps >= total_steps:
                 break
             deadline.check()
-            polished, taken = polish(model, trial, free, move_first, deadline, trial_steps, tuning)
+            fitting = repair_memory(model, trial, free)
+            if fitting is None:
+                continue
+            polished, taken = polish(model, fitting, free, move_first, deadline, trial_steps, tuning)
             steps += taken
             rate = model.max_rate(polished.hosts, polished.first_machine).rate
             if rate > best_rate * (1 + RATE_REL_TOL) and (round_best is None or rate > round_best[0]):

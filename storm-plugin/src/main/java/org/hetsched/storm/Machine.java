@@ -23,8 +23,16 @@ import org.apache.storm.scheduler.WorkerSlot;
  * @param cores       cores of the machine where declared, else null
  * @param totalSlots  all worker ports of the supervisor
  * @param usablePorts ports free now or already held by the topology being placed, ascending
+ * @param memoryMb    the supervisor's {@code supervisor.memory.capacity.mb} (SupervisorDetails.getTotalMemory), or
+ *                    null where it declares none
  */
-public record Machine(String id, String name, String host, String type, Double cores, int totalSlots, List<Integer> usablePorts) {
+public record Machine(String id, String name, String host, String type, Double cores, int totalSlots, List<Integer> usablePorts,
+                      Double memoryMb) {
+
+    /** A machine whose memory is not known (no limit). */
+    public Machine(String id, String name, String host, String type, Double cores, int totalSlots, List<Integer> usablePorts) {
+        this(id, name, host, type, cores, totalSlots, usablePorts, null);
+    }
 
     /** Scheduler-meta key a supervisor may use to declare its cores. */
     public static final String CORES_KEY = "cores";
@@ -67,15 +75,16 @@ public record Machine(String id, String name, String host, String type, Double c
             }
             String declared = metaValue(supervisor, settings.machineIdKey());
             String name = declared != null && declaredIds.getOrDefault(declared, 0L) == 1 ? declared : supervisor.getId();
+            double memory = supervisor.getTotalMemory();
             machines.add(new Machine(supervisor.getId(), name, supervisor.getHost(), type, cores,
-                    supervisor.getAllPorts().size(), List.copyOf(ports)));
+                    supervisor.getAllPorts().size(), List.copyOf(ports), memory > 0 ? memory : null));
         }
         return machines;
     }
 
     /** The same machine with its usable ports in the order given (the first ones are used first). */
     public Machine withUsablePorts(List<Integer> ports) {
-        return new Machine(id, name, host, type, cores, totalSlots, List.copyOf(ports));
+        return new Machine(id, name, host, type, cores, totalSlots, List.copyOf(ports), memoryMb);
     }
 
     private static String metaValue(SupervisorDetails supervisor, String key) {

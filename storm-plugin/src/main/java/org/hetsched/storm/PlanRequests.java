@@ -13,7 +13,9 @@ import java.util.TreeMap;
  * <p>Every component is sent with its executor count as a fixed parallelism: the plugin cannot
  * change executor counts, so for Nimbus a plan is a placement. A topology's stored plan id goes
  * along as {@code plan_id}: the planner reuses that plan where it still fits. Each machine type's
- * capacity is the whole machine less the profile set's machine base load for that type.
+ * capacity is the whole machine less the profile set's machine base load for that type, its memory the least
+ * {@code supervisor.memory.capacity.mb} of its supervisors. Components' memory and the worker's go along only where
+ * the topology sets {@code hetsched.worker.memory.mb} (TopologySettings.plansMemory).
  */
 public final class PlanRequests {
     /** Every machine is its whole self: the API's CPU unit is percent of one machine. */
@@ -43,6 +45,12 @@ public final class PlanRequests {
                 component.put("profile", settings.profileOf(c.id()));
             }
             component.put("parallelism", c.executors().size());
+            if (settings.plansMemory() && c.memoryMb() != null) {
+                component.put("memory_mb", c.memoryMb());
+            }
+        }
+        if (settings.plansMemory()) {
+            topology.put("worker_memory_mb", settings.workerMemoryMb());
         }
         ArrayNode streams = topology.putArray("streams");
         for (TopologyGraph.Stream s : graph.streams()) {
@@ -59,6 +67,9 @@ public final class PlanRequests {
                 t.put("cores", type.cores);
             }
             t.put("slots", Math.max(1, type.slots));
+            if (type.memoryMb != null) {
+                t.put("memory_mb", type.memoryMb);
+            }
         }
         ArrayNode machineList = cluster.putArray("machines");
         for (Machine m : machines) {
@@ -125,6 +136,9 @@ public final class PlanRequests {
             if (type.cores == null) {
                 type.cores = m.cores();
             }
+            if (m.memoryMb() != null) {
+                type.memoryMb = type.memoryMb == null ? m.memoryMb() : Math.min(type.memoryMb, m.memoryMb());
+            }
         }
         return types;
     }
@@ -133,6 +147,8 @@ public final class PlanRequests {
         final String name;
         int slots;
         Double cores;
+        /** The least supervisor.memory.capacity.mb of the type's supervisors: a type's memory must fit every one. */
+        Double memoryMb;
 
         MachineTypeSummary(String name) {
             this.name = name;

@@ -36,8 +36,15 @@ public record TopologyGraph(String name, List<Component> components, List<Stream
      * A spout or bolt and its executors.
      *
      * @param executors ordered by start task: the plan's instance i runs on {@code executors.get(i)}
+     * @param memoryMb  memory one executor asks for, MB: Storm's on-heap plus off-heap request
+     *                  (TopologyDetails.getTotalMemReqTask, what RAS schedules by), or null where unknown
      */
-    public record Component(String id, String kind, List<ExecutorDetails> executors) {
+    public record Component(String id, String kind, List<ExecutorDetails> executors, Double memoryMb) {
+
+        public Component(String id, String kind, List<ExecutorDetails> executors) {
+            this(id, kind, executors, null);
+        }
+
         public boolean isSystem() {
             return id.startsWith(SYSTEM_PREFIX);
         }
@@ -59,7 +66,7 @@ public record TopologyGraph(String name, List<Component> components, List<Stream
         byComponent.forEach((id, executors) -> {
             executors.sort(Comparator.comparingInt(ExecutorDetails::getStartTask));
             String kind = storm.get_spouts() != null && storm.get_spouts().containsKey(id) ? "spout" : "bolt";
-            components.add(new Component(id, kind, List.copyOf(executors)));
+            components.add(new Component(id, kind, List.copyOf(executors), memoryOf(topology, executors)));
         });
 
         Map<List<String>, Stream> streams = new LinkedHashMap<>();
@@ -81,6 +88,24 @@ public record TopologyGraph(String name, List<Component> components, List<Stream
             }
         }
         return new TopologyGraph(topology.getName(), List.copyOf(components), List.copyOf(streams.values()));
+    }
+
+    /** Storm's memory request of one executor of a component, MB: the most of its executors (null where unknown). */
+    private static Double memoryOf(TopologyDetails topology, List<ExecutorDetails> executors) {
+        Double most = null;
+        for (ExecutorDetails executor : executors) {
+            Double mb;
+            try {
+                mb = topology.getTotalMemReqTask(executor);
+            } catch (RuntimeException e) {
+                return null; // a topology without resource information: memory unknown
+            }
+            if (mb == null || !Double.isFinite(mb) || mb < 0) {
+                return null;
+            }
+            most = most == null ? mb : Math.max(most, mb);
+        }
+        return most;
     }
 
     /**

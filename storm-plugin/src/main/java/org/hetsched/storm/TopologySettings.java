@@ -22,6 +22,8 @@ import java.util.Map;
  * @param maxExecutorsPerWorker most executors of this topology in one worker, or null for no limit
  * @param replanAfterFallback   whether a topology placed evenly because the planner was down is re-placed by plan
  *                              (its workers restarted) once the planner answers
+ * @param workerMemoryMb        the memory of one worker JVM of the topology ({@code hetsched.worker.memory.mb}), MB;
+ *                              where set, memory is planned as a hard limit (docs/plugin.md), else null
  */
 public record TopologySettings(
         String profiles,
@@ -31,7 +33,8 @@ public record TopologySettings(
         Map<String, Double> machineTypeCores,
         Map<String, Object> options,
         Integer maxExecutorsPerWorker,
-        boolean replanAfterFallback) {
+        boolean replanAfterFallback,
+        Double workerMemoryMb) {
 
     public static final String PROFILES = "hetsched.profiles";
     public static final String STRATEGY = "hetsched.strategy";
@@ -41,6 +44,12 @@ public record TopologySettings(
     public static final String OPTIONS = "hetsched.options";
     public static final String MAX_EXECUTORS_PER_WORKER = "hetsched.max.executors.per.worker";
     public static final String REPLAN_AFTER_FALLBACK = "hetsched.replan.after.fallback";
+    /**
+     * MB of one worker JVM of the topology (its heap, -Xmx, and what the JVM takes besides). Where set, the plugin sends
+     * it and every component's memory per executor (Storm's on-heap plus off-heap request, as RAS reads it), and
+     * the planner keeps every machine within its {@code supervisor.memory.capacity.mb}.
+     */
+    public static final String WORKER_MEMORY_MB = "hetsched.worker.memory.mb";
     /** The input rate (tuples/s) a topology sharing the cluster is guaranteed; see {@link TenantSettings}. */
     public static final String MIN_RATE = "hetsched.min.rate";
     /** The most input rate (tuples/s) a topology sharing the cluster wants; see {@link TenantSettings}. */
@@ -89,7 +98,31 @@ public record TopologySettings(
                 numberMap(conf, MACHINE_TYPE_CORES),
                 objectMap(conf, OPTIONS),
                 maxPerWorker,
-                flag(conf, REPLAN_AFTER_FALLBACK, true));
+                flag(conf, REPLAN_AFTER_FALLBACK, true),
+                memoryOf(conf));
+    }
+
+    /** {@link #WORKER_MEMORY_MB}: a non-negative finite number of MB, null where unset, else a fault naming the key. */
+    static Double memoryOf(Map<String, Object> conf) throws PlanFault {
+        Object value = conf.get(WORKER_MEMORY_MB);
+        if (value == null) {
+            return null;
+        }
+        double d;
+        try {
+            d = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
+        } catch (NumberFormatException e) {
+            d = Double.NaN;
+        }
+        if (!Double.isFinite(d) || d < 0) {
+            throw PlanFault.topologyConf(WORKER_MEMORY_MB + " must be a non-negative number of MB, got '" + value + "'");
+        }
+        return d;
+    }
+
+    /** Whether memory is planned (the topology declares its worker's memory). */
+    public boolean plansMemory() {
+        return workerMemoryMb != null;
     }
 
     private static boolean flag(Map<String, Object> conf, String key, boolean defaultValue) throws PlanFault {

@@ -3,6 +3,7 @@ package org.hetsched.storm;
 import static org.hetsched.storm.StormFixtures.byId;
 import static org.hetsched.storm.StormFixtures.supervisor;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,6 +20,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.storm.Config;
@@ -142,6 +144,49 @@ class PlanRequestContractTest {
                     "a component not in hetsched.component.profiles is its own profile key");
         }
         assertEquals("star-profiles", request.get("profiles").get("name").asText());
+    }
+
+    @Test
+    void memoryOfSupervisorsComponentsAndTheWorkerWhereTheTopologyDeclaresItsWorkerMemory() throws Exception {
+        TopologyBuilder builder = new TopologyBuilder();
+        builder.setSpout("spout", new TestWordSpout(), 1);
+        builder.setBolt("high", new TestWordCounter(), 3).shuffleGrouping("spout").setMemoryLoad(512.0, 64.0);
+        Map<String, Object> conf = new HashMap<>();
+        conf.put(TopologySettings.PROFILES, "micro");
+        conf.put(TopologySettings.WORKER_MEMORY_MB, 300);
+        conf.put(TopologySettings.COMPONENT_PROFILES, Map.of("spout", "spout", "high", "highCompute"));
+        TopologyDetails topology = topology("memory-1", builder.createTopology(), Map.of("__acker", 1), conf);
+        Map<String, SupervisorDetails> supervisors = byId(
+                supervisor("sup-a", "small-1", "host-1", "small", 1, 2, 1024.0),
+                supervisor("sup-b", "small-2", "host-2", "small", 1, 2, 1536.0),
+                supervisor("sup-c", "large-1", "host-3", "large", 4, 2, 4096.0));
+        JsonNode request = sent("memory-worker-components-supervisors", topology, supervisors, Map.of());
+
+        Map<String, Double> typeMemory = new TreeMap<>();
+        request.get("cluster").get("machine_types").forEach(
+                t -> typeMemory.put(t.get("name").asText(), t.get("memory_mb").asDouble()));
+        assertEquals(Map.of("small", 1024.0, "large", 4096.0), typeMemory,
+                "a machine type's memory is the least supervisor.memory.capacity.mb of its supervisors");
+        Map<String, Double> componentMemory = new TreeMap<>();
+        request.get("topology").get("components").forEach(
+                c -> componentMemory.put(c.get("id").asText(), c.get("memory_mb").asDouble()));
+        assertEquals(576.0, componentMemory.get("high"), "on-heap 512 plus off-heap 64 MB, as RAS reads it");
+        assertEquals(Set.of("spout", "high", "__acker"), componentMemory.keySet());
+        assertTrue(componentMemory.get("spout") > 0, "an undeclared component gets Storm's default request");
+        assertEquals(300.0, request.get("topology").get("worker_memory_mb").asDouble());
+    }
+
+    @Test
+    void noComponentMemoryWhereTheTopologyDeclaresNoWorkerMemory() throws Exception {
+        TopologyDetails topology = topology("linear-2", StormFixtures.linear(1, 2), Map.of("__acker", 1),
+                Map.of(TopologySettings.PROFILES, "micro"));
+        Map<String, SupervisorDetails> supervisors = byId(supervisor("sup-a", "small-1", "host-1", "small", 1, 2, 1024.0));
+        JsonNode request = sent("linear-no-memory", topology, supervisors, Map.of());
+
+        assertTrue(request.get("topology").get("components").findValues("memory_mb").isEmpty());
+        assertFalse(request.get("topology").has("worker_memory_mb"));
+        assertEquals(1024.0, request.get("cluster").get("machine_types").get(0).get("memory_mb").asDouble(),
+                "the supervisors' memory goes along always: with no component memory it binds nothing");
     }
 
     @Test

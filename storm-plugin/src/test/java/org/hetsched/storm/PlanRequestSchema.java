@@ -17,13 +17,13 @@ import java.util.Set;
  */
 final class PlanRequestSchema {
     private static final Set<String> REQUEST = Set.of("topology", "cluster", "profiles", "strategy", "options", "plan_id", "tenant");
-    private static final Set<String> TOPOLOGY = Set.of("name", "components", "streams");
-    private static final Set<String> COMPONENT = Set.of("id", "kind", "profile", "parallelism", "weight");
+    private static final Set<String> TOPOLOGY = Set.of("name", "components", "streams", "worker_memory_mb");
+    private static final Set<String> COMPONENT = Set.of("id", "kind", "profile", "parallelism", "weight", "memory_mb");
     private static final Set<String> STREAM = Set.of("from", "to", "grouping");
     private static final Set<String> GROUPINGS = Set.of(
             "shuffle", "local_or_shuffle", "fields", "partial_key", "all", "global", "none", "direct");
     private static final Set<String> CLUSTER = Set.of("machine_types", "machines");
-    private static final Set<String> MACHINE_TYPE = Set.of("name", "capacity", "cores", "slots");
+    private static final Set<String> MACHINE_TYPE = Set.of("name", "capacity", "cores", "slots", "memory_mb");
     private static final Set<String> MACHINE = Set.of("id", "type");
     private static final Set<String> PROFILES = Set.of("name", "entries");
     private static final Set<String> OPTIONS = Set.of(

@@ -44,6 +44,12 @@ final class StormFixtures {
 
     /** A supervisor that also declares its machine id (as the local cluster's supervisors do). */
     static SupervisorDetails supervisor(String id, String machineId, String host, String type, Integer cores, int ports) {
+        return supervisor(id, machineId, host, type, cores, ports, 8192.0);
+    }
+
+    /** A supervisor declaring {@code supervisor.memory.capacity.mb} of {@code memoryMb}. */
+    static SupervisorDetails supervisor(String id, String machineId, String host, String type, Integer cores, int ports,
+                                        double memoryMb) {
         Map<String, String> meta = new HashMap<>();
         if (machineId != null) {
             meta.put("machine-id", machineId);
@@ -60,7 +66,7 @@ final class StormFixtures {
         }
         Map<String, Double> resources = Map.of(
                 Config.SUPERVISOR_CPU_CAPACITY, 400.0,
-                Config.SUPERVISOR_MEMORY_CAPACITY_MB, 8192.0);
+                Config.SUPERVISOR_MEMORY_CAPACITY_MB, memoryMb);
         return new SupervisorDetails(id, host, meta, allPorts, resources);
     }
 
