@@ -1,0 +1,288 @@
+"""Linear profiled from its own worker records on the compose cluster, next to the lab set.
+
+The compose supervisors give their workers ``hetsched.metrics.url: http://planner:8765`` and the token, so
+a topology submitted with the metrics hook (``hetsched submit``'s default) and no ``--planner`` ships its
+records to the compose planner, which keeps them in its volume. ``run`` shows it live:
+
+1. ``hetsched cluster up --compose`` (images built where missing);
+2. the lab profile set stored in the compose planner (``hetsched profiles put``) and one plan of Linear made;
+3. ``hetsched submit linear`` with that plan's counts and id (``-c hetsched.plan.id=...``), metrics on, no
+   ``--planner``, the spout paced by a rate file written into every supervisor container (``docker exec``),
+   stepped through ``--rates`` (``--step-s`` each after ``--warmup-s``): one submission, one placement;
+4. the topology killed, its records copied out of the planner container (``docker cp``);
+5. ``hetsched cluster down --compose``, always, and what it left (nothing, or the run fails).
+
+``analyze`` (no cluster) counts the records per machine and worker and runs ``hetsched aggregate --store``
+on them and the live-vs-lab table of ``benchmarks/live_vs_lab.py``:
+
+    flock /tmp/hetsched-live.lock .venv/bin/python benchmarks/compose_live_profile.py run --home /tmp/s7c/home \\
+        --port-base 26000 --rates 6,16,28 --step-s 90 --out docs/results/measurements/issue19/compose-live
+    .venv/bin/python benchmarks/compose_live_profile.py analyze --out docs/results/measurements/issue19/compose-live
+
+Writes ``OUT-run.txt`` (every command and its output), ``OUT-run.json``, ``OUT-records/`` (the raw records),
+``OUT-records.txt``, ``OUT-aggregate.txt``, ``OUT-profile.json`` and ``OUT-vs-lab.txt``.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+PROFILES = REPO / "profiles" / "default-cluster.json"
+TOPOLOGY = "linear"
+RATE_FILE_IN_CONTAINERS = "/tmp/hetsched-compose-rate.json"
+"""Written in every supervisor container: the spout reads it on whichever machine it runs."""
+RECORDS_IN_PLANNER = "/var/lib/hetsched/records"
+"""The planner container's records store (``records/`` next to HETSCHED_DB, in the planner-data volume)."""
+CLI = [sys.executable, "-m", "hetsched.cli"]
+
+
+class Log:
+    """Every command and its output, printed and kept for OUT-run.txt."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def say(self, text: str) -> None:
+        stamped = f"[{time.strftime('%H:%M:%S', time.gmtime())}] {text}"
+        print(stamped, flush=True)
+        self.lines.append(stamped)
+
+    def run(self, command: list[str], env: dict[str, str] | None = None, check: bool = True) -> str:
+        self.say("$ " + shlex.join(command))
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, check=False)
+        output = (done.stdout + done.stderr).rstrip()
+        if output:
+            print(output, flush=True)
+            self.lines.append(output)
+        if check and done.returncode != 0:
+            raise SystemExit(f"error: `{shlex.join(command[:4])} ...` exited with {done.returncode}")
+        return done.stdout
+
+
+def cli_env(token: str | None = None) -> dict[str, str]:
+    """The environment of the CLI calls: no planner URL or Nimbus of the shell's, the compose planner's token."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HETSCHED_PLANNER_URL", "HETSCHED_NIMBUS")}
+    if token:
+        env["HETSCHED_PLANNER_TOKEN"] = token
+    return env
+
+
+def write_rate_everywhere(log: Log, containers: dict[str, str], rate: float) -> None:
+    """The spout's rate file in every supervisor container (atomic: written aside, then renamed)."""
+    body = json.dumps({"rate": float(rate)})
+    for machine, container in sorted(containers.items()):
+        subprocess.run(["docker", "exec", container, "sh", "-c",
+                        f"printf '%s' '{body}' > {RATE_FILE_IN_CONTAINERS}.tmp && mv {RATE_FILE_IN_CONTAINERS}.tmp "
+                        f"{RATE_FILE_IN_CONTAINERS}"], check=True, capture_output=True)
+    log.say(f"rate file {RATE_FILE_IN_CONTAINERS} = {body} in {', '.join(sorted(containers))}")
+
+
+def metrics_summary(planner_url: str, token: str) -> dict[str, Any]:
+    """The planner's own count of the batches and records the workers sent it (``GET /v1/metrics/summary``)."""
+    import httpx
+
+    answer = httpx.get(f"{planner_url}/v1/metrics/summary", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def wait_until_counting(cluster, topology_id: str, timeout_s: float) -> dict[str, list[str]]:
+    """The topology's placement once every sink has counted tuples (Nimbus's stats)."""
+    from bench.placement import from_topology_info
+    from observe.counts import parse_topology_info
+    from observe.machines import machine_of_host
+    from observe.nimbus import connect
+    from topologies.catalog import lookup
+    from topologies.measure import roles
+
+    sinks = [c for c, role in roles(lookup(TOPOLOGY)).items() if role == "sink"]
+    hosts = machine_of_host(cluster.handle())
+    deadline = time.monotonic() + timeout_s
+    with connect(cluster.nimbus_address) as nimbus:
+        while time.monotonic() < deadline:
+            info = nimbus.topology_info(topology_id)
+            placement = from_topology_info(info, hosts)
+            totals = parse_topology_info(info).totals()
+            if placement is not None and all(totals.get(s, 0) > 0 for s in sinks):
+                return {m: sorted(cs) for m, cs in placement.machines_used().items()}
+            time.sleep(3)
+    raise SystemExit(f"error: {topology_id}'s sinks {sinks} counted nothing within {timeout_s:g} s")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cluster import compose
+    from cluster.compose_cluster import ComposeCluster
+    from observe.nimbus import connect
+    from planner.client import PlannerClient
+    from planner.model import PlanRequest, ProfileRef, ProfileSet
+    from planner.profiles import machine_base_load
+    from topologies.catalog import lookup, planner_topology
+    from topologies.plans import plan_parallelism
+
+    rates = [float(x) for x in args.rates.split(",")]
+    log = Log()
+    out: dict[str, Any] = {"topology": args.topology, "rates": rates, "step_s": args.step_s, "warmup_s": args.warmup_s}
+    home = args.home.resolve()
+    cluster = None
+    try:
+        log.run([*CLI, "cluster", "up", "--compose", "--home", str(home), "--port-base", str(args.port_base)], cli_env())
+        cluster = ComposeCluster(home=home)
+        token = cluster.planner_token()
+        env = cli_env(token)
+        nimbus = f"127.0.0.1:{cluster.nimbus_port}"
+        log.run([*CLI, "profiles", "put", "default-cluster", str(PROFILES), "--url", cluster.planner_url], env)
+        profile_set = ProfileSet.model_validate_json(PROFILES.read_text())
+        entry = lookup(TOPOLOGY)
+        with PlannerClient(cluster.planner_url, token=token) as client:
+            plan = client.plan(PlanRequest(topology=planner_topology(entry),
+                                           cluster=cluster.spec.planner_cluster(machine_base_load(profile_set)),
+                                           profiles=ProfileRef(name=profile_set.name)))
+        counts = plan_parallelism(plan, entry)
+        log.say(f"plan {plan.id} ({plan.strategy}): counts {counts}, predicted input rate {plan.input_rate:.2f}, machines {[(m.id, round(m.utilization, 1)) for m in plan.machines]}")
+        out.update(plan_id=plan.id, counts=counts, predicted_input_rate=plan.input_rate)
+        containers = {m.id: cluster.container_id(compose.supervisor_service(m.id)) for m in cluster.layout.machines}
+        write_rate_everywhere(log, containers, rates[0])
+        out["started"] = time.time()
+        log.run([*CLI, "submit", TOPOLOGY, "--name", args.topology, "--nimbus", nimbus, "--force",
+                 "-p", ",".join(f"{c}={n}" for c, n in counts.items()), "--profiles", profile_set.name,
+                 "-c", f"hetsched.plan.id={json.dumps(plan.id)}", "-c", f"hetsched.spout.rate.file={RATE_FILE_IN_CONTAINERS}",
+                 "-c", "topology.disable.loadaware.messaging=true", "--rate", f"{rates[0]:g}"], env)
+        with connect(cluster.nimbus_address) as client:
+            topology_id = client.find(args.topology).id
+        out["topology_id"] = topology_id
+        placement = wait_until_counting(cluster, topology_id, args.start_timeout_s)
+        out["placement"] = placement
+        log.say(f"{topology_id} counting at every sink; placement {json.dumps(placement)}")
+        storm_yamls = sorted(glob.glob(str(REPO / compose.CONF_FOLDER / "supervisor-*.yaml")))
+        log.run([*CLI, "placement", args.topology, "--nimbus", nimbus, "--measure", "0",
+                 *[a for y in storm_yamls for a in ("--storm-yaml", y)]], env, check=False)
+        time.sleep(args.warmup_s)
+        early = metrics_summary(cluster.planner_url, token)
+        log.say(f"after the warm-up, the planner holds {early['records']} records in {early['batches']} batches "
+                f"from {len(early['workers'])} workers")
+        steps = []
+        for rate in rates:
+            write_rate_everywhere(log, containers, rate)
+            start = time.time()
+            time.sleep(args.step_s)
+            steps.append({"rate": rate, "start": start, "end": time.time()})
+            log.say(f"step {rate:g} tuples/s: {steps[-1]['end'] - start:.0f} s")
+        out["steps"] = steps
+        log.run([*CLI, "kill", args.topology, "--wait", "--nimbus", nimbus], env)
+        time.sleep(10)  # the hook's last batches (every 5 s) reach the store
+        records_dir = Path(f"{args.out}-records")
+        records_dir.mkdir(parents=True, exist_ok=True)
+        planner = cluster.container_id(compose.PLANNER_SERVICE)
+        log.run(["docker", "exec", planner, "sh", "-c", f"find {RECORDS_IN_PLANNER} -type d; echo files: $(find {RECORDS_IN_PLANNER} -type f | wc -l), "
+                 f"lines: $(find {RECORDS_IN_PLANNER} -type f -name '*.jsonl' | xargs cat | wc -l)"])
+        log.run(["docker", "cp", f"{planner}:{RECORDS_IN_PLANNER}/topology={args.topology}", str(records_dir)])
+        summary = metrics_summary(cluster.planner_url, token)
+        out["planner_metrics_summary"] = summary
+        log.say("the planner's GET /v1/metrics/summary: " + json.dumps(summary, indent=1))
+    finally:
+        if cluster is not None or (home / "compose").is_dir():
+            log.run([*CLI, "cluster", "down", "--compose", "--home", str(home)], cli_env(), check=False)
+            left = ComposeCluster(home=home).leftovers()
+            out["left_after_down"] = left
+            log.say(f"left after down: {left or 'nothing'}")
+        Path(f"{args.out}-run.txt").write_text("\n".join(log.lines) + "\n")
+        Path(f"{args.out}-run.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+    return 1 if out.get("left_after_down") else 0
+
+
+# --- analyze ----------------------------------------------------------------------------------------------------
+
+def load_records(records_dir: Path, topology: str) -> list[dict[str, Any]]:
+    from worker_metrics import records_of
+
+    return records_of(records_dir, topology)
+
+
+def records_table(records: list[dict[str, Any]]) -> list[str]:
+    """Records, batches and executors per machine and worker, with the components and the shipping delay."""
+    by_worker: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by_worker[(str(r.get("machine")), str(r.get("machine_type")), str(r.get("worker_id")))].append(r)
+    lines = [f"{'machine':<10} {'type':<7} {'worker (host:port)':<28} {'records':>7} {'batches':>7} {'executors':>9} "
+             f"{'span s':>7} {'delay ms':>8}  records per component"]
+    for (machine, mtype, worker), rs in sorted(by_worker.items()):
+        delays = [1000 * (r["received_at"] - r["ts"]) for r in rs if r.get("received_at") and r.get("ts")]
+        components: dict[str, int] = defaultdict(int)
+        for r in rs:
+            components[r["component"]] += 1
+        span = max(r["ts"] for r in rs) - min(r["ts"] for r in rs)
+        lines.append(f"{machine:<10} {mtype:<7} {worker:<28} {len(rs):>7} {len({r['batch_id'] for r in rs}):>7} "
+                     f"{len({(r['component'], r['task_id']) for r in rs}):>9} {span:>7.0f} "
+                     f"{statistics.median(delays) if delays else float('nan'):>8.0f}  "
+                     + ", ".join(f"{c} {n}" for c, n in sorted(components.items())))
+    lines.append(f"total {len(records)} records in {len({r['batch_id'] for r in records})} batches; "
+                 f"largest worker_dropped: {max((r.get('worker_dropped') or 0) for r in records)}; "
+                 "delay: median of received_at - ts (the planner's clock minus the worker's)")
+    return lines
+
+
+def analyze(args: argparse.Namespace) -> int:
+    from live_vs_lab import compare, step_rates
+
+    log = Log()
+    records_dir = Path(f"{args.out}-records")
+    run_info = json.loads(Path(f"{args.out}-run.json").read_text())
+    topology = run_info["topology"]
+    records = load_records(records_dir, topology)
+    if not records:
+        raise SystemExit(f"error: no records of {topology} under {records_dir}")
+    lines = [f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} records of {topology} "
+             f"({run_info.get('topology_id')}) from the compose planner's store", *records_table(records)]
+    steps = run_info.get("steps") or []
+    if steps:
+        emitted = step_rates(records, steps, "spout")
+        lines.append("steps (asked -> the spout's emitted rate from its records): "
+                     + ", ".join(f"{s['rate']:g} -> {e}" for s, e in zip(steps, emitted)))
+    Path(f"{args.out}-records.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    log.run(["nice", "-n", "19", *CLI, "aggregate", "--store", str(records_dir), "--topology", topology,
+                         "--out", f"{args.out}-profile.json", "--name", f"{topology}-live"], cli_env(), check=False)
+    Path(f"{args.out}-aggregate.txt").write_text("\n".join(log.lines) + "\n")
+    text, _live = compare(records_dir, topology, PROFILES, args.min_samples, None)
+    text += (f"placement ({run_info.get('topology_id')}, plan {run_info.get('plan_id')}): "
+             f"{json.dumps(run_info.get('placement'))}\n")
+    Path(f"{args.out}-vs-lab.txt").write_text(text)
+    print(text, end="")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    live = sub.add_parser("run", help="the live run on the compose cluster (hold /tmp/hetsched-live.lock)")
+    live.add_argument("--home", type=Path, required=True, help="the compose cluster's home (made and removed here)")
+    live.add_argument("--port-base", type=int, required=True, help="Nimbus Thrift on it, the planner on it + 1")
+    live.add_argument("--rates", default="6,16,28", help="the spout's paced rates, tuples/s")
+    live.add_argument("--step-s", type=float, default=90.0)
+    live.add_argument("--warmup-s", type=float, default=30.0)
+    live.add_argument("--start-timeout-s", type=float, default=420.0)
+    live.add_argument("--topology", default="compose-live-rates", help="the name Linear runs under")
+    live.add_argument("--out", required=True, help="prefix of the output files")
+    offline = sub.add_parser("analyze", help="records per worker, hetsched aggregate and the table next to the lab set")
+    offline.add_argument("--out", required=True, help="the prefix given to run")
+    offline.add_argument("--min-samples", type=int, default=5)
+    args = parser.parse_args()
+    return run(args) if args.command == "run" else analyze(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
