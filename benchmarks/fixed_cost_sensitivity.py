@@ -60,13 +60,19 @@ def main() -> None:
     parser.add_argument("--factors", default="1,0.5,0", help="factors tried for each kind of fixed cost")
     args = parser.parse_args()
     console = Console(width=200)
-    bench = json.loads(args.bench.read_text())
-    runs = [r for r in bench["runs"] if r.get("measured") and r.get("placement")]
-    profile_set = ProfileSet.model_validate(json.loads(args.profiles.read_text()))
+    try:
+        bench = json.loads(args.bench.read_text())
+        runs = [r for r in bench["runs"] if r.get("measured") and r.get("placement")]
+        profile_set = ProfileSet.model_validate(json.loads(args.profiles.read_text()))
+        factors = [float(f) for f in args.factors.split(",")]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        parser.error(f"cannot read {args.bench} (a hetsched bench.json), {args.profiles} (a profile set) or "
+                     f"--factors {args.factors!r}: {str(exc).splitlines()[0]}")
+    if not runs:
+        parser.error(f"{args.bench} has no run with a measurement and a placement")
     profile_set, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in runs}))
     base = machine_base_load(profile_set)
     spec = load_spec()
-    factors = [float(f) for f in args.factors.split(",")]
     variants = [(s, b, g) for s in factors for b in factors for g in factors]
 
     table = Table(title=f"measured / predicted sink throughput - 1, {args.bench.name} re-predicted "

@@ -24,7 +24,6 @@ Run under the machine-wide lock:
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import re
@@ -73,8 +72,7 @@ def main() -> int:
     parser.add_argument("--tail", type=float, default=60.0, help="The last seconds in which executed tuples are counted.")
     args = parser.parse_args()
 
-    record = io.StringIO()
-    console = Console(file=Tee(sys.stdout, record), width=170, highlight=False)
+    console = Console(width=170, highlight=False, record=True)  # printed, and kept for --out
     args.out.parent.mkdir(parents=True, exist_ok=True)
     work = args.home.parent / "run"
     work.mkdir(parents=True, exist_ok=True)
@@ -115,7 +113,7 @@ def main() -> int:
         for scheduler, verdict in verdicts.items():
             console.print(f"{scheduler}: {verdict}")
         console.print(f"took {time.monotonic() - started:.0f} s")
-        args.out.write_text(record.getvalue())
+        args.out.write_text(console.export_text())
     return 0
 
 
@@ -237,20 +235,6 @@ def _worker_exits(log: Path, since: str) -> list[str]:
     except OSError:
         return []
     return [line.strip()[-200:] for line in lines if line[:19] >= since and _EXIT.search(line)]
-
-
-class Tee(io.TextIOBase):
-    def __init__(self, *streams):
-        self.streams = streams
-
-    def write(self, text: str) -> int:
-        for s in self.streams:
-            s.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        for s in self.streams:
-            s.flush()
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ Run under the machine-wide lock:
 from __future__ import annotations
 
 import argparse
-import io
 import json
+import os
 import sys
 import threading
 import time
@@ -87,25 +87,17 @@ def main() -> int:
     copies = [Copy("linear-a", 0, minimums[0], targets[0]), Copy("linear-b", 1, minimums[1], targets[1])]
     third = Copy("linear-c", 2, args.third_min, args.third_min)
 
-    record = io.StringIO()
-    console = Console(file=Tee(sys.stdout, record), width=160, highlight=False)
+    console = Console(width=160, highlight=False, record=True)  # printed, and kept for --out
     args.out.parent.mkdir(parents=True, exist_ok=True)
     work = args.home.parent / "run"
     work.mkdir(parents=True, exist_ok=True)
-    spec = load_spec()
-    spec = spec.model_copy(update={"machine_types": [t.model_copy(update={"slots": args.slots}) for t in spec.machine_types]})
-    profile_set, _ = load_profile_set(PROFILES)
-    profile_set, _ = fill_pass_through_alphas(profile_set, ["linear"])
-    base_load = machine_base_load(profile_set)
-    run_conf = common_conf(BenchSettings(out_dir=str(work)))
-    """The bench's topology conf (even shuffle, as the model assumes; acking; stats of every tuple)."""
-    entry = lookup("linear")
+    spec, profile_set, base_load, run_conf, entry = linear_setup(args.slots, work)
     service = PlannerService(work / "planner.db", work / "planner.log")
     cluster = LocalCluster(spec, home=args.home, port_base=args.port_base)
     started = time.monotonic()
     console.print(f"topology conf of every copy: {json.dumps(run_conf, sort_keys=True)}; {args.slots} slots per machine")
     console.print(f"two Linears with the ledger; {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; "
-                  f"load average {' '.join(f'{x:.2f}' for x in __import__('os').getloadavg())}")
+                  f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     try:
         url = service.start()
         with PlannerClient(url) as client:
@@ -184,22 +176,19 @@ def main() -> int:
         finally:
             service.stop()
         console.print(f"took {time.monotonic() - started:.0f} s")
-        args.out.write_text(record.getvalue())
+        args.out.write_text(console.export_text())
     return 0
 
 
-class Tee(io.TextIOBase):
-    def __init__(self, *streams):
-        self.streams = streams
-
-    def write(self, text: str) -> int:
-        for s in self.streams:
-            s.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        for s in self.streams:
-            s.flush()
+def linear_setup(slots: int, work: Path):
+    """What every Linear copy of these scripts runs with: the default spec with ``slots`` worker slots per
+    machine, the shipped profile set (pass-through alphas filled) and its base load, the bench's topology conf
+    (even shuffle, as the model assumes; acking; stats of every tuple) and Linear's catalog entry."""
+    spec = load_spec()
+    spec = spec.model_copy(update={"machine_types": [t.model_copy(update={"slots": slots}) for t in spec.machine_types]})
+    profile_set, _ = load_profile_set(PROFILES)
+    profile_set, _ = fill_pass_through_alphas(profile_set, ["linear"])
+    return spec, profile_set, machine_base_load(profile_set), common_conf(BenchSettings(out_dir=str(work))), lookup("linear")
 
 
 def wait_running(address, names: list[str], entry) -> None:

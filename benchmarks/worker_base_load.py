@@ -15,7 +15,6 @@ Run under the machine-wide lock:
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
@@ -31,20 +30,15 @@ from rich.table import Table  # noqa: E402
 
 from bench import measure  # noqa: E402
 from bench.planner_service import PlannerService  # noqa: E402
-from bench.profiles import fill_pass_through_alphas, load_profile_set  # noqa: E402
-from bench.schedulers import common_conf  # noqa: E402
-from bench.settings import BenchSettings  # noqa: E402
 from cluster.handle import LocalClusterHandle  # noqa: E402
 from cluster.local import LocalCluster  # noqa: E402
-from cluster.spec import load_spec  # noqa: E402
 from observe.nimbus import connect  # noqa: E402
 from planner.client import PlannerClient  # noqa: E402
 from planner.model import PlanRequest, ProfileRef  # noqa: E402
-from planner.profiles import machine_base_load  # noqa: E402
-from topologies.catalog import lookup, planner_topology  # noqa: E402
+from topologies.catalog import planner_topology  # noqa: E402
 from topologies.submission import SubmitRequest  # noqa: E402
 from topologies.submit import submit  # noqa: E402
-from two_linears_ledger import PROFILES, Copy, Tee, kill_all, wait_running  # noqa: E402
+from two_linears_ledger import Copy, kill_all, linear_setup, wait_running  # noqa: E402
 
 
 def main() -> int:
@@ -58,17 +52,10 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=3, help="Worker slots per machine.")
     args = parser.parse_args()
 
-    record = io.StringIO()
-    console = Console(file=Tee(sys.stdout, record), width=160, highlight=False)
+    console = Console(width=160, highlight=False, record=True)  # printed, and kept for --out
     work = args.home.parent / "run"
     work.mkdir(parents=True, exist_ok=True)
-    spec = load_spec()
-    spec = spec.model_copy(update={"machine_types": [t.model_copy(update={"slots": args.slots}) for t in spec.machine_types]})
-    profile_set, _ = load_profile_set(PROFILES)
-    profile_set, _ = fill_pass_through_alphas(profile_set, ["linear"])
-    base_load = machine_base_load(profile_set)
-    run_conf = common_conf(BenchSettings(out_dir=str(work)))
-    entry = lookup("linear")
+    spec, profile_set, base_load, run_conf, entry = linear_setup(args.slots, work)
     service = PlannerService(work / "planner.db", work / "planner.log")
     cluster = LocalCluster(spec, home=args.home, port_base=args.port_base)
     copies = [Copy("linear-a", 0, 0.0, args.rate), Copy("linear-b", 1, 0.0, args.rate)]
@@ -108,7 +95,7 @@ def main() -> int:
             service.stop()
         console.print(f"took {time.monotonic() - started:.0f} s")
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(record.getvalue())
+        args.out.write_text(console.export_text())
     return 0
 
 

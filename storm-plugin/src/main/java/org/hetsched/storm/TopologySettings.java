@@ -108,12 +108,7 @@ public record TopologySettings(
         if (value == null) {
             return null;
         }
-        double d;
-        try {
-            d = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
-        } catch (NumberFormatException e) {
-            d = Double.NaN;
-        }
+        double d = parsedNumber(value);
         if (!Double.isFinite(d) || d < 0) {
             throw PlanFault.topologyConf(WORKER_MEMORY_MB + " must be a non-negative number of MB, got '" + value + "'");
         }
@@ -215,12 +210,16 @@ public record TopologySettings(
         if (value == null) {
             return null;
         }
-        double d;
-        try {
-            d = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
-        } catch (NumberFormatException e) {
-            return null;
-        }
+        double d = parsedNumber(value);
         return Double.isFinite(d) && d > 0 ? d : null;
+    }
+
+    /** A number or numeric text as a double; NaN for anything else. */
+    private static double parsedNumber(Object value) {
+        try {
+            return value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
+        } catch (NumberFormatException e) {
+            return Double.NaN;
+        }
     }
 }
