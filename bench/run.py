@@ -31,7 +31,7 @@ from observe.progress import QuietReporter, Reporter
 from observe.rates import ComponentRate, component_rates, unmeasured
 from observe.window import sample_window
 from planner.client import PlannerClient, PlannerClientError
-from planner.model import EvaluationRequest, Plan, ProfileRef
+from planner.model import EvaluationRequest, Plan, PlanOptions, ProfileRef
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 from topologies.jar import build_jar
@@ -284,9 +284,12 @@ def _cpu_seconds(ctx: RunContext) -> dict[str, float]:
 
 
 def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult) -> None:
+    """The placement's largest rate as the planner predicts it: every run is free-running, so its spouts are held
+    by max.spout.pending at that rate and charged no idle polling (``spouts_held``, docs/model.md)."""
     request = EvaluationRequest(
         topology=planner_topology(entry), cluster=ctx.cluster.spec.planner_cluster(ctx.base_load),
         profiles=ProfileRef(name=ctx.profile_set), assignments=placement.assignments(),
+        options=PlanOptions(spouts_held=True),
     )
     with PlannerClient(ctx.planner_url) as client:
         evaluation = client.evaluate(request)

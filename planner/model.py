@@ -201,6 +201,12 @@ class PlanOptions(_Model):
         default=None, description="resource_aware: the machine type whose profile gives each executor's CPU points (default: the first type)."
     )
     time_limit_s: PositiveFloat | None = Field(default=None, description="Seconds every strategy may compute (optimal stops its exact search then); the service caps it at its --time-limit-s.")
+    spouts_held: bool = Field(
+        default=False,
+        description="Charge spouts no MET: the topology runs free, so at its largest rate every spout is held by "
+        "max.spout.pending and never polls idle (docs/model.md, \"Spouts at the largest rate\"). Default: a spout "
+        "is paced and charged its MET, its idle polling.",
+    )
 
 
 class TenantSpec(_Model):

@@ -168,7 +168,7 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
             entry = profiles.get(comp.profile, tname)
             if entry is not None:
                 cost[ci, ti] = 100.0 * entry.e
-                met[ci, ti] = entry.met
+                met[ci, ti] = 0.0 if options.spouts_held and comp.kind == "spout" else entry.met
     sources = {s.source for s in topology.streams}
     mtypes = {t.name: t for t in cluster.machine_types}
     memory = np.array([c.memory_mb or 0.0 for c in components])

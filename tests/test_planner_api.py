@@ -14,6 +14,7 @@ from planner.api import evaluate_assignments, make_plan
 from planner.errors import PlanningError
 from planner.files import load_plan_request
 from planner.model import InstanceAssignment, Plan, PlanOptions
+from tests.fixtures.paper import entries, make_cluster, make_topology
 
 runner = CliRunner()
 
@@ -133,3 +134,19 @@ def test_compare_prints_the_comparison():
     assert result.exit_code == 0, result.output
     for text in ("linear-s1", "star-s3", "paper/even", "LP bound", "Instances per component"):
         assert text in result.output
+
+
+def test_spouts_held_leaves_out_the_spouts_met_and_nothing_else():
+    """One machine of capacity 100: spout e 0.001 s, MET 30 %; bolt e 0.01 s, MET 5 %.
+    Charged: (100 - 35) / (0.1 + 1) = 59.09 tuples/s; held: (100 - 5) / 1.1 = 86.36 tuples/s."""
+    topology = make_topology([("s", "spout", "src"), ("b", "bolt", "work")], [("s", "b")])
+    cluster = make_cluster({"w1": "t"}, [{"name": "t"}])
+    profiles = entries({("src", "t"): (0.001, 30.0), ("work", "t"): (0.01, 5.0)})
+    placement = [InstanceAssignment(component=c, machine="w1") for c in "sb"]
+    charged = evaluate_assignments(topology, cluster, profiles, placement)
+    held = evaluate_assignments(topology, cluster, profiles, placement, PlanOptions(spouts_held=True))
+    assert charged.input_rate == pytest.approx(65 / 1.1)
+    assert held.input_rate == pytest.approx(95 / 1.1)
+    cpu = {a.component: a.cpu for a in held.assignments}
+    assert cpu["s"] == pytest.approx(0.1 * held.input_rate)
+    assert cpu["b"] == pytest.approx(5 + held.input_rate)
