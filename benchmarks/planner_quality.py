@@ -82,7 +82,9 @@ def run_one(seed: int, time_limit_s: float, exact: bool = True, earlier: dict | 
     row["rates"] = {}
     for name in heuristics:
         try:
+            started = time.process_time()
             row["rates"][name] = make_plan(rq.topology, rq.cluster, rq.entries, name, rq.options).input_rate
+            row.setdefault("cpu_ms", {})[name] = round(1000 * (time.process_time() - started), 1)
         except PlanningError as err:
             row["rates"][name] = None
             row.setdefault("strategy_errors", {})[name] = str(err)
@@ -215,6 +217,12 @@ def main() -> None:
             if scored:
                 console.print(f"fast's worst requests against {yardstick}: "
                               + ", ".join(f"seed {seed} ({share:.3f})" for share, seed in scored))
+    for name in heuristics:
+        times = sorted(r["cpu_ms"][name] for r in rows if name in r.get("cpu_ms", {}))
+        if times:
+            console.print(f"{name}'s CPU time per request (this process, shared machine): median "
+                          f"{statistics.median(times):.0f} ms, p90 {times[int(0.9 * (len(times) - 1))]:.0f} ms, "
+                          f"max {times[-1]:.0f} ms over {len(times)}")
     for r in rows:
         for key in ("optimal_timeout", "optimal_error"):
             if key in r:

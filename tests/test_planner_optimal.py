@@ -256,6 +256,9 @@ WORST_BEFORE_RESIZE = {
     26: (41.93, 51.293),  # 2 instances of c3, c4, c5 pack three 50 % machines; the polish had 5 of c2 on one
     78: (204.23, 247.244),  # instance 0 of c4 (fed by global) belongs on the 1-core type, with 6 instances, not 73
     173: (82.65, 125.388),  # c3's instance 0 sheds its part of the shuffled input only with dozens of instances
+    73: (186.55, 204.630),  # c3 whole on the one 1-core machine, c0 split over both types: a two-component size switch
+    35: (1092.20, 1163.048),  # found from the sizes of the type carrying most of each component's flow
+    184: (462.82, 496.310),
 }
 
 

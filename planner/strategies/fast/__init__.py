@@ -22,6 +22,10 @@ closed-form ``R_max`` (planner.simulator) repairs.
    coordinate search over the other types' sizes re-solves the LP with the MET
    each choice really costs. Smaller limits (1/2, 1/4, 1/8 of a machine) are
    tried as well: big instances pay the MET less often, small ones pack better.
+   On small requests the coordinate search also starts from each component's size on the
+   type that carries most of its flow (where the optimum moves several components to other
+   types at once), and the other tries within 5% of the best LP rate are packed and polished
+   too: the best LP can round worse than a slightly lower one.
 3. Packing, for each size choice: at a target rate, the instances are spread
    over the machines of each type as the LP flows say, biggest first onto the
    least loaded machines; a bisection on the target keeps the packing with the
@@ -42,7 +46,8 @@ closed-form ``R_max`` (planner.simulator) repairs.
    more instances; counts that pack whole machines). So: every instance placed
    anew at rates up to the fluid bound (with the current counts, and with the
    fewest that fit 1/d of a machine), instance 0 moved, a component's count
-   jumped by 1, 2, 4, ... 64 or halved; each polished, kept where R ends higher.
+   jumped by 1, 2, 4, ... 64 or halved; each polished, kept where R ends higher. The jumps
+   start from the two best polished layouts, sharing one budget: a higher start can end lower.
 
 Components fed by an ``all`` grouping or by ``global`` streams only keep one
 instance (more would only add load, or get nothing); components without cost

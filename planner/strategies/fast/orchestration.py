@@ -11,7 +11,7 @@ already within 2% (large: 5%) of the fluid bound.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -85,23 +85,26 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
 
     # 2-3. Per size limit: instance sizes, then the best packing by bisection on the rate.
     model = HostedModel.of(problem)
+    small = problem.n_components * problem.n_machines <= tuning.polish_all_max_cells
     candidates: list[Candidate] = []
     for divisor in tuning.size_divisors:
-        choice, solves = choose_sizes(fluid, counts, divisor, divisor == tuning.size_divisors[0], deadline)
+        choice, solves = choose_sizes(fluid, counts, divisor, divisor == tuning.size_divisors[0], deadline,
+                                      tuning.size_alternatives_gap, tuning.size_alternatives_max if small else 0)
         lp_solves += solves
-        if choice is None or any(np.array_equal(choice.size, c.size_choice.size)
-                                 for c in candidates if c.size_choice is not None):
-            continue
-        packing = best_packing(model, fluid, counts, choice.lp.flows, choice.lp.rate,
-                               partial(instance_sizes, fluid, counts, choice.size), tuning, deadline)
-        candidates.append(Candidate(packing, choice))
-        deadline.check(0)
+        for option in () if choice is None else (choice, *choice.alternatives):
+            if any(np.array_equal(option.size, c.size_choice.size)
+                   for c in candidates if c.size_choice is not None):
+                continue
+            packing = best_packing(model, fluid, counts, option.lp.flows, option.lp.rate,
+                                   partial(instance_sizes, fluid, counts, option.size), tuning, deadline)
+            candidates.append(Candidate(packing, option))
+            deadline.check(0)
     if not candidates:
         raise PlanningError(NO_RATE)
 
     # 4. Local search: from the best packing, or, where the search is cheap, from each packing and the paper plan.
     candidates.sort(key=lambda cand: -cand.packing.rate)
-    if problem.n_components * problem.n_machines > tuning.polish_all_max_cells:
+    if not small:
         candidates = candidates[:1]
     else:
         candidates += _paper_start(problem, model, deadline)
@@ -110,23 +113,30 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
         candidates = _within_memory(model, candidates, free, counts)
     first_moves = (True, False) if (shares.first > 0).any() else (False,)
     iterations = 0
-    best: tuple[float, Layout, Candidate] | None = None
+    polished: list[tuple[float, Layout, Candidate]] = []
     for candidate in candidates:
         for move_first in first_moves:
             layout, steps = polish(model, candidate.packing.layout, free, move_first, deadline,
                                    problem.options.max_iterations, tuning)
             iterations += steps
-            rate = model.max_rate(layout.hosts, layout.first_machine).rate
-            if best is None or rate > best[0] * (1 + RATE_REL_TOL):
-                best = (rate, layout, candidate)
-    assert best is not None
-    _, layout, start = best
+            polished.append((model.max_rate(layout.hosts, layout.first_machine).rate, layout, candidate))
+    polished.sort(key=lambda p: -p[0])
+    _, layout, start = polished[0]
     if problem.memory_bound and memory_over(problem, problem.memory_used(layout.hosts)).any():
         raise PlanningError("the cluster cannot hold the topology's memory: "
                             + memory_message(problem, problem.memory_used(layout.hosts)))
-    layout, steps = resize_search(model, layout, free, bool(first_moves[0]), bound.rate, deadline,
-                                  problem.options.max_iterations, tuning)
-    iterations += steps
+    # 5. The jumps, from the best polished layout and (small requests) the runner-up: a higher start can end lower.
+    ends = []
+    starts = _distinct(polished, tuning.resize_starts if small else 1)
+    shared = replace(tuning, resize_work_cells=tuning.resize_work_cells // len(starts))  # one budget for all starts
+    for rate, layout, candidate in starts:
+        if problem.memory_bound and memory_over(problem, problem.memory_used(layout.hosts)).any():
+            continue
+        layout, steps = resize_search(model, layout, free, bool(first_moves[0]), bound.rate, deadline,
+                                      problem.options.max_iterations, shared)
+        iterations += steps
+        ends.append((model.max_rate(layout.hosts, layout.first_machine).rate, layout, candidate))
+    _, layout, start = max(ends, key=lambda e: e[0] * (1 + RATE_REL_TOL) if e is ends[0] else e[0])
     stats: dict[str, Any] = {
         "iterations": iterations,
         "lp_solves": lp_solves,
@@ -137,6 +147,18 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
     if not (problem.fixed > 0).any() and not problem.has_all_grouping:
         stats["fluid_bound"] = bound.rate
     return StrategyResult(placement=_placement(problem, layout), stats=stats)
+
+
+def _distinct(polished: list[tuple[float, Layout, Candidate]], n: int) -> list[tuple[float, Layout, Candidate]]:
+    """The first ``n`` of ``polished`` (best first) with different layouts."""
+    chosen: list[tuple[float, Layout, Candidate]] = []
+    for entry in polished:
+        if len(chosen) >= n:
+            break
+        if not any(np.array_equal(entry[1].hosts, c[1].hosts) and np.array_equal(entry[1].first_machine, c[1].first_machine)
+                   for c in chosen):
+            chosen.append(entry)
+    return chosen
 
 
 def _within_memory(model: HostedModel, candidates: list[Candidate], free: np.ndarray, counts: Counts

@@ -18,10 +18,18 @@ class FastTuning:
     polish_all_max_cells: int = 500
     """Up to this many (component x machine) cells every candidate packing is polished, not only the best,
     and the paper plan is a candidate as well."""
+    size_alternatives_gap: float = 0.05
+    """Small requests only: every size choice of the coordinate search whose LP rate is within this fraction of
+    the best one is packed and polished too (the best LP can round worse than a slightly lower one)."""
+    size_alternatives_max: int = 4
+    """Small requests only: at most this many such alternatives per size limit, the highest LP rates first."""
     packing_steps: int = 7
     """Bisection steps on the packing target rate between ``packing_low`` and 1 times the LP rate."""
     packing_low: float = 0.8
     """Lowest packing target, as a fraction of the LP rate."""
+    resize_starts: int = 2
+    """Small requests only: the jumps start from this many of the best polished layouts (distinct), the best end
+    kept; from the best alone a slightly higher start sometimes ends lower."""
     resize_rounds: int = 8
     """Small requests only: rounds of instance-count jumps (each: every free component, every count tried,
     then a polish), stopping at the first round that finds no higher rate."""
