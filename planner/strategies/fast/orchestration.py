@@ -11,6 +11,7 @@ already within 2% (large: 5%) of the fluid bound.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -23,6 +24,7 @@ from planner.problem import Problem
 from planner.simulator import RATE_REL_TOL, HostedModel, memory_message, memory_over
 from planner.strategies import paper
 from planner.strategies.base import Deadline, StrategyResult
+from planner.strategies.fast.colocate import colocate
 from planner.strategies.fast.fluid_lp import UNBOUNDED, FluidInput, fluid_lp
 from planner.strategies.fast.machine_types import MachineTypes
 from planner.strategies.fast.memory import memory_first, repair_memory
@@ -127,6 +129,17 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
     layout, steps = resize_search(model, layout, free, bool(first_moves[0]), bound.rate, deadline,
                                   problem.options.max_iterations, tuning)
     iterations += steps
+    if problem.has_remote_cost:
+        layout, steps = _colocate_and_polish(model, layout, free, bool(first_moves[0]), deadline, tuning)
+        iterations += steps
+        blind = _remote_blind_layout(problem, tuning, deadline)
+        if blind is not None:
+            polished, steps = polish(model, blind, free, bool(first_moves[0]), deadline,
+                                     problem.options.max_iterations, tuning)
+            iterations += steps
+            if model.max_rate(polished.hosts, polished.first_machine).rate > \
+                    model.max_rate(layout.hosts, layout.first_machine).rate * (1 + RATE_REL_TOL):
+                layout = polished
     stats: dict[str, Any] = {
         "iterations": iterations,
         "lp_solves": lp_solves,
@@ -137,6 +150,35 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
     if not (problem.fixed > 0).any() and not problem.has_all_grouping:
         stats["fluid_bound"] = bound.rate
     return StrategyResult(placement=_placement(problem, layout), stats=stats)
+
+
+def _remote_blind_layout(problem: Problem, tuning: FastTuning, deadline: Deadline) -> Layout | None:
+    """The plan ``fast`` makes when tuples crossing workers cost nothing: a start the remote-aware search may not
+    reach (its steps weigh co-location one move at a time). None where that plan fails."""
+    left = deadline.remaining_s()
+    options = problem.options if left is None else problem.options.model_copy(update={"time_limit_s": max(left, 1e-3)})
+    blind = dataclasses.replace(problem, has_remote_cost=False, options=options)
+    try:
+        placement = plan(blind, tuning).placement
+    except PlanningTimeout:
+        raise
+    except PlanningError:
+        return None
+    comp, inst, mach = problem.placement_arrays(placement)
+    hosts = np.zeros((problem.n_components, problem.n_machines), dtype=np.int64)
+    np.add.at(hosts, (comp, mach), 1)
+    first = np.zeros(problem.n_components, dtype=np.int64)
+    first[comp[inst == 0]] = mach[inst == 0]
+    return Layout(hosts, first)
+
+
+def _colocate_and_polish(model: HostedModel, layout: Layout, free: np.ndarray, move_first: bool, deadline: Deadline,
+                         tuning: FastTuning) -> tuple[Layout, int]:
+    """Co-location moves, then the polish again (it may rebalance what they gathered); the better end is kept."""
+    gathered, steps = colocate(model, layout, deadline, tuning)
+    polished, more = polish(model, gathered, free, move_first, deadline, model.problem.options.max_iterations, tuning)
+    best = max((layout, gathered, polished), key=lambda lay: model.max_rate(lay.hosts, lay.first_machine).rate)
+    return best, steps + more
 
 
 def _within_memory(model: HostedModel, candidates: list[Candidate], free: np.ndarray, counts: Counts

@@ -46,6 +46,10 @@ class FastTuning:
     """Requests over ``polish_all_max_cells``: polish steps over all jumps (no fresh packings are tried there)."""
     resize_max_step: int = 64
     """Largest count jump tried: n + 1, n + 2, n + 4, ... up to n + this."""
+    colocate_steps: int = 50
+    """Where tuples crossing workers cost CPU: most co-location moves (planner.strategies.fast.colocate)."""
+    colocate_targets: int = 8
+    """Co-location: machines tried per component, the roomiest of those hosting one of its stream neighbours."""
 
 
 DEFAULT_TUNING = FastTuning()
