@@ -142,6 +142,28 @@ def estimates(windows: list[dict], types: dict[str, str]) -> list[dict[str, dict
     return out
 
 
+def drift_fit(windows: list[dict], types: dict[str, str]) -> dict[str, dict[str, float]]:
+    """Per machine type, send, recv and the slopes from one least-squares fit per (slot, machine) over every repeat,
+    with a term linear in the window's position in its phase (a machine's idle CPU drifts while its JVMs settle,
+    and each repeat steps the rates upward, so a per-repeat line takes part of the drift for cost); pure."""
+    slopes: dict[tuple[str, str], float] = {}
+    keys = sorted({(w["slot"], w["machine"]) for w in windows})
+    for key in keys:
+        rows = [w for w in windows if (w["slot"], w["machine"]) == key]
+        order = sorted({(w["repeat"], w["rate"]) for w in rows})
+        position = {o: i for i, o in enumerate(order)}
+        x = np.array([[1.0, position[(w["repeat"], w["rate"])], w["tuples_per_s"]] for w in rows])
+        y = np.array([w["cores"] for w in rows])
+        slopes[key] = float(np.linalg.lstsq(x, y, rcond=None)[0][2]) * 1000
+    out = {}
+    for t, mid in types.items():
+        a, loc = slopes[("alone", mid)], slopes[("local", mid)]
+        s, r = slopes[("send", mid)], slopes[("receive", mid)]
+        out[t] = {"alone": a, "local": loc, "sender": s, "receiver": r, "sink_local": loc - a, "send": s - a,
+                  "recv": r - (loc - a)}
+    return out
+
+
 def summary(per_repeat: list[dict[str, dict[str, float]]], cores: dict[str, float]) -> dict:
     """Median, min and max over repeats of each figure, in core ms and in ms of the machine's whole CPU."""
     result: dict = {}
@@ -181,8 +203,17 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=25.0, help="Seconds of each window (Nimbus steps every 10).")
     parser.add_argument("--warmup", type=float, default=20.0, help="Seconds at the highest rate before measuring.")
     parser.add_argument("--phases", default="0,1,2,3", help="Which phases to run (for trying the script).")
+    parser.add_argument("--report", type=Path, help="Only analyse the windows of an earlier run's JSON (written to "
+                        "--out's .json again, with the figures of this version of the analysis).")
     args = parser.parse_args()
     rates = [float(x) for x in args.rates.split(",")]
+    if args.report is not None:
+        earlier = json.loads(args.report.read_text())
+        console = Console(width=160, highlight=False, record=True)
+        console.print(f"re-analysed from {args.report}")
+        report(console, earlier["windows"], earlier["machines"], earlier["cores"], args)
+        args.out.write_text(console.export_text())
+        return 0
 
     console = Console(width=160, highlight=False, record=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -348,8 +379,19 @@ def report(console: Console, windows: list[dict], types: dict[str, str], cores: 
                       cell(f["receiver"]), cell(f["send"]), cell(f["recv"]), f"{f['send']['machine_ms_median']:.4f}",
                       f"{f['recv']['machine_ms_median']:.4f}")
     console.print(table)
+    drift = drift_fit(windows, types)
+    table = Table(title="the same, one fit over all repeats with a linear drift term (core ms per tuple)")
+    for column in ("type", "spout alone A", "local pair L", "sink local L-A", "sender S", "receiver R", "send = S-A",
+                   "recv = R-(L-A)"):
+        table.add_column(column, justify="right")
+    for t in types:
+        f = drift[t]
+        table.add_row(t, *(f"{f[k]:.4f}" for k in ("alone", "local", "sink_local", "sender", "receiver", "send",
+                                                    "recv")))
+    console.print(table)
     data = {"script": "benchmarks/remote_tuple_cost.py", "args": {k: str(v) for k, v in vars(args).items()},
             "machines": types, "cores": cores, "windows": windows, "per_repeat": per_repeat, "summary": figures,
+            "drift_fit": drift,
             "remote_cost": {t: {"remote_send": figures[t]["send"]["machine_ms_median"] / 1000,
                                 "remote_receive": figures[t]["recv"]["machine_ms_median"] / 1000} for t in types}}
     args.out.with_suffix(".json").write_text(json.dumps(data, indent=1))

@@ -194,29 +194,41 @@ def remote_loads(problem: Problem, hosts: np.ndarray, counts: np.ndarray, rates:
     to each of the ``N - n_w`` instances elsewhere; ``global`` crosses unless the receiver's instance 0 is on w.
     Each side is charged at its own entry's ``remote_send`` / ``remote_receive`` on its machine's type.
     """
-    n_components, n_machines = hosts.shape
-    send = np.zeros((n_components, n_machines))
-    receive = np.zeros((n_components, n_machines))
+    send_sm, receive_sm = _remote_terms(problem, hosts, counts, rates, first_machine)
+    n_components = hosts.shape[0]
+    streams = np.arange(len(problem.stream_source))
+    by_source = np.zeros((n_components, len(streams)))
+    by_source[problem.stream_source, streams] = 1.0
+    by_target = np.zeros_like(by_source)
+    by_target[problem.stream_target, streams] = 1.0
+    return by_source @ send_sm, by_target @ receive_sm
+
+
+def remote_machine_load(problem: Problem, hosts: np.ndarray, counts: np.ndarray, rates: InstanceRates,
+                        first_machine: np.ndarray) -> np.ndarray:
+    """(M,) percent per unit R that tuples crossing workers cost each machine: ``remote_loads`` summed, faster."""
+    send_sm, receive_sm = _remote_terms(problem, hosts, counts, rates, first_machine)
+    return send_sm.sum(axis=0) + receive_sm.sum(axis=0)
+
+
+def _remote_terms(problem: Problem, hosts: np.ndarray, counts: np.ndarray, rates: InstanceRates,
+                  first_machine: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(S, M) each: what each stream's remote tuples cost its senders and its receivers on each machine."""
+    u, d, kind = problem.stream_source, problem.stream_target, problem.stream_kind[:, None]
     if not problem.has_remote_cost:
-        return send, receive
-    columns = np.arange(n_machines)
+        zeros = np.zeros((len(u), hosts.shape[1]))
+        return zeros, zeros
+    columns = np.arange(hosts.shape[1])[None, :]
+    out = problem.output_per_input[u, None] * (rates.each_instance[u, None] * hosts[u]
+                                               + rates.first_extra[u, None] * (columns == first_machine[u, None]))
+    away = out.sum(axis=1, keepdims=True) - out  # what the stream carries from other machines
+    here = hosts[d]
+    count = np.maximum(counts[d], 1)[:, None]
+    first_here = (columns == first_machine[d, None]).astype(float)
+    crossing = np.where(kind == ALL, count - here, np.where(kind == GLOBAL, 1.0 - first_here, 1.0 - here / count))
+    taken = np.where(kind == ALL, here, np.where(kind == GLOBAL, first_here, here / count)) * away
     mtype = problem.machine_type
-    for u, d, kind in zip(problem.stream_source, problem.stream_target, problem.stream_kind):
-        out = problem.output_per_input[u] * (rates.each_instance[u] * hosts[u]
-                                             + rates.first_extra[u] * (columns == first_machine[u]))
-        total = out.sum()
-        if total <= 0:
-            continue
-        first_here = (columns == first_machine[d]).astype(float)
-        send[u] += problem.remote_send[u, mtype] * out * _crossing(kind, hosts[d], int(counts[d]), first_here)
-        if kind == ALL:
-            taken = hosts[d] * (total - out)
-        elif kind == GLOBAL:
-            taken = first_here * (total - out)
-        else:
-            taken = hosts[d] / max(int(counts[d]), 1) * (total - out)
-        receive[d] += problem.remote_receive[d, mtype] * taken
-    return send, receive
+    return problem.remote_send[u][:, mtype] * out * crossing, problem.remote_receive[d][:, mtype] * taken
 
 
 def remote_instance_loads(problem: Problem, comp: np.ndarray, inst: np.ndarray, mach: np.ndarray,
@@ -316,8 +328,7 @@ class HostedModel:
         rates = instance_rates(self.problem, counts)
         a, b = hosted_loads(self.cost, self.met, hosts, rates, first_machine)
         if self.problem.has_remote_cost:
-            send, receive = remote_loads(self.problem, hosts, counts, rates, first_machine)
-            a = a + send.sum(axis=0) + receive.sum(axis=0)
+            a = a + remote_machine_load(self.problem, hosts, counts, rates, first_machine)
         return a, b, rates
 
     def max_rate(self, hosts: np.ndarray, first_machine: np.ndarray, memory: bool = True) -> HostedRate:

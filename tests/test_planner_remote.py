@@ -216,3 +216,40 @@ def test_measured_costs_go_to_every_entry_of_their_type_and_negatives_to_zero(tm
     assert written.name == "default-cluster"
     assert {(e.machine_type, e.remote_send) for e in written.entries} == {
         (t, max(0.0, c.remote_send)) for t, c in costs.items()}
+
+
+def _windows(costs: dict[str, dict[str, float]], machines: dict[str, str], drift: float = 0.0) -> list[dict]:
+    """Synthetic windows of benchmarks/remote_tuple_cost.py: each machine's cores = idle + drift * position + slope *
+    rate, with the slopes the costs (core ms per tuple) imply; the drift differs from one (slot, machine) to the next."""
+    slope = {}
+    for t, m in machines.items():
+        c = costs[t]
+        slope[("alone", m)] = c["alone"]
+        slope[("local", m)] = c["alone"] + c["sink_local"]
+        slope[("send", m)] = c["alone"] + c["send"]
+        slope[("receive", m)] = c["sink_local"] + c["recv"]
+    windows = []
+    for n, ((slot, m), s) in enumerate(slope.items()):
+        for k in range(3):
+            for i, rate in enumerate((0.0, 150.0, 400.0)):
+                windows.append({"slot": slot, "machine": m, "repeat": k, "rate": rate, "tuples_per_s": rate,
+                                "cores": 0.05 - drift * (n % 3) * (3 * k + i) + s / 1000 * rate})
+    return windows
+
+
+def test_the_remote_tuple_benchmark_recovers_send_and_receive_costs_from_its_windows():
+    from benchmarks.remote_tuple_cost import drift_fit, estimates
+
+    machines = {"small": "small-1", "large": "large-1"}
+    costs = {"small": {"alone": 0.05, "sink_local": 0.08, "send": 0.12, "recv": 0.2},
+             "large": {"alone": 0.03, "sink_local": 0.06, "send": 0.09, "recv": 0.15}}
+    for repeat in estimates(_windows(costs, machines), machines):
+        for t in machines:
+            assert repeat[t]["send"] == pytest.approx(costs[t]["send"])
+            assert repeat[t]["recv"] == pytest.approx(costs[t]["recv"])
+    drifting = _windows(costs, machines, drift=0.002)
+    assert estimates(drifting, machines)[0]["small"]["send"] != pytest.approx(costs["small"]["send"], rel=0.05)
+    fitted = drift_fit(drifting, machines)
+    for t in machines:
+        assert fitted[t]["send"] == pytest.approx(costs[t]["send"])
+        assert fitted[t]["recv"] == pytest.approx(costs[t]["recv"])

@@ -49,6 +49,10 @@ class FastTuning:
     colocate_steps: int = 50
     """Where tuples crossing workers cost CPU: most co-location moves (planner.strategies.fast.colocate)."""
     colocate_targets: int = 8
+    colocate_work_cells: int = 5_000_000
+    colocate_min_trials: int = 200
+    """Co-location: closed-form evaluations allowed, as (component + stream) x machine cells (each evaluation costs
+    about that many), and at least this many; a step's candidates are all tried once begun."""
     """Co-location: machines tried per component, the roomiest of those hosting one of its stream neighbours."""
 
 
