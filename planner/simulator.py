@@ -6,7 +6,9 @@ the largest sustainable rate is
 
     R_max = min( min_w (cap_w * u_max - b_w) / a_w ,  min_i (thread_cap_i * u_max - b_i) / a_i )
 
-with the thread cap ``100 / cores`` where a type declares cores. No search.
+with the thread cap ``100 / cores`` where a type declares cores. No search. Tuples that cross workers add
+their CPU to ``a_w`` (``remote_loads``: the expected share of each stream that leaves or reaches a machine,
+docs/model.md "Remote tuples"), not to the thread cap.
 
 This module is the one place that computes loads and rates: the strategies
 (also the incremental ones, on a (component x machine) instance-count matrix),
