@@ -42,7 +42,7 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
 COMMAND_MODULES = (
     "hetsched.plan_cmd",  # planner core: hetsched plan|compare
     "hetsched.serve_cmd",  # planning service: hetsched serve
-    "hetsched.profiles_cmd",  # planning service: hetsched profiles put|get|list|versions|delete
+    "hetsched.profiles_cmd",  # planning service: hetsched profiles put|get|list|versions|delete (remote-cost: files)
     "hetsched.plans_cmd",  # planning service: hetsched plans get|delete
     "hetsched.tenants_cmd",  # planning service: hetsched ledger|priority (topologies sharing the cluster)
     "hetsched.topology_cmd",  # topologies: hetsched submit|kill|topologies|counts (imports streamparse)

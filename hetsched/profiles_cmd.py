@@ -128,3 +128,34 @@ def delete(
     except PlannerClientError as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"deleted version {version} of profile set {name}")
+
+
+@profiles_app.command("remote-cost")
+def remote_cost(
+    measured: Path = typer.Argument(..., help="benchmarks/remote_tuple_cost.py's JSON (next to its --out)."),
+    file: Path = typer.Argument(..., help="The profile set file to add the costs to (JSON or YAML)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Where the profile set with remote costs goes (JSON)."),
+) -> None:
+    """Give every entry of a profile set file its machine type's measured CPU cost per tuple crossing workers
+    (``remote_send``, ``remote_receive``); the file is read and written, no service is asked."""
+    from planner.errors import PlanningError
+    from planner.remote_cost import RemoteCostFile, with_remote_costs
+
+    profile_set = load_profile_set("_", file)
+    try:
+        figures = RemoteCostFile.model_validate_json(measured.read_text())
+    except OSError as exc:
+        raise _fail(f"cannot read {measured}: {exc.strerror}") from None
+    except ValidationError as exc:
+        raise _fail(f"{measured}: {_first_error(exc)}") from None
+    original = yaml.safe_load(file.read_text())
+    name = original.get("name", file.stem) if isinstance(original, dict) else file.stem
+    try:
+        updated = with_remote_costs(profile_set.model_copy(update={"name": name}), figures.remote_cost, str(measured))
+    except PlanningError as exc:
+        raise _fail(str(exc)) from None
+    output.write_text(json.dumps(request_body(updated), indent=2) + "\n")
+    per_type = updated.source["remote_cost"]["per_machine_type"]
+    typer.echo(f"wrote profile set {name} ({len(updated.entries)} entries) to {output}; remote cost per tuple, ms of "
+               "the machine's CPU: " + ", ".join(f"{t} send {c['remote_send'] * 1000:.4f} receive "
+                                                  f"{c['remote_receive'] * 1000:.4f}" for t, c in sorted(per_type.items())))

@@ -124,6 +124,16 @@ class ProfileEntry(_Model):
     e: NonNegativeFloat = Field(description="Seconds of the machine's whole CPU per tuple.")
     met: NonNegativeFloat = Field(default=0.0, description="Fixed CPU percent of one running instance.")
     alpha: NonNegativeFloat = Field(default=1.0, description="Output tuples per input tuple.")
+    remote_send: NonNegativeFloat = Field(
+        default=0.0,
+        description="Seconds of the machine's whole CPU per tuple an instance of this key emits to another worker "
+        "(serialising and sending it), beyond what a tuple to its own worker costs; 0: not measured.",
+    )
+    remote_receive: NonNegativeFloat = Field(
+        default=0.0,
+        description="Seconds of the machine's whole CPU per tuple an instance of this key receives from another "
+        "worker (receiving and deserialising it), beyond what a tuple from its own worker costs; 0: not measured.",
+    )
     r2: FiniteFloat | None = None
     samples: int | None = Field(default=None, ge=0)
     rate_range: tuple[NonNegativeFloat, NonNegativeFloat] | None = None

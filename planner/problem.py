@@ -17,7 +17,7 @@ import numpy as np
 from planner.errors import PlanningError
 from planner.model import Cluster, Component, Placement, PlanOptions, Topology
 from planner.profiles import ProfileTable
-from planner.rates import input_shares, topological_order
+from planner.rates import component_alpha, input_shares, topological_order
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,14 @@ def compute_shares(topology: Topology, profiles: ProfileTable, component_ids: tu
         each=_read_only(np.array([shares[c].each for c in component_ids])),
         first=_read_only(np.array([shares[c].first for c in component_ids])),
     )
+
+
+SPLIT, ALL, GLOBAL = 0, 1, 2
+"""Stream kinds by how the receiver's instances share a stream (docs/model.md, "Groupings")."""
+
+
+def stream_kind(grouping: str) -> int:
+    return ALL if grouping == "all" else GLOBAL if grouping == "global" else SPLIT
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +106,20 @@ class Problem:
     memory check is skipped, so requests without memory plan as fast as before."""
     one_each_shares: Shares
     """The shares with one instance per component: the only shares when no stream has an ``all`` grouping."""
+    remote_send: np.ndarray
+    """(C, T) 100 * remote_send: percent per tuple/s an instance emits to another worker; 0 where no profile."""
+    remote_receive: np.ndarray
+    """(C, T) 100 * remote_receive: percent per tuple/s an instance receives from another worker."""
+    output_per_input: np.ndarray
+    """(C,) output tuples per input tuple: alpha for a bolt, 1 for a spout (its input rate is its emit rate)."""
+    stream_source: np.ndarray
+    """(S,) component index of each stream's sender."""
+    stream_target: np.ndarray
+    """(S,) component index of each stream's receiver."""
+    stream_kind: np.ndarray
+    """(S,) how the receiver's instances share the stream: SPLIT, ALL or GLOBAL."""
+    has_remote_cost: bool
+    """Whether some stream's ends have a remote cost; when False the remote terms are skipped (they are 0)."""
 
     @classmethod
     def build(cls, topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> Problem:
@@ -161,6 +183,8 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
     u_max = options.max_utilization
     cost = np.zeros((len(order), len(type_names)))
     met = np.zeros_like(cost)
+    remote_send = np.zeros_like(cost)
+    remote_receive = np.zeros_like(cost)
     for ci, comp in enumerate(components):
         if comp.profile is None:
             continue
@@ -169,7 +193,15 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
             if entry is not None:
                 cost[ci, ti] = 100.0 * entry.e
                 met[ci, ti] = 0.0 if options.spouts_held and comp.kind == "spout" else entry.met
+                remote_send[ci, ti] = 100.0 * entry.remote_send
+                remote_receive[ci, ti] = 100.0 * entry.remote_receive
     sources = {s.source for s in topology.streams}
+    index = {c: i for i, c in enumerate(order)}
+    stream_source = np.array([index[s.source] for s in topology.streams], dtype=np.int64)
+    stream_target = np.array([index[s.target] for s in topology.streams], dtype=np.int64)
+    output_per_input = np.array([1.0 if c.kind == "spout" else component_alpha(c, profiles) for c in components])
+    has_remote_cost = bool(stream_source.size) and bool(
+        remote_send[stream_source].any() or remote_receive[stream_target].any())
     mtypes = {t.name: t for t in cluster.machine_types}
     memory = np.array([c.memory_mb or 0.0 for c in components])
     worker_memory = float(topology.worker_memory_mb or 0.0)
@@ -202,4 +234,11 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
         memory_limit=_read_only(memory_limit),
         memory_bound=bool(np.isfinite(memory_limit).any() and (worker_memory > 0 or (memory > 0).any())),
         one_each_shares=compute_shares(topology, profiles, order, None),
+        remote_send=_read_only(remote_send),
+        remote_receive=_read_only(remote_receive),
+        output_per_input=_read_only(output_per_input),
+        stream_source=_read_only(stream_source),
+        stream_target=_read_only(stream_target),
+        stream_kind=_read_only(np.array([stream_kind(s.grouping) for s in topology.streams], dtype=np.int64)),
+        has_remote_cost=has_remote_cost,
     )

@@ -114,3 +114,12 @@ def with_memory(request: RandomRequest, seed: int, tight: float = 1.0) -> Random
              for t in request.cluster.machine_types]
     cluster = request.cluster.model_copy(update={"machine_types": types})
     return RandomRequest(topology, cluster, request.entries, request.options)
+
+
+def with_remote_cost(request: RandomRequest, seed: int, share: tuple[float, float] = (0.1, 0.6)) -> RandomRequest:
+    """The request with a random CPU cost for tuples crossing workers: each entry's ``remote_send`` and
+    ``remote_receive`` a fraction ``share`` of its own ``e``, so that co-location and balance trade off."""
+    rng = np.random.default_rng(seed + 9_000_000)
+    entries = [e.model_copy(update={"remote_send": e.e * float(rng.uniform(*share)),
+                                    "remote_receive": e.e * float(rng.uniform(*share))}) for e in request.entries]
+    return RandomRequest(request.topology, request.cluster, entries, request.options)

@@ -6,7 +6,9 @@ the largest sustainable rate is
 
     R_max = min( min_w (cap_w * u_max - b_w) / a_w ,  min_i (thread_cap_i * u_max - b_i) / a_i )
 
-with the thread cap ``100 / cores`` where a type declares cores. No search.
+with the thread cap ``100 / cores`` where a type declares cores. No search. Tuples that cross workers add
+their CPU to ``a_w`` (``remote_loads``: the expected share of each stream that leaves or reaches a machine,
+docs/model.md "Remote tuples"), not to the thread cap.
 
 This module is the one place that computes loads and rates: the strategies
 (also the incremental ones, on a (component x machine) instance-count matrix),
@@ -38,7 +40,7 @@ from planner.model import (
     ProfileEntry,
     Topology,
 )
-from planner.problem import Problem
+from planner.problem import ALL, GLOBAL, SPLIT, Problem
 from planner.profiles import ProfileTable
 
 LOAD_SLACK_PCT = 1e-9
@@ -173,6 +175,102 @@ def hosted_loads(cost_cm: np.ndarray, met_cm: np.ndarray, hosts: np.ndarray, rat
     return a, b
 
 
+def _crossing(kind: int, here: np.ndarray, count: int, first_here: np.ndarray) -> np.ndarray:
+    """Tuples that leave the worker per tuple emitted there, for receivers ``here`` on the sender's machine of
+    ``count`` in all (``first_here``: instance 0 of the receiver is there)."""
+    if kind == ALL:
+        return count - here  # a copy to every instance, those elsewhere cross
+    if kind == GLOBAL:
+        return 1.0 - first_here
+    return 1.0 - here / max(count, 1)  # an even spread over the receiver's instances
+
+
+def remote_loads(problem: Problem, hosts: np.ndarray, counts: np.ndarray, rates: InstanceRates,
+                 first_machine: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(send, receive), each (C, M): percent per unit R that tuples crossing workers cost c's instances on w.
+
+    One worker per machine, so a tuple crosses workers when its receiver instance is on another machine. The
+    sender's instances on w emit ``out_w`` per unit R of the stream's ``total``; with the receiver's ``n_w`` of
+    ``N`` instances on w, a ``shuffle``-like stream sends ``out_w * (1 - n_w / N)`` of it away (the expected share
+    of an even spread) and w's receivers take ``(n_w / N) * (total - out_w)`` from elsewhere; ``all`` sends a copy
+    to each of the ``N - n_w`` instances elsewhere; ``global`` crosses unless the receiver's instance 0 is on w.
+    Each side is charged at its own entry's ``remote_send`` / ``remote_receive`` on its machine's type.
+    """
+    send_sm, receive_sm = _remote_terms(problem, hosts, counts, rates, first_machine)
+    n_components = hosts.shape[0]
+    streams = np.arange(len(problem.stream_source))
+    by_source = np.zeros((n_components, len(streams)))
+    by_source[problem.stream_source, streams] = 1.0
+    by_target = np.zeros_like(by_source)
+    by_target[problem.stream_target, streams] = 1.0
+    return by_source @ send_sm, by_target @ receive_sm
+
+
+def remote_machine_load(problem: Problem, hosts: np.ndarray, counts: np.ndarray, rates: InstanceRates,
+                        first_machine: np.ndarray) -> np.ndarray:
+    """(M,) percent per unit R that tuples crossing workers cost each machine: ``remote_loads`` summed, faster."""
+    send_sm, receive_sm = _remote_terms(problem, hosts, counts, rates, first_machine)
+    return send_sm.sum(axis=0) + receive_sm.sum(axis=0)
+
+
+def _remote_terms(problem: Problem, hosts: np.ndarray, counts: np.ndarray, rates: InstanceRates,
+                  first_machine: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(S, M) each: what each stream's remote tuples cost its senders and its receivers on each machine."""
+    u, d, kind = problem.stream_source, problem.stream_target, problem.stream_kind[:, None]
+    if not problem.has_remote_cost:
+        zeros = np.zeros((len(u), hosts.shape[1]))
+        return zeros, zeros
+    columns = np.arange(hosts.shape[1])[None, :]
+    out = problem.output_per_input[u, None] * (rates.each_instance[u, None] * hosts[u]
+                                               + rates.first_extra[u, None] * (columns == first_machine[u, None]))
+    away = out.sum(axis=1, keepdims=True) - out  # what the stream carries from other machines
+    here = hosts[d]
+    count = np.maximum(counts[d], 1)[:, None]
+    first_here = (columns == first_machine[d, None]).astype(float)
+    crossing = np.where(kind == ALL, count - here, np.where(kind == GLOBAL, 1.0 - first_here, 1.0 - here / count))
+    taken = np.where(kind == ALL, here, np.where(kind == GLOBAL, first_here, here / count)) * away
+    mtype = problem.machine_type
+    return problem.remote_send[u][:, mtype] * out * crossing, problem.remote_receive[d][:, mtype] * taken
+
+
+def remote_instance_loads(problem: Problem, comp: np.ndarray, inst: np.ndarray, mach: np.ndarray,
+                          rate: np.ndarray) -> np.ndarray:
+    """(I,) percent per unit R that tuples crossing workers cost each instance (``remote_loads`` per instance).
+
+    A sender instance is charged for its own emits; a receiver instance for what it takes from other machines.
+    """
+    charged = np.zeros(len(comp))
+    if not problem.has_remote_cost:
+        return charged
+    n_machines = problem.n_machines
+    hosts = np.zeros((problem.n_components, n_machines))
+    np.add.at(hosts, (comp, mach), 1.0)
+    counts = hosts.sum(axis=1)
+    first_machine = np.full(problem.n_components, -1)
+    first_machine[comp[inst == 0]] = mach[inst == 0]
+    mtype = problem.machine_type[mach]
+    out = problem.output_per_input[comp] * rate
+    for u, d, kind in zip(problem.stream_source, problem.stream_target, problem.stream_kind):
+        senders, receivers = comp == u, comp == d
+        out_w = np.bincount(mach[senders], weights=out[senders], minlength=n_machines)
+        total = out_w.sum()
+        if total <= 0:
+            continue
+        w = mach[senders]
+        crossing = _crossing(kind, hosts[d, w], int(counts[d]), (w == first_machine[d]).astype(float))
+        charged[senders] += problem.remote_send[u, mtype[senders]] * out[senders] * crossing
+        w = mach[receivers]
+        away = total - out_w[w]
+        if kind == SPLIT:
+            taken = away / max(int(counts[d]), 1)
+        elif kind == ALL:
+            taken = away
+        else:
+            taken = np.where(inst[receivers] == 0, away, 0.0)
+        charged[receivers] += problem.remote_receive[d, mtype[receivers]] * taken
+    return charged
+
+
 def thread_room(cost_cm: np.ndarray, met_cm: np.ndarray, thread_limit_m: np.ndarray) -> np.ndarray:
     """(C, M) tuples/s one instance of c can take on w before its thread cap (inf: no cap or no cost; < 0: never fits)."""
     return rate_limits(thread_limit_m[None, :], cost_cm, met_cm)
@@ -231,6 +329,8 @@ class HostedModel:
         counts = hosts.sum(axis=1) if counts is None else counts
         rates = instance_rates(self.problem, counts)
         a, b = hosted_loads(self.cost, self.met, hosts, rates, first_machine)
+        if self.problem.has_remote_cost:
+            a = a + remote_machine_load(self.problem, hosts, counts, rates, first_machine)
         return a, b, rates
 
     def max_rate(self, hosts: np.ndarray, first_machine: np.ndarray, memory: bool = True) -> HostedRate:
@@ -256,13 +356,19 @@ class LinearLoads:
     inst: np.ndarray  # (I,) instance index within its component
     mach: np.ndarray  # (I,) machine index
     rate: np.ndarray  # (I,) input tuples/s per unit R
-    a_i: np.ndarray  # (I,) CPU percent per unit R
+    a_i: np.ndarray  # (I,) CPU percent per unit R of the instance's own thread (its profile's e)
     b_i: np.ndarray  # (I,) fixed CPU percent (MET)
     thread_limit_i: np.ndarray  # (I,) inf where unbounded
     a_w: np.ndarray  # (M,)
     b_w: np.ndarray  # (M,)
     counts: np.ndarray  # (C,) instances per component
     memory_w: np.ndarray | None = None  # (M,) MB; None where memory cannot bind (problem.memory_bound)
+    remote_i: np.ndarray | None = None  # (I,) CPU percent per unit R of its tuples crossing workers; None: 0
+
+    @property
+    def slope_i(self) -> np.ndarray:
+        """(I,) all the CPU percent per unit R an instance costs its machine: its own work and its remote tuples."""
+        return self.a_i if self.remote_i is None else self.a_i + self.remote_i
 
 
 def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
@@ -275,6 +381,7 @@ def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
     a_i = problem.cost[comp, mtype] * rate
     b_i = problem.met[comp, mtype]
     m = problem.n_machines
+    remote_i = remote_instance_loads(problem, comp, inst, mach, rate) if problem.has_remote_cost else None
     return LinearLoads(
         comp=comp,
         inst=inst,
@@ -283,11 +390,12 @@ def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
         a_i=a_i,
         b_i=b_i,
         thread_limit_i=problem.thread_limit[mtype],
-        a_w=np.bincount(mach, weights=a_i, minlength=m),
+        a_w=np.bincount(mach, weights=a_i if remote_i is None else a_i + remote_i, minlength=m),
         b_w=np.bincount(mach, weights=b_i, minlength=m),
         counts=counts,
         memory_w=(np.bincount(mach, weights=problem.memory[comp], minlength=m)
                   + problem.worker_memory * (np.bincount(mach, minlength=m) > 0)) if problem.memory_bound else None,
+        remote_i=remote_i,
     )
 
 
@@ -352,7 +460,7 @@ def evaluate_problem(problem: Problem, placement: Placement, stats: dict | None 
     loads = linear_loads(problem, placement)
     rate, bottleneck = max_rate(problem, loads)
     machine_util = instance_cpu_pct(loads.a_w, loads.b_w, rate)
-    instance_cpu = instance_cpu_pct(loads.a_i, loads.b_i, rate)
+    instance_cpu = instance_cpu_pct(loads.slope_i, loads.b_i, rate)
     component_ir = problem.component_rates(loads.counts) * rate
     assignments = [
         Assignment(
@@ -380,6 +488,9 @@ def evaluate_problem(problem: Problem, placement: Placement, stats: dict | None 
     out_stats.setdefault("feasible", bool(rate > 0))
     if memory_w is not None:
         out_stats["memory"] = memory_report(problem, memory_w)
+    if loads.remote_i is not None:
+        remote_w = np.bincount(loads.mach, weights=loads.remote_i * rate, minlength=problem.n_machines)
+        out_stats["remote_cpu"] = {problem.machine_ids[w]: float(remote_w[w]) for w in np.flatnonzero(remote_w > 0)}
     return Evaluation(
         topology=problem.topology.name,
         input_rate=rate,
@@ -447,7 +558,8 @@ class MachineRateLoad:
 
 def loads_at_problem_rate(problem: Problem, placement: Placement, rate: float) -> list[MachineRateLoad]:
     loads = linear_loads(problem, placement)
-    cpu = instance_cpu_pct(loads.a_i, loads.b_i, rate)
+    cpu = instance_cpu_pct(loads.slope_i, loads.b_i, rate)
+    thread_cpu = instance_cpu_pct(loads.a_i, loads.b_i, rate)
     per_machine: list[list[InstanceRateLoad]] = [[] for _ in range(problem.n_machines)]
     for k in range(len(cpu)):
         tl = float(loads.thread_limit_i[k])
@@ -459,7 +571,7 @@ def loads_at_problem_rate(problem: Problem, placement: Placement, rate: float) -
                 input_rate=float(loads.rate[k] * rate),
                 cpu=float(cpu[k]),
                 thread_limit=None if np.isinf(tl) else tl,
-                over_by=0.0 if np.isinf(tl) else max(0.0, float(cpu[k]) - tl),
+                over_by=0.0 if np.isinf(tl) else max(0.0, float(thread_cpu[k]) - tl),
             )
         )
     util = instance_cpu_pct(loads.a_w, loads.b_w, rate)

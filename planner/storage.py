@@ -165,9 +165,17 @@ def new_plan_id() -> str:
     return uuid.uuid4().hex
 
 
+OPTIONAL_ENTRY_FIELDS = ("remote_send", "remote_receive")
+"""ProfileEntry fields added after digests were first stored: left out of the digest where 0 (their default)."""
+
+
 def content_digest(profile_set: ProfileSet) -> str:
     """``sha256:<hex>`` of the entries and source (not the name or version), key order normalised."""
     content = profile_set.model_dump(mode="json", by_alias=True, include={"entries", "source"})
+    for entry in content["entries"]:  # fields added later count only where set, so stored digests still match
+        for key in OPTIONAL_ENTRY_FIELDS:
+            if entry.get(key) == 0.0:
+                del entry[key]
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 

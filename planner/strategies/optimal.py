@@ -56,6 +56,14 @@ their counts are enumerated outside the MILP (see ``_Roles``). Components that c
 ``__acker``) get their fixed parallelism or one instance, spread over the
 machines the plan uses.
 
+**Remote tuples** (docs/model.md, "Remote tuples"): a tuple that crosses workers costs CPU in proportion to
+the share of a receiver's instances on other machines, a product of placement variables (``x[d,w,n] / n``
+times the sender's load on w). The MILP does not linearise it: where the profiles give a remote cost it
+solves the model without it (an upper bound stays an upper bound, the costs being >= 0), the plan is scored
+by the simulator with it, and ``stats`` says ``proven_optimal: false, remote_cost_ignored: true`` with the
+rate and bound of the model it did solve. Without remote costs (every profile set measured before them) it
+is exact as before, and the brute-force checks hold.
+
 **Limits and time.** Requests above the size limits below are refused with
 a PlanningError that says so. The search honours ``options.time_limit_s``
 (default ``OptimalTuning.default_time_limit_s``); when time runs out before the optimum is
@@ -64,6 +72,7 @@ upper bound, rather than return an unproven plan under the name "optimal".
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
@@ -538,6 +547,18 @@ def solve(problem: Problem, tuning: OptimalTuning = DEFAULT_TUNING, time_limit_s
 
 
 def plan(problem: Problem, tuning: OptimalTuning = DEFAULT_TUNING) -> StrategyResult:
-    """The exact best instance counts and placement (small requests only; see the module docstring)."""
-    solution = solve(problem, tuning, time_limit_s=problem.options.time_limit_s)
-    return StrategyResult(placement=solution.placement, stats=solution.to_stats())
+    """The exact best instance counts and placement (small requests only; see the module docstring).
+
+    Where the profiles give tuples crossing workers a CPU cost, the MILP cannot express it (see "Remote tuples"
+    above): it solves the model without it, and says so in ``stats``; the plan is then scored with it.
+    """
+    if not problem.has_remote_cost:
+        solution = solve(problem, tuning, time_limit_s=problem.options.time_limit_s)
+        return StrategyResult(placement=solution.placement, stats=solution.to_stats())
+    blind = dataclasses.replace(problem, has_remote_cost=False)
+    solution = solve(blind, tuning, time_limit_s=problem.options.time_limit_s)
+    stats = solution.to_stats()
+    stats.update(proven_optimal=False, remote_cost_ignored=True, optimal_input_rate_without_remote_cost=stats.pop(
+        "optimal_input_rate"), upper_bound_without_remote_cost=stats.pop("upper_bound"))
+    stats.pop("relative_gap")
+    return StrategyResult(placement=solution.placement, stats=stats)

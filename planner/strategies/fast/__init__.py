@@ -1,7 +1,7 @@
 """The ``fast`` strategy: plan on machine types with a small LP, round to instances, then polish with the closed form.
 
 Its steps are its modules: ``fluid_lp`` (1), ``sizing`` (2), ``packing`` (3),
-``polish`` (4), ``resize`` (5, small requests), ``orchestration`` (the order and the candidates), ``tuning``
+``polish`` (4), ``resize`` (5, small requests), ``colocate`` (6, remote costs), ``orchestration`` (the order and the candidates), ``tuning``
 (every knob, with the defaults the benchmarks ran with).
 
 Why it is fast: machines of one type are interchangeable in the model, so the
@@ -48,6 +48,8 @@ closed-form ``R_max`` (planner.simulator) repairs.
    fewest that fit 1/d of a machine), instance 0 moved, a component's count
    jumped by 1, 2, 4, ... 64 or halved; each polished, kept where R ends higher. The jumps
    start from the two best polished layouts, sharing one budget: a higher start can end lower.
+6. Remote tuples, where the profiles give them a cost (``colocate``): moves that put instances beside their
+   stream neighbours, a polish, and fast's own remote-blind plan polished as one more start; the highest R wins.
 
 Components fed by an ``all`` grouping or by ``global`` streams only keep one
 instance (more would only add load, or get nothing); components without cost

@@ -11,7 +11,8 @@ already within 2% (large: 5%) of the fluid bound.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import dataclasses
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -23,6 +24,7 @@ from planner.problem import Problem
 from planner.simulator import RATE_REL_TOL, HostedModel, memory_message, memory_over
 from planner.strategies import paper
 from planner.strategies.base import Deadline, StrategyResult
+from planner.strategies.fast.colocate import colocate
 from planner.strategies.fast.fluid_lp import UNBOUNDED, FluidInput, fluid_lp
 from planner.strategies.fast.machine_types import MachineTypes
 from planner.strategies.fast.memory import memory_first, repair_memory
@@ -128,7 +130,7 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
     # 5. The jumps, from the best polished layout and (small requests) the runner-up: a higher start can end lower.
     ends = []
     starts = _distinct(polished, tuning.resize_starts if small else 1)
-    shared = replace(tuning, resize_work_cells=tuning.resize_work_cells // len(starts))  # one budget for all starts
+    shared = dataclasses.replace(tuning, resize_work_cells=tuning.resize_work_cells // len(starts))  # one budget for all starts
     for rate, layout, candidate in starts:
         if problem.memory_bound and memory_over(problem, problem.memory_used(layout.hosts)).any():
             continue
@@ -137,6 +139,17 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
         iterations += steps
         ends.append((model.max_rate(layout.hosts, layout.first_machine).rate, layout, candidate))
     _, layout, start = max(ends, key=lambda e: e[0] * (1 + RATE_REL_TOL) if e is ends[0] else e[0])
+    if problem.has_remote_cost:
+        layout, steps = _colocate_and_polish(model, layout, free, bool(first_moves[0]), deadline, tuning)
+        iterations += steps
+        blind = _remote_blind_layout(problem, tuning, deadline)
+        if blind is not None:
+            blind_polished, steps = polish(model, blind, free, bool(first_moves[0]), deadline,
+                                     problem.options.max_iterations, tuning)
+            iterations += steps
+            if model.max_rate(blind_polished.hosts, blind_polished.first_machine).rate > \
+                    model.max_rate(layout.hosts, layout.first_machine).rate * (1 + RATE_REL_TOL):
+                layout = blind_polished
     stats: dict[str, Any] = {
         "iterations": iterations,
         "lp_solves": lp_solves,
@@ -159,6 +172,35 @@ def _distinct(polished: list[tuple[float, Layout, Candidate]], n: int) -> list[t
                    for c in chosen):
             chosen.append(entry)
     return chosen
+
+
+def _remote_blind_layout(problem: Problem, tuning: FastTuning, deadline: Deadline) -> Layout | None:
+    """The plan ``fast`` makes when tuples crossing workers cost nothing: a start the remote-aware search may not
+    reach (its steps weigh co-location one move at a time). None where that plan fails."""
+    left = deadline.remaining_s()
+    options = problem.options if left is None else problem.options.model_copy(update={"time_limit_s": max(left, 1e-3)})
+    blind = dataclasses.replace(problem, has_remote_cost=False, options=options)
+    try:
+        placement = plan(blind, tuning).placement
+    except PlanningTimeout:
+        raise
+    except PlanningError:
+        return None
+    comp, inst, mach = problem.placement_arrays(placement)
+    hosts = np.zeros((problem.n_components, problem.n_machines), dtype=np.int64)
+    np.add.at(hosts, (comp, mach), 1)
+    first = np.zeros(problem.n_components, dtype=np.int64)
+    first[comp[inst == 0]] = mach[inst == 0]
+    return Layout(hosts, first)
+
+
+def _colocate_and_polish(model: HostedModel, layout: Layout, free: np.ndarray, move_first: bool, deadline: Deadline,
+                         tuning: FastTuning) -> tuple[Layout, int]:
+    """Co-location moves, then the polish again (it may rebalance what they gathered); the better end is kept."""
+    gathered, steps = colocate(model, layout, deadline, tuning)
+    polished, more = polish(model, gathered, free, move_first, deadline, model.problem.options.max_iterations, tuning)
+    best = max((layout, gathered, polished), key=lambda lay: model.max_rate(lay.hosts, lay.first_machine).rate)
+    return best, steps + more
 
 
 def _within_memory(model: HostedModel, candidates: list[Candidate], free: np.ndarray, counts: Counts

@@ -54,6 +54,14 @@ class FastTuning:
     """Requests over ``polish_all_max_cells``: polish steps over all jumps (no fresh packings are tried there)."""
     resize_max_step: int = 64
     """Largest count jump tried: n + 1, n + 2, n + 4, ... up to n + this."""
+    colocate_steps: int = 50
+    """Where tuples crossing workers cost CPU: most co-location moves (planner.strategies.fast.colocate)."""
+    colocate_targets: int = 8
+    colocate_work_cells: int = 5_000_000
+    colocate_min_trials: int = 200
+    """Co-location: closed-form evaluations allowed, as (component + stream) x machine cells (each evaluation costs
+    about that many), and at least this many; a step's candidates are all tried once begun."""
+    """Co-location: machines tried per component, the roomiest of those hosting one of its stream neighbours."""
 
 
 DEFAULT_TUNING = FastTuning()
