@@ -6,7 +6,10 @@ one with ``remote_send`` / ``remote_receive`` and one without (the same set othe
 predictions and their errors (issue 18 part 2).
 
     .venv/bin/python benchmarks/remote_cost_prediction.py BENCH_JSON --with SET.json --without profiles/default-cluster.json \
-        [--out file.txt]
+        [--spouts-held] [--out file.txt]
+
+``--spouts-held`` predicts with ``options.spouts_held`` (spouts charged no MET, as ``hetsched bench`` predicts its
+free-running runs, docs/model.md). Errors are the bench's: (measured - predicted) / predicted.
 """
 from __future__ import annotations
 
@@ -24,12 +27,13 @@ from rich.table import Table  # noqa: E402
 from bench.profiles import fill_pass_through_alphas  # noqa: E402
 from cluster.spec import load_spec  # noqa: E402
 from planner.api import evaluate_assignments  # noqa: E402
-from planner.model import InstanceAssignment, ProfileSet  # noqa: E402
+from planner.model import InstanceAssignment, PlanOptions, ProfileSet  # noqa: E402
+from bench.measure import relative_error  # noqa: E402
 from planner.profiles import machine_base_load  # noqa: E402
 from topologies.catalog import lookup, planner_topology  # noqa: E402
 
 
-def predict(run: dict, profile_set: ProfileSet, spec) -> tuple[float, dict]:
+def predict(run: dict, profile_set: ProfileSet, spec, spouts_held: bool = False) -> tuple[float, dict]:
     """The closed-form rate of the run's placement with this set, and what remote tuples cost each machine there."""
     topology = planner_topology(lookup(run["topology"]))
     profile_set, _ = fill_pass_through_alphas(profile_set, [run["topology"]])
@@ -37,8 +41,14 @@ def predict(run: dict, profile_set: ProfileSet, spec) -> tuple[float, dict]:
     executors = run["placement"]["executors"]
     assignments = [InstanceAssignment(component=c.id, machine=m) for c in topology.components
                    for m in executors.get(c.id, [])]
-    evaluation = evaluate_assignments(topology, cluster, profile_set.entries, assignments)
+    evaluation = evaluate_assignments(topology, cluster, profile_set.entries, assignments,
+                                      PlanOptions(spouts_held=spouts_held))
     return evaluation.input_rate, evaluation.stats.get("remote_cpu", {})
+
+
+def _error(measured: float, predicted: float) -> str:
+    error = relative_error(measured, predicted)
+    return "no rate predicted" if error is None else f"{error:+.1%}"
 
 
 def main() -> int:
@@ -46,6 +56,7 @@ def main() -> int:
     parser.add_argument("bench", type=Path)
     parser.add_argument("--with", dest="with_remote", type=Path, required=True)
     parser.add_argument("--without", type=Path, required=True)
+    parser.add_argument("--spouts-held", action="store_true", help="predict with options.spouts_held")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     console = Console(width=160, record=True, highlight=False)
@@ -61,16 +72,17 @@ def main() -> int:
         if run.get("status") != "ok":
             continue
         measured = run["measured"]["input_rate"]
-        without, _ = predict(run, sets["without"], spec)
-        with_remote, remote = predict(run, sets["with"], spec)
+        without, _ = predict(run, sets["without"], spec, args.spouts_held)
+        with_remote, remote = predict(run, sets["with"], spec, args.spouts_held)
         placement = ", ".join(f"{c} {'/'.join(m.split('-')[0][0] for m in ms)}"
                               for c, ms in run["placement"]["executors"].items() if not c.startswith("__"))
-        table.add_row(run["name"], placement, f"{measured:.2f}", f"{without:.2f}", f"{(without - measured) / measured:+.1%}",
-                      f"{with_remote:.2f}", f"{(with_remote - measured) / measured:+.1%}",
+        table.add_row(run["name"], placement, f"{measured:.2f}", f"{without:.2f}", _error(measured, without),
+                      f"{with_remote:.2f}", _error(measured, with_remote),
                       f"{run['predicted']['input_rate']:.2f}",
                       ", ".join(f"{m} {v:.2f}" for m, v in sorted(remote.items())))
     console.print(table)
-    console.print("error = (predicted - measured) / measured; placement: each component's executors by machine "
+    console.print(("spouts held (no spout MET); " if args.spouts_held else "spouts charged their MET; ")
+                  + "error = (measured - predicted) / predicted; placement: each component's executors by machine "
                   "(s small-1, m medium-1, l large-1)")
     if args.out:
         args.out.write_text(console.export_text())
