@@ -52,9 +52,10 @@ def test_every_tenant_carries_its_priority_and_minimum_and_what_its_scheduler_ne
     assert by["sps"].conf[SPS_NODES] == 2 and by["sps"].conf[SPS_MIN_NODES] == 1
     assert by["dps"].conf[DPS_NODES] == 2 and SPS_NODES not in by["dps"].conf
     assert by["planned"].conf[keys.PROFILES] == "test-profiles" and by["planned"].plan_id is None
+    assert by["planned-strict"].conf == by["planned"].conf and "strict" in by["planned-strict"].note
     assert {s: by[s].cluster_scheduler for s in by} == {
         "default": "plugin", "resource_aware": "resource_aware", "ras-priority": "resource_aware-pool",
-        "sps": "sps", "dps": "dps", "planned": "plugin"}
+        "sps": "sps", "dps": "dps", "planned": "plugin", "planned-strict": "plugin"}
 
 
 def test_ras_tenants_declare_the_cpu_of_their_minimum_not_of_the_whole_cluster(plans):
