@@ -566,7 +566,8 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                  on_saved: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Every scheduler of ``settings`` in turn on one cluster (restarted per scheduler) and one planner; the result."""
     reporter = reporter or QuietReporter()
-    out = Path(settings.out_dir).resolve()  # Nimbus reads the DPS priority file in it by absolute path
+    out = Path(settings.out_dir).resolve()  # Nimbus (DPS's priority file) and the spouts (rate files) read in it
+    settings = replace(settings, out_dir=out)  # by absolute path, from their own working folders
     try:
         private_folder(out)
     except OSError as exc:

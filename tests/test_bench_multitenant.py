@@ -1,6 +1,7 @@
 """The multi-tenant scenario and the baseline schedulers' bench entries, without a cluster."""
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -204,6 +205,19 @@ def test_tables_headlines_and_plots_come_from_the_json(tmp_path):
     assert any("1.40x the best baseline's (sps, 10.00)" in line for line in lines)
     assert multitenant_report.tenants_table(data).row_count == 6
     assert multitenant_report.summary_table(data).row_count == 2
+    strict = copy.deepcopy(data["runs"]["planned"])
+    data["runs"]["planned-strict"] = {**strict, "scheduler": "planned-strict", "weighted_throughput": 16.0,
+                                      "machine_cpu": {"window": {"large-1": 97.0, "small-1": 88.04}}}
+    data["runs"]["planned-strict"]["tenants"][2].update(input_rate=0.0, status="not placed",
+                                                       sched_status="hetsched: not admitted (its minimum ...)")
+    lines = multitenant_report.headline_lines(data)
+    assert any("planned-strict's weighted throughput 16.00 is 1.60x the best baseline's (sps, 10.00)" in line
+               for line in lines), "planned entries are never a baseline"
+    markdown = multitenant_report.markdown_lines(data)
+    assert markdown[0].startswith("| scheduler | linear | diamond | star |")
+    assert any(line.startswith("| planned-strict | 9.00 | 4.00 | not admitted | 3/3 | 16.00 |")
+               and "large-1 97%, small-1 88%" in line for line in markdown)
+    assert len([line for line in markdown if line.startswith("| planned-strict | ")]) == 4  # 1 summary + 3 tenants
     drawn = multitenant_report.plots(data, tmp_path)
     assert [p.name for p in drawn] == [multitenant_report.STACKED_PLOT, multitenant_report.SERIES_PLOT]
     assert all(p.stat().st_size > 1000 for p in drawn)
@@ -240,3 +254,20 @@ def test_a_planner_started_again_in_the_same_folder_answers_at_its_own_address(t
         finally:
             service.stop()
     assert len(set(urls)) == 2, "the second start must not take the first one's address from the shared log"
+
+
+def test_planned_tenants_are_paced_at_their_ledger_rate_refused_ones_paused():
+    ledger = {"tenants": [{"topology": "mt-linear-planned", "status": "admitted", "rate": 17.9},
+                          {"topology": "mt-diamond-planned", "status": "admitted", "rate": None},
+                          {"topology": "mt-star-planned", "status": "refused", "rate": 0.0},
+                          {"topology": "someone-else", "status": "admitted", "rate": 3.0}]}
+    names = ["mt-linear-planned", "mt-diamond-planned", "mt-star-planned"]
+    assert multitenant.ledger_rates(ledger, names) == {"mt-linear-planned": 17.9, "mt-star-planned": 0.0}
+    assert multitenant.ledger_rates({}, names) == {}
+
+
+def test_the_scenario_gives_every_machine_three_slots(tmp_path):
+    spec = multitenant.with_slots(load_spec(), multitenant.DEFAULT_SLOTS)
+    assert {t.slots for t in spec.machine_types} == {3}
+    with pytest.raises(BenchError, match="slots"):
+        multitenant.ScenarioSettings(out_dir=tmp_path, slots=0)
