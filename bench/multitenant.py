@@ -8,8 +8,9 @@ weighted throughput. Then Star becomes priority 0, the way each scheduler allows
 
 - ``dps``: its trigger, the priority file (``hetsched.dps.priorities.file``);
 - ``resource_aware``, ``ras-priority``: Storm's rebalance with ``topology.priority`` overridden;
-- ``planned``, ``planned-strict``: the planner's ``PUT /v1/tenants/{topology}/priority`` (the ledger; a
-  planner that never admitted the tenant answers 404, recorded as such);
+- ``planned``, ``planned-strict``: the planner's ``PUT /v1/tenants/{topology}/priority`` (the ledger); a
+  tenant the planner refused is not in the ledger (404), so Storm's rebalance overrides its
+  ``topology.priority``, with which the plugin asks for its admission again;
 - ``sps`` (static by design) and ``default`` (no priorities): nothing changes, said so.
 
 Under ``planned`` (the planner's weighted shares) and ``planned-strict`` (its strict shares; the bench
@@ -282,8 +283,11 @@ def change_priority(scheduler: str, name: str, priority: int, nimbus: Nimbus, pl
         except httpx.HTTPError as exc:
             return f"the planner did not take the change: {exc}"
         if answer.status_code == 404:
-            return (f"the planner has no tenant {name} (404: no ledger, or {name} was never planned as a tenant): "
-                    "nothing changed")
+            # not in the ledger (refused at admission): the plugin asks the planner again every round with the
+            # topology's own topology.priority, so that is where the new priority goes
+            rebalance_conf(nimbus, name, {"topology.priority": priority})
+            return (f"the planner has no tenant {name} (404: refused at admission): Storm rebalance of {name} with "
+                    f"topology.priority {priority}, so the plugin asks for its admission again at that priority")
         return f"planner PUT /v1/tenants/{name}/priority answered {answer.status_code}"
     if scheduler == "sps":
         return "SPS is static: priorities as submitted, nothing changed"

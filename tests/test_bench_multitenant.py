@@ -271,3 +271,16 @@ def test_the_scenario_gives_every_machine_three_slots(tmp_path):
     assert {t.slots for t in spec.machine_types} == {3}
     with pytest.raises(BenchError, match="slots"):
         multitenant.ScenarioSettings(out_dir=tmp_path, slots=0)
+
+
+def test_a_refused_planned_tenant_gets_its_new_priority_through_storm(monkeypatch, tmp_path):
+    import httpx
+
+    rebalanced = []
+    monkeypatch.setattr(multitenant, "rebalance_conf", lambda nimbus, name, overrides: rebalanced.append((name, overrides)))
+    monkeypatch.setattr(multitenant.httpx, "put", lambda *a, **k: httpx.Response(404))
+    note = multitenant.change_priority("planned-strict", "mt-star-planned-strict", 0, None, "http://x", tmp_path / "p")
+    assert rebalanced == [("mt-star-planned-strict", {"topology.priority": 0})] and "refused at admission" in note
+    monkeypatch.setattr(multitenant.httpx, "put", lambda *a, **k: httpx.Response(200))
+    assert "answered 200" in multitenant.change_priority("planned", "mt-star-planned", 0, None, "http://x", tmp_path / "p")
+    assert len(rebalanced) == 1, "a tenant in the ledger is not rebalanced (its workers would restart)"
