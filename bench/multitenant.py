@@ -310,6 +310,8 @@ class TenantRun:
     samples: list[CountSample] = field(default_factory=list)
     cpu_before: float = 0.0
     cpu_after: float = 0.0
+    refusal: str = ""
+    """The last scheduler status that said the tenant is not admitted (a status that follows may say it waits)."""
     rate_file: Path | None = None
     """Planned entries: the spout's ``hetsched.spout.rate.file``, which the bench keeps at the ledger's rate."""
     paced: list[tuple[float, float]] = field(default_factory=list)
@@ -373,6 +375,8 @@ def _read(nimbus: Nimbus, tenants: list[TenantRun], pacer: LedgerPacer | None = 
             continue
         t.samples.append(CountSample(now, counts))
         t.sched_status = counts.scheduler_status or t.sched_status
+        if "not admitted" in t.sched_status:
+            t.refusal = t.sched_status
 
 
 def _watch(nimbus: Nimbus, tenants: list[TenantRun], seconds: float, what: str, reporter: Reporter,
@@ -478,7 +482,7 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
         rows.append({
             "topology": t.topology, "name": t.name, "topology_id": t.topology_id, "note": t.note,
             "priority": t.priority, "priority_after": priorities_after[t.topology], "min_rate": round(t.min_rate, 3),
-            "sched_status": t.sched_status, "status": t.status,
+            "sched_status": t.sched_status, "status": t.status, "refusal": t.refusal,
             "input_rate": before["input_rate"], "sink_throughput": before["sink_throughput"], "idle": before["idle"],
             "min_met": before["input_rate"] >= t.min_rate,
             "ledger_rate": ledger_rates(ledgers.get("window") or {}, [t.name]).get(t.name),

@@ -104,7 +104,8 @@ def markdown_lines(data: dict[str, Any]) -> list[str]:
 
     def rate(t: dict[str, Any]) -> str:
         if t["input_rate"] <= 0 and t["status"] in ("not placed", "not submitted"):
-            return "not admitted" if "not admitted" in (t.get("sched_status") or "") else "not placed"
+            refused = "not admitted" in (t.get("refusal") or t.get("sched_status") or "")
+            return "not admitted" if refused else "not placed"
         return f"{t['input_rate']:.2f}" + ("" if t["min_met"] else " (min missed)")
 
     lines = ["| scheduler | " + " | ".join(topologies) + " | minimums held | weighted throughput | after the change "
