@@ -126,7 +126,25 @@ def markdown_lines(data: dict[str, Any]) -> list[str]:
             lines.append(f"| {run['scheduler']} | {t['topology']} | {priority} | {t['min_rate']:.2f} | {_ledger(t)} "
                          f"| {t['input_rate']:.2f} | {100 * t['cpu_share']:.1f}% | {_ledger(t, after=True)} "
                          f"| {after['input_rate']:.2f} | {_replaced(after)} | {after['failed_since_change']} |")
-    return lines + [""] + headline_lines(data)
+    machines = machine_lines(data)
+    return lines + ([""] + machines if machines else []) + [""] + headline_lines(data)
+
+
+def machine_lines(data: dict[str, Any]) -> list[str]:
+    """Planned entries: each machine's load the ledger predicts at the tenants' rates against its measured CPU."""
+    lines = []
+    for run in _runs(data):
+        window = (run.get("ledger") or {}).get("window") or {}
+        measured = (run.get("machine_cpu") or {}).get("window") or {}
+        for m in window.get("machines", []):
+            loads = ", ".join(f"{t} {v:.1f}" for t, v in sorted(m["loads"].items()))
+            got = measured.get(m["id"])
+            lines.append(f"| {run['scheduler']} | {m['id']} | {sum(m['loads'].values()):.1f} | "
+                         f"{'-' if got is None else f'{got:.1f}'} | {loads} |")
+    if not lines:
+        return []
+    return ["| scheduler | machine | ledger's load at the tenants' rates, % | measured CPU in the window, % "
+            "| per tenant (ledger) |", "|---" * 5 + "|"] + lines
 
 
 def plots(data: dict[str, Any], folder: Path) -> list[Path]:

@@ -218,6 +218,9 @@ def test_tables_headlines_and_plots_come_from_the_json(tmp_path):
     assert any(line.startswith("| planned-strict | 9.00 | 4.00 | not admitted | 3/3 | 16.00 |")
                and "large-1 97%, small-1 88%" in line for line in markdown)
     assert len([line for line in markdown if line.startswith("| planned-strict | ")]) == 4  # 1 summary + 3 tenants
+    data["runs"]["planned-strict"]["ledger"] = {"window": {"machines": [
+        {"id": "large-1", "loads": {"mt-linear": 50.0, "mt-diamond": 40.5}}]}}
+    assert multitenant_report.machine_lines(data)[2] == "| planned-strict | large-1 | 90.5 | 97.0 | mt-diamond 40.5, mt-linear 50.0 |"
     drawn = multitenant_report.plots(data, tmp_path)
     assert [p.name for p in drawn] == [multitenant_report.STACKED_PLOT, multitenant_report.SERIES_PLOT]
     assert all(p.stat().st_size > 1000 for p in drawn)
