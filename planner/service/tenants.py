@@ -119,13 +119,20 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
                                "minimum rates leave no machine with room")
     candidates = [plan]
     if reused is None and others:
-        for leave_out in leave_out_choices(request.cluster, MAX_LEAVE_OUT_PLANS):
+        choices = leave_out_choices(request.cluster, MAX_LEAVE_OUT_PLANS)
+        fewer: list[Plan | None] = [None] * len(choices)
+
+        async def plan_without(i: int) -> None:
             try:
-                fewer = await _plan_with_room(request, entries, room, plan_on, leave_out)
+                fewer[i] = await _plan_with_room(request, entries, room, plan_on, choices[i])
             except PlanningError:
-                continue  # its components do not fit on the other types
-            if fewer is not None:
-                candidates.append(fewer.model_copy(update={"stats": {**fewer.stats, "left_out_types": sorted(leave_out)}}))
+                pass  # its components do not fit on the other types
+
+        async with anyio.create_task_group() as group:  # the pool's processes plan them side by side
+            for i in range(len(choices)):
+                group.start_soon(plan_without, i)
+        candidates += [p.model_copy(update={"stats": {**p.stats, "left_out_types": sorted(c)}})
+                       for p, c in zip(fewer, choices) if p is not None]
     priorities = {r.topology: r.priority for r in others} | {name: request.tenant.priority}
     best: tuple[float, Plan, TenantRecord, Allocation] | None = None
     refusal = None
