@@ -184,3 +184,16 @@ def test_a_newcomer_is_placed_where_the_tenants_weighted_rate_is_highest(default
     assert rates["mt-diamond"] >= minimum - 1e-3
     for machine, (load, capacity) in machine_totals(searched).items():
         assert load <= capacity + 1e-3, machine
+
+
+def test_the_share_mode_comes_from_the_environment_when_not_given(monkeypatch, tmp_path):
+    from planner.service.settings import SHARE_MODE_ENV
+
+    monkeypatch.setenv(SHARE_MODE_ENV, "strict")
+    assert ServiceSettings(db_path=tmp_path / "db").share_mode == "strict"
+    assert ServiceSettings(db_path=tmp_path / "db", share_mode="weighted").share_mode == "weighted"
+    monkeypatch.setenv(SHARE_MODE_ENV, "fair")
+    with pytest.raises(ValueError, match="HETSCHED_SHARE_MODE must be one of weighted, strict, not 'fair'"):
+        ServiceSettings(db_path=tmp_path / "db")
+    monkeypatch.delenv(SHARE_MODE_ENV)
+    assert ServiceSettings(db_path=tmp_path / "db").share_mode == "weighted"
