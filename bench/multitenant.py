@@ -8,9 +8,17 @@ weighted throughput. Then Star becomes priority 0, the way each scheduler allows
 
 - ``dps``: its trigger, the priority file (``hetsched.dps.priorities.file``);
 - ``resource_aware``, ``ras-priority``: Storm's rebalance with ``topology.priority`` overridden;
-- ``planned``: the planner's ``PUT /v1/tenants/{topology}/priority`` (issue 16's ledger; a planner
-  without it answers 404, recorded as such);
+- ``planned``, ``planned-strict``: the planner's ``PUT /v1/tenants/{topology}/priority`` (the ledger); a
+  tenant the planner refused is not in the ledger (404), so Storm's rebalance overrides its
+  ``topology.priority``, with which the plugin asks for its admission again;
 - ``sps`` (static by design) and ``default`` (no priorities): nothing changes, said so.
+
+Under ``planned`` (the planner's weighted shares) and ``planned-strict`` (its strict shares; the bench
+restarts its planning service in that mode) every tenant's spout is paced at the rate the ledger gives
+it, as docs/model.md says a share must be kept to: the bench reads ``GET /v1/ledger`` every few seconds
+and writes each tenant's rate into its ``hetsched.spout.rate.file``. The baselines' spouts are free
+(flow control sets their pace), as those schedulers expect. The cluster is the spec's with 3 worker
+slots per machine (``slots``), so that slots never decide who runs: every scheduler can place all three.
 
 The bench keeps sampling: how long until each tenant is re-placed and runs again, the rates at the
 end, the tuples failed since the change, and every tenant's input rate over time.
@@ -31,7 +39,7 @@ import httpx
 import psutil
 from thriftpy2.thrift import TPayload, TType
 
-from bench import scenario_files
+from bench import measure, scenario_files
 from bench.errors import BenchError
 from bench.experiment import _cluster_up, _load_profiles, _signals_interrupt, versions
 from bench.planner_service import PlannerService
@@ -43,7 +51,7 @@ from cluster.errors import ClusterError
 from cluster.layout import port_span
 from cluster.local import LocalCluster
 from cluster.ports import free_port_base
-from cluster.spec import load_spec
+from cluster.spec import MAX_SLOTS_PER_MACHINE, load_spec
 from observe.counts import TopologyCounts
 from observe.nimbus import Nimbus, NimbusError, connect
 from observe.progress import QuietReporter, Reporter
@@ -55,13 +63,25 @@ from planner.profiles import machine_base_load
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 from topologies.measure import roles
+from topologies.rate_control import RATE_FILE, write_rate
 
 RESULT_FILE = "multi-tenant.json"
 TENANTS = (("linear", 0), ("diamond", 1), ("star", 2))
 """(topology, priority) in submission order; 0 is the most important (Storm's ``topology.priority``)."""
 CHANGED = ("star", 0)
 """The priority change mid-run: Star becomes as important as Linear."""
-SCHEDULERS = ("default", "resource_aware", "ras-priority", "sps", "dps", "planned")
+SCHEDULERS = ("default", "resource_aware", "ras-priority", "sps", "dps", "planned", "planned-strict")
+PLANNED_MODES = {"planned": "weighted", "planned-strict": "strict"}
+"""hetsched's entries and the planning service's share mode each runs with (planner.tenancy)."""
+DEFAULT_SLOTS = 3
+"""Worker slots per machine: the default spec's 2 leave a third tenant none under the plugin (one worker per
+tenant per machine), so slots, not the schedulers, would decide; 3 lets every scheduler place all three."""
+PLANNER_TIMEOUT_MS = 60_000
+"""Nimbus's ``hetsched.planner.timeout.ms`` under the planned entries: one plan takes 1 to 3 s on this busy 2-core
+host and a tenant beside others is planned up to 7 times (docs/model.md, "Placement of a newcomer"); the plugin's
+2 s default would fall back to even placement. The bench scores placements, not planning latency."""
+LEDGER_EVERY_S = 5.0
+"""How often the bench reads the ledger and re-paces the planned tenants' spouts."""
 DEFAULT_MIN_SHARE = 0.25
 """Each tenant's minimum rate, by default: this share of the rate its plan alone on the cluster predicts."""
 MESSAGE_TIMEOUT_S = 30
@@ -93,8 +113,12 @@ class ScenarioSettings:
     max_spout_pending: int = 100
     spec_path: Path | None = None
     port_base: int | None = None
+    slots: int = DEFAULT_SLOTS
+    """Worker slots of every machine (the spec's own are replaced)."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.slots, int) or not 1 <= self.slots <= MAX_SLOTS_PER_MACHINE:
+            raise BenchError(f"slots must be a whole number from 1 to {MAX_SLOTS_PER_MACHINE}, not {self.slots!r}")
         unknown = [s for s in self.schedulers if s not in SCHEDULERS]
         if unknown or not self.schedulers:
             raise BenchError(f"the multi-tenant scenario runs {', '.join(SCHEDULERS)}; "
@@ -209,6 +233,16 @@ def failed_since(samples: list[CountSample], changed_at: float) -> int:
     return max(0, spout_total(after.counts, "failed") - spout_total(before[-1].counts, "failed"))
 
 
+def ledger_rates(ledger: dict[str, Any], names: list[str]) -> dict[str, float]:
+    """The rate the ledger gives each of ``names``: its share (0 when refused); a tenant it does not list or leaves
+    unbounded (``rate`` null) is left out, so its spout keeps its pace."""
+    rates = {}
+    for t in ledger.get("tenants", []):
+        if t["topology"] in names and (t["status"] == "refused" or t.get("rate") is not None):
+            rates[t["topology"]] = 0.0 if t["status"] == "refused" else float(t["rate"])
+    return rates
+
+
 def weighted_throughput(rates: dict[str, float], priorities: dict[str, int]) -> float:
     """Sum over tenants of priority_weight(priority) x input rate, tuples/s."""
     return round(sum(priority_weight(priorities[t]) * r for t, r in rates.items()), 3)
@@ -244,14 +278,17 @@ def change_priority(scheduler: str, name: str, priority: int, nimbus: Nimbus, pl
     if scheduler in ("resource_aware", "ras-priority"):
         rebalance_conf(nimbus, name, {"topology.priority": priority})
         return f"Storm rebalance of {name} with topology.priority {priority}"
-    if scheduler == "planned":
+    if scheduler in PLANNED_MODES:
         try:
             answer = httpx.put(f"{planner_url}/v1/tenants/{name}/priority", json={"priority": priority}, timeout=30)
         except httpx.HTTPError as exc:
             return f"the planner did not take the change: {exc}"
         if answer.status_code == 404:
-            return (f"the planner has no tenant {name} (404: no ledger, or {name} was never planned as a tenant): "
-                    "nothing changed")
+            # not in the ledger (refused at admission): the plugin asks the planner again every round with the
+            # topology's own topology.priority, so that is where the new priority goes
+            rebalance_conf(nimbus, name, {"topology.priority": priority})
+            return (f"the planner has no tenant {name} (404: refused at admission): Storm rebalance of {name} with "
+                    f"topology.priority {priority}, so the plugin asks for its admission again at that priority")
         return f"planner PUT /v1/tenants/{name}/priority answered {answer.status_code}"
     if scheduler == "sps":
         return "SPS is static: priorities as submitted, nothing changed"
@@ -274,6 +311,41 @@ class TenantRun:
     samples: list[CountSample] = field(default_factory=list)
     cpu_before: float = 0.0
     cpu_after: float = 0.0
+    refusal: str = ""
+    """The last scheduler status that said the tenant is not admitted (a status that follows may say it waits)."""
+    rate_file: Path | None = None
+    """Planned entries: the spout's ``hetsched.spout.rate.file``, which the bench keeps at the ledger's rate."""
+    paced: list[tuple[float, float]] = field(default_factory=list)
+    """(monotonic time, tuples/s) of every rate written into ``rate_file``."""
+
+
+class LedgerPacer:
+    """Paces the planned tenants' spouts at their ledger rates: reads the ledger every LEDGER_EVERY_S, writes changes."""
+
+    def __init__(self, planner_url: str, tenants: list[TenantRun]) -> None:
+        self.url = planner_url
+        self.tenants = [t for t in tenants if t.rate_file is not None]
+        self.next_at = 0.0
+        self.last: dict[str, Any] | None = None
+        self.fault = ""
+
+    def follow(self, now: float, force: bool = False) -> None:
+        if not self.tenants or (now < self.next_at and not force):
+            return
+        self.next_at = now + LEDGER_EVERY_S
+        try:
+            answer = httpx.get(f"{self.url}/v1/ledger", timeout=10)
+            answer.raise_for_status()
+            self.last = answer.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            self.fault = f"reading the ledger failed: {exc}"
+            return
+        rates = ledger_rates(self.last, [t.name for t in self.tenants])
+        for t in self.tenants:
+            rate = rates.get(t.name)
+            if rate is not None and (not t.paced or abs(t.paced[-1][1] - rate) > 1e-3):
+                write_rate(t.rate_file, rate)
+                t.paced.append((now, round(rate, 3)))
 
 
 def _tenant_cpu(topology_id: str | None) -> float:
@@ -291,8 +363,10 @@ def _tenant_cpu(topology_id: str | None) -> float:
     return total
 
 
-def _read(nimbus: Nimbus, tenants: list[TenantRun]) -> None:
+def _read(nimbus: Nimbus, tenants: list[TenantRun], pacer: LedgerPacer | None = None) -> None:
     now = time.monotonic()
+    if pacer is not None:
+        pacer.follow(now)
     for t in tenants:
         if t.topology_id is None:
             continue
@@ -302,12 +376,15 @@ def _read(nimbus: Nimbus, tenants: list[TenantRun]) -> None:
             continue
         t.samples.append(CountSample(now, counts))
         t.sched_status = counts.scheduler_status or t.sched_status
+        if "not admitted" in t.sched_status:
+            t.refusal = t.sched_status
 
 
-def _watch(nimbus: Nimbus, tenants: list[TenantRun], seconds: float, what: str, reporter: Reporter) -> None:
+def _watch(nimbus: Nimbus, tenants: list[TenantRun], seconds: float, what: str, reporter: Reporter,
+           pacer: LedgerPacer | None = None) -> None:
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
-        _read(nimbus, tenants)
+        _read(nimbus, tenants, pacer)
         reporter.status(f"{what} ({left:.0f} s left)")
         time.sleep(min(SAMPLE_S, max(0.0, left)))
 
@@ -326,11 +403,23 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
         tenant_spec(scheduler, lookup(topology), plans[topology], priority, min_rates[topology], bench_settings,
                     profile_set.entries, reference.name, reference.cores or 1.0, profile_set.name)
         for topology, priority in TENANTS]
-    if scheduler == "planned":
-        specs = [replace(s, conf={**s.conf, "hetsched.planner.url": planner_url}) for s in specs]
-    tenants = [TenantRun(s.topology, p, min_rates[s.topology], s.name, s.note) for s, (_, p) in zip(specs, TENANTS)]
+    rates_dir = out / "rates"
+    if scheduler in PLANNED_MODES:
+        rates_dir.mkdir(exist_ok=True)
+        specs = [replace(s, conf={**s.conf, "hetsched.planner.url": planner_url,
+                                  RATE_FILE: str(rates_dir / f"{s.name}.json")}) for s in specs]
+    tenants = [TenantRun(s.topology, p, min_rates[s.topology], s.name, s.note,
+                         rate_file=rates_dir / f"{s.name}.json" if scheduler in PLANNED_MODES else None)
+               for s, (_, p) in zip(specs, TENANTS)]
+    for t in tenants:
+        if t.rate_file is not None:
+            t.rate_file.unlink(missing_ok=True)
+    pacer = LedgerPacer(planner_url, tenants)
+    ledgers: dict[str, Any] = {}
+    machine_cpu: dict[str, dict[str, float]] = {}
     record: dict[str, Any] = {"scheduler": scheduler, "started_at": scenario_files.now(), "error": None}
-    _cluster_up(cluster, CLUSTER_SCHEDULER[scheduler], planner_url, reporter, dps_priorities=dps_file)
+    _cluster_up(cluster, CLUSTER_SCHEDULER[scheduler], planner_url, reporter, dps_priorities=dps_file,
+                extra_conf={"hetsched.planner.timeout.ms": PLANNER_TIMEOUT_MS} if scheduler in PLANNED_MODES else None)
     ctx = RunContext(cluster, planner_url, profile_set.name, settings.window_s, settings.warmup_s,
                      settings.start_timeout_s, reporter)
     cores = sum(m.cores for m in ctx.handle.machines())
@@ -343,21 +432,34 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
                 reporter.log(f"{scheduler}: submitted {spec.name} (priority {tenant.priority}, "
                              f"minimum {tenant.min_rate:.1f} tuples/s): {spec.note}")
                 _wait_placed(nimbus, tenant, reporter, scheduler)
+                pacer.follow(time.monotonic(), force=True)
             _wait_running(nimbus, tenants, settings.start_timeout_s, reporter, scheduler)
-            _watch(nimbus, tenants, settings.warmup_s, f"{scheduler}: warming up", reporter)
+            _watch(nimbus, tenants, settings.warmup_s, f"{scheduler}: warming up", reporter, pacer)
+            pacer.follow(time.monotonic(), force=True)
+            ledgers["window"] = pacer.last
             window_start = time.monotonic()
             for t in tenants:
                 t.cpu_before = _tenant_cpu(t.topology_id)
-            _watch(nimbus, tenants, settings.window_s, f"{scheduler}: measuring every tenant", reporter)
+            machines_before = _machine_seconds(ctx)
+            _watch(nimbus, tenants, settings.window_s, f"{scheduler}: measuring every tenant", reporter, pacer)
             window_end = time.monotonic()
+            machine_cpu["window"] = _machine_pct(ctx, machines_before, window_end - window_start)
             for t in tenants:
                 t.cpu_after = _tenant_cpu(t.topology_id)
             changed_name = next(t.name for t in tenants if t.topology == CHANGED[0])
             change_note = change_priority(scheduler, changed_name, CHANGED[1], nimbus, planner_url, dps_file)
             changed_at = time.monotonic()
+            pacer.follow(changed_at, force=True)
             reporter.log(f"{scheduler}: priority change: {change_note}")
-            _watch(nimbus, tenants, settings.after_s, f"{scheduler}: after the priority change", reporter)
+            _watch(nimbus, tenants, settings.after_s - settings.window_s, f"{scheduler}: after the priority change",
+                   reporter, pacer)
+            machines_before = _machine_seconds(ctx)
+            last_start = time.monotonic()
+            _watch(nimbus, tenants, settings.window_s, f"{scheduler}: after the priority change, last window",
+                   reporter, pacer)
             end = time.monotonic()
+            machine_cpu["after"] = _machine_pct(ctx, machines_before, end - last_start)
+            ledgers["after"] = pacer.last
             changed = next(t for t in tenants if t.topology == CHANGED[0])
             if changed.topology_id is not None:
                 record["changed_conf_priority"] = nimbus.topology_conf(changed.topology_id).get("topology.priority")
@@ -368,6 +470,8 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
         change_note = "not reached"
     finally:
         _kill_all(ctx, tenants, reporter)
+    if pacer.fault:
+        reporter.log(f"[yellow]{scheduler}: {pacer.fault}[/yellow]")
     priorities_after = {t.topology: (CHANGED[1] if t.topology == CHANGED[0] else t.priority) for t in tenants}
     origin = window_start
     rows = []
@@ -379,16 +483,21 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
         rows.append({
             "topology": t.topology, "name": t.name, "topology_id": t.topology_id, "note": t.note,
             "priority": t.priority, "priority_after": priorities_after[t.topology], "min_rate": round(t.min_rate, 3),
-            "sched_status": t.sched_status, "status": t.status,
+            "sched_status": t.sched_status, "status": t.status, "refusal": t.refusal,
             "input_rate": before["input_rate"], "sink_throughput": before["sink_throughput"], "idle": before["idle"],
             "min_met": before["input_rate"] >= t.min_rate,
+            "ledger_rate": ledger_rates(ledgers.get("window") or {}, [t.name]).get(t.name),
             "cpu_share": round((t.cpu_after - t.cpu_before) / window / cores, 4) if window > 0 and cores else 0.0,
             "after": {**after, "min_met": after["input_rate"] >= t.min_rate,
+                      "ledger_rate": ledger_rates(ledgers.get("after") or {}, [t.name]).get(t.name),
+                      "paced_again_s": next((round(at - changed_at, 1) for at, _ in t.paced if at > changed_at), None),
                       **replacement(t.samples, changed_at), "failed_since_change": failed_since(t.samples, changed_at)},
             "series": rate_series(t.samples, origin),
         })
     record.update({
         "tenants": rows, "cores": cores, "window_s": round(window_end - window_start, 1),
+        "machine_cpu": machine_cpu, "ledger": ledgers,
+        "paced": {t.topology: [(round(at - origin, 1), r) for at, r in t.paced] for t in tenants if t.rate_file},
         "change": {"topology": CHANGED[0], "priority": CHANGED[1], "how": change_note,
                    "at_s": round(changed_at - origin, 1)},
         "weighted_throughput": weighted_throughput({r["topology"]: r["input_rate"] for r in rows},
@@ -400,6 +509,16 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
         "finished_at": scenario_files.now(),
     })
     return record
+
+
+def _machine_seconds(ctx: RunContext) -> dict[str, float]:
+    return {m.id: ctx.handle.cpu_seconds(m.id) for m in ctx.handle.machines()}
+
+
+def _machine_pct(ctx: RunContext, before: dict[str, float], seconds: float) -> dict[str, float]:
+    """Each machine's CPU since ``before``, percent of its quota (its cgroup's usage)."""
+    after = _machine_seconds(ctx)
+    return {c.machine: round(c.utilization, 1) for c in measure.machine_cpu(before, after, seconds, ctx.machines)}
 
 
 def _wait_placed(nimbus: Nimbus, tenant: TenantRun, reporter: Reporter, scheduler: str) -> None:
@@ -456,7 +575,8 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                  on_saved: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Every scheduler of ``settings`` in turn on one cluster (restarted per scheduler) and one planner; the result."""
     reporter = reporter or QuietReporter()
-    out = Path(settings.out_dir).resolve()  # Nimbus reads the DPS priority file in it by absolute path
+    out = Path(settings.out_dir).resolve()  # Nimbus (DPS's priority file) and the spouts (rate files) read in it
+    settings = replace(settings, out_dir=out)  # by absolute path, from their own working folders
     try:
         private_folder(out)
     except OSError as exc:
@@ -466,7 +586,7 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     data.update({"started_at": scenario_files.now(), "settings": scenario_files.settings_dict(settings), "versions": versions(), "error": None,
                  "tenants": [{"topology": t, "priority": p} for t, p in TENANTS],
                  "change": {"topology": CHANGED[0], "priority": CHANGED[1]}})
-    spec = load_spec(settings.spec_path)
+    spec = with_slots(load_spec(settings.spec_path), settings.slots)
     cluster = LocalCluster(spec, home=out / "cluster",
                            port_base=settings.port_base or free_port_base(port_span(len(spec.machine_ids()))))
     planner = PlannerService(out / "planner.db", out / "planner.log")
@@ -483,6 +603,12 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                                   for t, p in plans.items()}
             data["min_rates"] = {t: round(r, 3) for t, r in min_rates.items()}
             for scheduler in settings.schedulers:
+                mode = PLANNED_MODES.get(scheduler)
+                if mode is not None and mode != planner.share_mode:
+                    planner.stop()
+                    planner = PlannerService(out / "planner.db", out / "planner.log", share_mode=mode)
+                    planner_url = planner.start()
+                    reporter.log(f"planning service restarted with {mode} shares at {planner_url}")
                 reporter.log(f"scheduler {scheduler}: bringing the cluster up")
                 try:
                     data["runs"][scheduler] = run_scheduler(scheduler, cluster, planner_url, profile_set, plans,
@@ -507,6 +633,12 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     scenario_files.save(path, data)
     data["saved_to"] = str(path)
     return data
+
+
+def with_slots(spec, slots: int):
+    """The spec with ``slots`` worker slots on every machine type."""
+    return spec.model_copy(update={"machine_types": [t.model_copy(update={"slots": slots})
+                                                     for t in spec.machine_types]})
 
 
 def _plans(planner_url: str, profile_set, spec, settings: ScenarioSettings):

@@ -16,6 +16,7 @@ from pathlib import Path
 from planner.client import PlannerClient, PlannerClientError
 from bench.errors import BenchError
 from planner.durable import open_private_append
+from planner.service.settings import SHARE_MODE_ENV
 
 STARTUP_TIMEOUT_S = 90.0
 _LISTENING = re.compile(r"Uvicorn running on (http://[\d.]+:\d+)")
@@ -25,15 +26,18 @@ REPO = Path(__file__).resolve().parents[1]
 class PlannerService:
     """``uvicorn --factory planner.service.app:create_app`` on 127.0.0.1, any free port."""
 
-    def __init__(self, db_path: Path, log_path: Path) -> None:
+    def __init__(self, db_path: Path, log_path: Path, share_mode: str = "weighted") -> None:
         self.db_path = Path(db_path)
         self.log_path = Path(log_path)
+        self.share_mode = share_mode
+        """How tenants share what their minimums leave (``$HETSCHED_SHARE_MODE`` of the service)."""
         self.process: subprocess.Popen | None = None
         self.url = ""
 
     def start(self) -> str:
         """Start the service and return its URL once it answers /healthz."""
-        env = {**os.environ, "HETSCHED_DB": str(self.db_path), "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "HETSCHED_DB": str(self.db_path), "PYTHONPATH": str(REPO),
+               SHARE_MODE_ENV: self.share_mode}
         env.pop("HETSCHED_PLANNER_TOKEN", None)
         args = [sys.executable, "-m", "uvicorn", "--factory", "planner.service.app:create_app",
                 "--host", "127.0.0.1", "--port", "0", "--no-access-log"]

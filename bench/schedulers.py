@@ -42,7 +42,8 @@ RAS_FALLBACK_SCALES = (0.9, 0.8, 0.7, 0.6)
 DISABLE_LOAD_AWARE = "topology.disable.loadaware.messaging"
 MESSAGE_TIMEOUT = "topology.message.timeout.secs"
 
-CLUSTER_SCHEDULER = {"default": "plugin", "default-naive": "plugin", "planned": "plugin", "resource_aware": "resource_aware",
+CLUSTER_SCHEDULER = {"default": "plugin", "default-naive": "plugin", "planned": "plugin",
+                     "planned-strict": "plugin", "resource_aware": "resource_aware",
                      "sps": "sps", "dps": "dps", "ras-priority": "resource_aware-pool"}
 """What Nimbus must run for each (a phase of the bench): the plugin schedules topologies without
 ``hetsched.profiles`` exactly as Storm's DefaultScheduler; every other phase restarts Nimbus."""
@@ -216,8 +217,8 @@ def run_specs(
 
 
 MT_WORKERS = 2
-"""Workers (and, for SPS/DPS, desired whole machines) of each multi-tenant topology: the default
-cluster's 6 slots over 3 tenants."""
+"""Workers (and, for SPS/DPS, desired whole machines) of each multi-tenant topology: 6 of the scenario's
+9 slots (3 per machine), so the DefaultScheduler always has a slot for each tenant's workers."""
 
 
 def tenant_spec(scheduler: str, entry: CatalogEntry, plan: Plan, priority: int, min_rate: float,
@@ -250,8 +251,9 @@ def tenant_spec(scheduler: str, entry: CatalogEntry, plan: Plan, priority: int, 
                        note=("RAS with a user pool" if scheduler == "ras-priority" else "RAS")
                             + f", CPU points for {min_rate:.1f} tuples/s: "
                             + ", ".join(f"{c} {p:g}" for c, p in points.items()))
-    if scheduler == "planned":
+    if scheduler in ("planned", "planned-strict"):
         return RunSpec(entry.name, scheduler, name, counts, {**base, keys.PROFILES: profile_set},
                        profiles=profile_set,
-                       note="hetsched plugin, planned at submit with the profile set (and the ledger, where merged)")
+                       note="hetsched plugin, planned at submit with the profile set and the planner's ledger ("
+                            + ("strict" if scheduler == "planned-strict" else "weighted") + " shares)")
     raise BenchError(f"the multi-tenant scenario has no scheduler {scheduler!r}")

@@ -26,6 +26,7 @@ from planner.service.settings import (
     KEEP_PROFILE_VERSIONS_ENV,
     MAX_LP_CELLS_ENV,
     MAX_PLACEMENT_CELLS_ENV,
+    SHARE_MODE_ENV,
     ServiceSettings,
     SizeLimit,
 )
@@ -118,7 +119,7 @@ def serve(
     records_dir: Optional[Path] = typer.Option(None, "--records-dir", envvar=RECORDS_DIR_ENV, help="Where workers' metrics batches are stored (POST /v1/metrics/batches) [default: records/ next to the database]."),
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port whose cluster the /ui page shows live (supervisors, topologies, executors)."),
     tenant_ttl_s: float = typer.Option(DEFAULT_TENANT_TTL_S, min=0.001, help="Release a ledger registration without a heartbeat for this long, seconds."),
-    share_mode: str = typer.Option("weighted", help="How topologies share what their minimums leave: weighted (by priority, nobody starved) or strict (higher priority first)."),
+    share_mode: str = typer.Option("weighted", envvar=SHARE_MODE_ENV, help="How topologies share what their minimums leave: weighted (by priority, nobody starved) or strict (higher priority first)."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
     """Run the planning service: the HTTP API of docs/api.md (docs at /docs, schema at /openapi.json) and a page of plans at /ui."""

@@ -10,7 +10,8 @@ same profile entries, mapped back to their own type in the answer, so no strateg
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from itertools import combinations
 
 import numpy as np
 from pydantic import Field
@@ -189,12 +190,12 @@ def registration_of(problem: Problem, placement: Placement, spec: TenantSpec, pl
 
 
 def cluster_with_room(cluster: Cluster, entries: Sequence[ProfileEntry], used: Mapping[str, float],
-                      max_utilization: float) -> tuple[Cluster, list[ProfileEntry]]:
+                      max_utilization: float, leave_out: Collection[str] = ()) -> tuple[Cluster, list[ProfileEntry]]:
     """The cluster as a tenant sees it: each machine's capacity less ``used`` (percent of its limit).
 
     A machine with room left but less than its type's capacity gets a type of its own,
-    ``type@machine``, with the type's profile entries; one with under MIN_ROOM_PCT is left out.
-    Raises ValueError when no machine has room.
+    ``type@machine``, with the type's profile entries; one with under MIN_ROOM_PCT is left out,
+    and so is every machine of a type in ``leave_out``. Raises ValueError when no machine has room.
     """
     types = {t.name: t for t in cluster.machine_types}
     derived: list[MachineType] = []
@@ -204,6 +205,8 @@ def cluster_with_room(cluster: Cluster, entries: Sequence[ProfileEntry], used: M
     for e in entries:
         by_type.setdefault(e.machine_type, []).append(e)
     for m in cluster.machines:
+        if m.type in leave_out:
+            continue
         t = types[m.type]
         taken = used.get(m.id, 0.0) / max_utilization
         if taken <= 1e-9:
@@ -221,6 +224,17 @@ def cluster_with_room(cluster: Cluster, entries: Sequence[ProfileEntry], used: M
     used_types = {m.type for m in machines}
     kept = [t for t in cluster.machine_types if t.name in used_types]
     return Cluster(machine_types=kept + derived, machines=machines), list(entries) + extra
+
+
+def leave_out_choices(cluster: Cluster, limit: int) -> list[frozenset[str]]:
+    """Sets of machine types a newcomer may be planned without: each type, then each pair, never all; at most ``limit``.
+
+    A topology's worker costs every machine it uses its base load (a fifth to a quarter of a small
+    machine here), so a tenant that only needs its minimum may hurt the others less on fewer types.
+    """
+    names = sorted({m.type for m in cluster.machines})
+    choices = [frozenset(c) for size in (1, 2) for c in combinations(names, size) if size < len(names)]
+    return choices[:max(0, limit)]
 
 
 def with_own_types(plan: Plan, cluster: Cluster) -> Plan:

@@ -9,7 +9,8 @@ each machine's capacity, this module decides
    admitted before it; otherwise it is refused, with the machine that is short and the largest
    minimum that would have fit. The admitted set is the feasible set that is best
    lexicographically by importance (feasibility is monotone, so the greedy pass finds it);
-2. **shares** of what the minimums leave, by weighted max-min fairness on each tenant's
+2. **shares** of what the minimums leave (and the idle workers of refused tenants: a tenant refused
+   after it was placed runs on at rate 0, nothing evicts it, and its workers still cost their machines), by weighted max-min fairness on each tenant's
    normalized rate ``s_i = (R_i - min_i) / (top_i - min_i)`` in [0, 1], ``top_i`` being its
    target rate, else the most its placement sustains alone:
 
@@ -82,7 +83,7 @@ class Allocation:
     rates: dict[str, float]
     refused: dict[str, Refusal]
     loads: dict[str, dict[str, float]]
-    """machine -> topology -> predicted percent at its rate (admitted tenants only)."""
+    """machine -> topology -> predicted percent at its rate; a refused tenant's at rate 0 (its idle workers)."""
 
 
 def importance_order(tenants: Sequence[Tenant]) -> list[Tenant]:
@@ -185,6 +186,10 @@ def allocate(tenants: Sequence[Tenant], capacity: Mapping[str, float], mode: Sha
     for t in admitted:
         for w in t.machines:
             room[w] = room.get(w, 0.0) - t.load(w, t.min_rate)
+    idle = [t for t in tenants if t.topology in refused]
+    for t in idle:  # refused after it was placed: it runs on at rate 0 (nothing evicts it), its workers still cost
+        for w in t.machines:
+            room[w] = room.get(w, 0.0) - t.load(w, 0.0)
     span = {t.topology: _top_rate(t, capacity) - t.min_rate for t in admitted}
     share = {t.topology: 0.0 for t in admitted}
     if mode == "weighted":
@@ -198,6 +203,9 @@ def allocate(tenants: Sequence[Tenant], capacity: Mapping[str, float], mode: Sha
     for t in admitted:
         for w in t.machines:
             loads.setdefault(w, {})[t.topology] = t.load(w, rates[t.topology])
+    for t in idle:
+        for w in t.machines:
+            loads.setdefault(w, {})[t.topology] = t.load(w, 0.0)
     return Allocation(mode=mode, rates=rates, refused=refused, loads=loads)
 
 

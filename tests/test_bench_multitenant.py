@@ -1,6 +1,7 @@
 """The multi-tenant scenario and the baseline schedulers' bench entries, without a cluster."""
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -52,9 +53,10 @@ def test_every_tenant_carries_its_priority_and_minimum_and_what_its_scheduler_ne
     assert by["sps"].conf[SPS_NODES] == 2 and by["sps"].conf[SPS_MIN_NODES] == 1
     assert by["dps"].conf[DPS_NODES] == 2 and SPS_NODES not in by["dps"].conf
     assert by["planned"].conf[keys.PROFILES] == "test-profiles" and by["planned"].plan_id is None
+    assert by["planned-strict"].conf == by["planned"].conf and "strict" in by["planned-strict"].note
     assert {s: by[s].cluster_scheduler for s in by} == {
         "default": "plugin", "resource_aware": "resource_aware", "ras-priority": "resource_aware-pool",
-        "sps": "sps", "dps": "dps", "planned": "plugin"}
+        "sps": "sps", "dps": "dps", "planned": "plugin", "planned-strict": "plugin"}
 
 
 def test_ras_tenants_declare_the_cpu_of_their_minimum_not_of_the_whole_cluster(plans):
@@ -203,6 +205,22 @@ def test_tables_headlines_and_plots_come_from_the_json(tmp_path):
     assert any("1.40x the best baseline's (sps, 10.00)" in line for line in lines)
     assert multitenant_report.tenants_table(data).row_count == 6
     assert multitenant_report.summary_table(data).row_count == 2
+    strict = copy.deepcopy(data["runs"]["planned"])
+    data["runs"]["planned-strict"] = {**strict, "scheduler": "planned-strict", "weighted_throughput": 16.0,
+                                      "machine_cpu": {"window": {"large-1": 97.0, "small-1": 88.04}}}
+    data["runs"]["planned-strict"]["tenants"][2].update(input_rate=0.0, status="not placed",
+                                                       sched_status="hetsched: not admitted (its minimum ...)")
+    lines = multitenant_report.headline_lines(data)
+    assert any("planned-strict's weighted throughput 16.00 is 1.60x the best baseline's (sps, 10.00)" in line
+               for line in lines), "planned entries are never a baseline"
+    markdown = multitenant_report.markdown_lines(data)
+    assert markdown[0].startswith("| scheduler | linear | diamond | star |")
+    assert any(line.startswith("| planned-strict | 9.00 | 4.00 | not admitted | 3/3 | 16.00 |")
+               and "large-1 97%, small-1 88%" in line for line in markdown)
+    assert len([line for line in markdown if line.startswith("| planned-strict | ")]) == 4  # 1 summary + 3 tenants
+    data["runs"]["planned-strict"]["ledger"] = {"window": {"machines": [
+        {"id": "large-1", "loads": {"mt-linear": 50.0, "mt-diamond": 40.5}}]}}
+    assert multitenant_report.machine_lines(data)[2] == "| planned-strict | large-1 | 90.5 | 97.0 | mt-diamond 40.5, mt-linear 50.0 |"
     drawn = multitenant_report.plots(data, tmp_path)
     assert [p.name for p in drawn] == [multitenant_report.STACKED_PLOT, multitenant_report.SERIES_PLOT]
     assert all(p.stat().st_size > 1000 for p in drawn)
@@ -239,3 +257,33 @@ def test_a_planner_started_again_in_the_same_folder_answers_at_its_own_address(t
         finally:
             service.stop()
     assert len(set(urls)) == 2, "the second start must not take the first one's address from the shared log"
+
+
+def test_planned_tenants_are_paced_at_their_ledger_rate_refused_ones_paused():
+    ledger = {"tenants": [{"topology": "mt-linear-planned", "status": "admitted", "rate": 17.9},
+                          {"topology": "mt-diamond-planned", "status": "admitted", "rate": None},
+                          {"topology": "mt-star-planned", "status": "refused", "rate": 0.0},
+                          {"topology": "someone-else", "status": "admitted", "rate": 3.0}]}
+    names = ["mt-linear-planned", "mt-diamond-planned", "mt-star-planned"]
+    assert multitenant.ledger_rates(ledger, names) == {"mt-linear-planned": 17.9, "mt-star-planned": 0.0}
+    assert multitenant.ledger_rates({}, names) == {}
+
+
+def test_the_scenario_gives_every_machine_three_slots(tmp_path):
+    spec = multitenant.with_slots(load_spec(), multitenant.DEFAULT_SLOTS)
+    assert {t.slots for t in spec.machine_types} == {3}
+    with pytest.raises(BenchError, match="slots"):
+        multitenant.ScenarioSettings(out_dir=tmp_path, slots=0)
+
+
+def test_a_refused_planned_tenant_gets_its_new_priority_through_storm(monkeypatch, tmp_path):
+    import httpx
+
+    rebalanced = []
+    monkeypatch.setattr(multitenant, "rebalance_conf", lambda nimbus, name, overrides: rebalanced.append((name, overrides)))
+    monkeypatch.setattr(multitenant.httpx, "put", lambda *a, **k: httpx.Response(404))
+    note = multitenant.change_priority("planned-strict", "mt-star-planned-strict", 0, None, "http://x", tmp_path / "p")
+    assert rebalanced == [("mt-star-planned-strict", {"topology.priority": 0})] and "refused at admission" in note
+    monkeypatch.setattr(multitenant.httpx, "put", lambda *a, **k: httpx.Response(200))
+    assert "answered 200" in multitenant.change_priority("planned", "mt-star-planned", 0, None, "http://x", tmp_path / "p")
+    assert len(rebalanced) == 1, "a tenant in the ledger is not rebalanced (its workers would restart)"

@@ -86,3 +86,24 @@ def test_a_machine_hosting_only_an_instance_that_costs_nothing_still_pays_the_wo
     assert set(registration.machines) == {"m0", "m1"}
     assert registration.machines["m0"].slope == 0 and registration.machines["m0"].fixed == 0
     assert registration.machines["m0"].worker == BASE["slow"]
+
+
+def test_a_newcomer_may_be_planned_without_some_machine_types_never_without_all():
+    from planner.ledger import cluster_with_room, leave_out_choices
+    from planner.model import Cluster
+
+    cluster = Cluster.model_validate({
+        "machine_types": [{"name": n, "capacity": 90, "cores": 1, "slots": 2} for n in ("a", "b", "c")],
+        "machines": [{"id": "a1", "type": "a"}, {"id": "a2", "type": "a"}, {"id": "b1", "type": "b"},
+                     {"id": "c1", "type": "c"}]})
+    choices = leave_out_choices(cluster, limit=10)
+    assert choices == [frozenset("a"), frozenset("b"), frozenset("c"), frozenset("ab"), frozenset("ac"),
+                       frozenset("bc")]
+    assert leave_out_choices(cluster, limit=2) == choices[:2]
+    two_types = cluster.model_copy(update={"machines": cluster.machines[:3]})
+    assert leave_out_choices(two_types, limit=10) == [frozenset("a"), frozenset("b")]
+    room, _ = cluster_with_room(cluster, [], {"b1": 45.0}, 0.9, leave_out=frozenset("a"))
+    assert [m.id for m in room.machines] == ["b1", "c1"]
+    assert {t.name: t.capacity for t in room.machine_types}["b@b1"] == pytest.approx(40.0)
+    with pytest.raises(ValueError):
+        cluster_with_room(cluster, [], {}, 0.9, leave_out=frozenset("abc"))

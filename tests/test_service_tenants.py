@@ -128,3 +128,72 @@ def test_the_ledger_and_priority_on_the_command_line(planner_service):
     missing = runner.invoke(app, ["priority", "nobody", "0", "--url", planner_service.url])
     assert missing.exit_code == 1
     assert "topology 'nobody' is not registered in the ledger" in missing.output
+
+
+def _shipped_tenant_request(topology: str, cluster: dict, profiles: str, **tenant) -> dict:
+    from topologies.catalog import lookup, planner_topology
+
+    body = {"topology": planner_topology(lookup(topology)).model_dump(mode="json", exclude_none=True),
+            "cluster": cluster, "profiles": {"name": profiles}, "tenant": tenant}
+    body["topology"]["name"] = f"mt-{topology}"
+    return body
+
+
+@pytest.fixture(scope="module")
+def default_cluster_tenants(tmp_path_factory):
+    """Linear (priority 0) then Diamond (1, a quarter of its solo rate) on the default spec, strict shares,
+    with the newcomer's placement search and without it (MAX_LEAVE_OUT_PLANS 0)."""
+    from bench.profiles import fill_pass_through_alphas, load_profile_set
+    from cluster.spec import load_spec
+    from planner.profiles import machine_base_load
+    from planner.service import tenants as service_tenants
+
+    profile_set, _ = fill_pass_through_alphas(load_profile_set("default-cluster")[0], ["linear", "diamond"])
+    cluster = load_spec().planner_cluster(machine_base_load(profile_set)).model_dump(mode="json")
+    ledgers = {}
+    for search in (True, False):
+        settings = ServiceSettings(db_path=tmp_path_factory.mktemp("db") / "db.sqlite", tenant_ttl_s=3600,
+                                   share_mode="strict")
+        limit = service_tenants.MAX_LEAVE_OUT_PLANS
+        service_tenants.MAX_LEAVE_OUT_PLANS = limit if search else 0
+        try:
+            with TestClient(create_app(settings)) as c:
+                assert c.put(f"/v1/profiles/{profile_set.name}", json=profile_set.model_dump(mode="json")).status_code < 300
+                alone = plan(c, _shipped_tenant_request("diamond", cluster, profile_set.name, priority=1))["input_rate"]
+                c.delete("/v1/tenants/mt-diamond")
+                plan(c, _shipped_tenant_request("linear", cluster, profile_set.name, priority=0))
+                diamond = plan(c, _shipped_tenant_request("diamond", cluster, profile_set.name, priority=1,
+                                                          min_rate=round(alone / 4, 3)))
+                ledgers[search] = (c.get("/v1/ledger").json(), diamond, alone / 4)
+        finally:
+            service_tenants.MAX_LEAVE_OUT_PLANS = limit
+    return ledgers
+
+
+def test_a_newcomer_is_placed_where_the_tenants_weighted_rate_is_highest(default_cluster_tenants):
+    """Diamond's worker costs every machine it uses a base load; left off a machine Linear is bottlenecked on,
+    Linear (weight 1) gains more than Diamond (weight 1/2) loses."""
+    def weighted(ledger):
+        return sum(t["rate"] / (1 + t["priority"]) for t in ledger["tenants"])
+
+    searched, diamond, minimum = default_cluster_tenants[True]
+    plain, _, _ = default_cluster_tenants[False]
+    assert weighted(searched) > weighted(plain)
+    assert diamond["stats"]["left_out_types"], "the kept placement leaves a machine type out"
+    rates = {t["topology"]: t["rate"] for t in searched["tenants"]}
+    assert rates["mt-diamond"] >= minimum - 1e-3
+    for machine, (load, capacity) in machine_totals(searched).items():
+        assert load <= capacity + 1e-3, machine
+
+
+def test_the_share_mode_comes_from_the_environment_when_not_given(monkeypatch, tmp_path):
+    from planner.service.settings import SHARE_MODE_ENV
+
+    monkeypatch.setenv(SHARE_MODE_ENV, "strict")
+    assert ServiceSettings(db_path=tmp_path / "db").share_mode == "strict"
+    assert ServiceSettings(db_path=tmp_path / "db", share_mode="weighted").share_mode == "weighted"
+    monkeypatch.setenv(SHARE_MODE_ENV, "fair")
+    with pytest.raises(ValueError, match="HETSCHED_SHARE_MODE must be one of weighted, strict, not 'fair'"):
+        ServiceSettings(db_path=tmp_path / "db")
+    monkeypatch.delenv(SHARE_MODE_ENV)
+    assert ServiceSettings(db_path=tmp_path / "db").share_mode == "weighted"

@@ -40,6 +40,11 @@ def total_loads(tenants: list[Tenant], rates: dict[str, float]) -> dict[str, flo
     return {w: sum(t.load(w, rates[t.topology]) for t in tenants if t.topology in rates) for w in MACHINES}
 
 
+def idle_loads(tenants: list[Tenant], allocation) -> dict[str, float]:
+    """The refused tenants' load at rate 0: placed before, they run on idle (their workers cost)."""
+    return {w: sum(t.load(w, 0.0) for t in tenants if t.topology in allocation.refused) for w in MACHINES}
+
+
 def feasible_at_minimums(tenants: list[Tenant]) -> bool:
     loads = total_loads(tenants, {t.topology: t.min_rate for t in tenants})
     return all(loads[w] <= CAPACITY[w] + 1e-9 for w in MACHINES) and all(t.min_rate <= t.rate_cap for t in tenants)
@@ -156,13 +161,16 @@ def test_weighted_shares_are_feasible_and_max_min_fair_by_weight(seed: int):
     for w in MACHINES:
         row = [t.slope.get(w, 0.0) * span[i] for i, t in enumerate(growing)] + [0.0]
         a_ub.append(row)
-        b_ub.append(CAPACITY[w] - sum(t.load(w, t.min_rate) for t in admitted))
+        b_ub.append(CAPACITY[w] - sum(t.load(w, t.min_rate) for t in admitted) - idle_loads(tenants, allocation)[w])
     for i, t in enumerate(growing):
         row = [0.0] * (n + 1)
         row[i], row[n] = -1.0, priority_weight(t.priority)
         a_ub.append(row)
         b_ub.append(0.0)
     best = linprog(c=[0.0] * n + [-1.0], A_ub=np.array(a_ub), b_ub=b_ub, bounds=[(0, 1)] * n + [(0, None)], method="highs")
+    if best.status == 2:  # the refused tenants' idle workers leave less than the minimums: nobody grows
+        assert all(shares[t.topology] <= 1e-9 for t in growing)
+        return
     assert best.status == 0
     smallest = min(min(1.0, best.x[n] * priority_weight(t.priority)) / priority_weight(t.priority) for t in growing)
     ours = min(shares[t.topology] / priority_weight(t.priority) for t in growing)
@@ -178,7 +186,20 @@ def test_every_unfinished_share_is_stopped_by_a_full_machine(seed: int):
         allocation = allocate(tenants, CAPACITY, mode)
         admitted = [t for t in tenants if t.topology in allocation.rates]
         loads = total_loads(admitted, allocation.rates)
+        loads = {w: loads[w] + idle_loads(tenants, allocation)[w] for w in MACHINES}
         for name, s in _normalized(allocation, admitted).items():
             if s < 1 - 1e-6:
                 t = next(t for t in admitted if t.topology == name)
                 assert any(t.slope.get(w, 0) > 0 and loads[w] >= CAPACITY[w] - 1e-5 for w in MACHINES), (mode, name)
+
+
+def test_a_refused_tenant_s_idle_workers_still_cost_their_machines():
+    """Refused after it was placed, a tenant runs on at rate 0 (nothing evicts it): its fixed load stays."""
+    running = linear("running", priority=29, min_rate=20, arrival=0)
+    newcomer = linear("newcomer", priority=0, min_rate=20, arrival=1)
+    allocation = allocate([running, newcomer], CAPACITY)
+    alone = allocate([newcomer], CAPACITY)
+    assert allocation.loads["large-1"]["running"] == pytest.approx(running.load("large-1", 0.0))
+    assert allocation.rates["newcomer"] < alone.rates["newcomer"]
+    for w, loads in allocation.loads.items():
+        assert sum(loads.values()) <= CAPACITY[w] + 1e-6, w

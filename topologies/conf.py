@@ -14,6 +14,8 @@ where a bolt is preempted during its work and finds its caches cold afterwards
 SPOUT_RATE = "hetsched.spout.rate"
 """Tuples/s each spout component emits in total over its instances; absent or 0: as fast as
 ``topology.max.spout.pending`` lets it (Storm's flow control)."""
+SPOUT_RATE_FILE = "hetsched.spout.rate.file"
+"""A JSON file ``{"rate": R}`` the paced spout re-reads for a new rate while it runs (topologies/rate_control.py)."""
 
 COMPONENT_PROFILES = "hetsched.component.profiles"
 """Map of component id -> profile key (kind of work), for profiling and the Nimbus plugin."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 
-RATE_FILE = "hetsched.spout.rate.file"
+from topologies.conf import SPOUT_RATE_FILE
+
+RATE_FILE = SPOUT_RATE_FILE
 """Topology config key: path of the rate file."""
 
 CHECK_EVERY_S = 0.5

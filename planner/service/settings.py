@@ -1,12 +1,13 @@
 """What an operator sets when starting the service (``hetsched serve`` options)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.records_store import DEFAULT_MAX_BATCH_BYTES
 from planner.storage import Retention, default_db_path
-from planner.tenancy import ShareMode
+from planner.tenancy import SHARE_MODES, ShareMode
 
 KEEP_PLANS_DAYS_ENV = "HETSCHED_KEEP_PLANS_DAYS"
 KEEP_PROFILE_VERSIONS_ENV = "HETSCHED_KEEP_PROFILE_VERSIONS"
@@ -20,6 +21,15 @@ DEFAULT_TENANT_TTL_S = 60.0
 """Six of Nimbus's default 10 s scheduling rounds: the plugin renews every registration each round."""
 MAX_PLACEMENT_CELLS_ENV = "HETSCHED_MAX_COMPONENTS_X_MACHINES"
 MAX_LP_CELLS_ENV = "HETSCHED_MAX_COMPONENTS2_X_TYPES"
+SHARE_MODE_ENV = "HETSCHED_SHARE_MODE"
+
+
+def default_share_mode() -> ShareMode:
+    """``$HETSCHED_SHARE_MODE`` if set (so a service started by ``uvicorn --factory`` can be strict), else weighted."""
+    mode = os.environ.get(SHARE_MODE_ENV, "").strip() or "weighted"
+    if mode not in SHARE_MODES:
+        raise ValueError(f"{SHARE_MODE_ENV} must be one of {', '.join(SHARE_MODES)}, not {mode!r}")
+    return mode  # type: ignore[return-value]  # checked above
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,7 @@ class ServiceSettings:
     keep_plans_days: float | None = None
     keep_profile_versions: int | None = None
     tenant_ttl_s: float = DEFAULT_TENANT_TTL_S
-    share_mode: ShareMode = "weighted"
+    share_mode: ShareMode = field(default_factory=default_share_mode)
     records_dir: Path | None = None
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
 

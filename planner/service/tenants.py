@@ -17,6 +17,7 @@ from planner.ledger import (
     allocation_of,
     capacities,
     cluster_with_room,
+    leave_out_choices,
     placement_of_plan,
     registration_of,
     with_own_types,
@@ -28,12 +29,15 @@ from planner.profiles import ProfileTable
 from planner.service.errors import ServiceError
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
-from planner.tenancy import Allocation
+from planner.tenancy import Allocation, priority_weight
 
 log = logging.getLogger("hetsched.service")
 
 PlanOn = Callable[[Cluster, list[ProfileEntry]], Awaitable[Plan]]
 """Plans the request's topology on a cluster (the service's worker pool)."""
+MAX_LEAVE_OUT_PLANS = 6
+"""A newcomer beside others is also planned without some machine types, at most this many plans more
+(3 types: each one and each pair); the placement under which the tenants' weighted rate is highest is kept."""
 
 
 def current_tenants(storage: Storage, settings: ServiceSettings, now: float) -> list[TenantRecord]:
@@ -60,6 +64,11 @@ def used_by(allocation: Allocation, at_minimum: Sequence[TenantRecord] | None = 
     return {w: sum(loads.values()) for w, loads in allocation.loads.items()}
 
 
+def weighted_rate(allocation: Allocation, priorities: Mapping[str, int]) -> float:
+    """Sum over admitted tenants of ``priority_weight(priority) * rate``: how a newcomer's placement is chosen."""
+    return sum(priority_weight(priorities[t]) * min(r, 1e12) for t, r in allocation.rates.items())
+
+
 def registration_for(request: PlanRequest, entries: list[ProfileEntry], plan: Plan,
                      worker_load: Mapping[str, float]) -> TenantRegistration:
     """The plan's load on every machine of the request's own cluster (not the derived one it was planned on)."""
@@ -74,7 +83,10 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
     """Plan (or take the reused placement of) a tenant on what the others leave; 409 when it is not admitted.
 
     First on what the others use at their shares now; if that cannot hold its minimum, on what
-    their minimums leave (their shares then shrink). ``worker_load`` (machine type -> percent,
+    their minimums leave (their shares then shrink). Beside others it is also planned on that room
+    without some machine types (``leave_out_choices``): its worker costs every machine it uses, so
+    fewer machines can leave the others more. Of the placements that admit it, the one under which
+    the tenants' weighted rate (``weighted_rate``) is highest is kept. ``worker_load`` (machine type -> percent,
     the profile set's base load) is charged for its worker on every machine it uses. The record
     is not stored here.
     """
@@ -88,9 +100,10 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
     capacity = {**capacities(others), **request_limits(request.cluster, request.options, worker_load)}
     now_shared = allocation_of(others, settings.share_mode, capacity)
     plan = reused
+    room = used_by(now_shared)
     if plan is None:
         try:
-            plan = await _plan_with_room(request, entries, used_by(now_shared), plan_on)
+            plan = await _plan_with_room(request, entries, room, plan_on)
         except PlanningError:
             plan = None  # what the others use now cannot host it; what their minimums leave may
         if plan is None or plan.input_rate < request.tenant.min_rate:
@@ -100,19 +113,50 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
                 raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: what the other "
                                    f"tenants' minimum rates leave cannot host it ({exc})") from None
             if squeezed is not None and (plan is None or squeezed.input_rate > plan.input_rate):
-                plan = squeezed
+                plan, room = squeezed, used_by(now_shared, others)
         if plan is None:
             raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: the other tenants' "
                                "minimum rates leave no machine with room")
-    registration = await anyio.to_thread.run_sync(registration_for, request, entries, plan, worker_load)
-    record = TenantRecord(**registration.model_dump(), topology=name,
-                          registered_at=previous.registered_at if previous else now, heartbeat_at=now)
-    allocation = allocation_of(others + [record], settings.share_mode, capacity)
-    refusal = allocation.refused.get(name)
-    if refusal is not None:
+    candidates = [plan]
+    if reused is None and others:
+        choices = leave_out_choices(request.cluster, MAX_LEAVE_OUT_PLANS)
+        fewer: list[Plan | None] = [None] * len(choices)
+
+        async def plan_without(i: int) -> None:
+            try:
+                fewer[i] = await _plan_with_room(request, entries, room, plan_on, choices[i])
+            except PlanningError:
+                pass  # its components do not fit on the other types
+
+        async with anyio.create_task_group() as group:  # the pool's processes plan them side by side
+            for i in range(len(choices)):
+                group.start_soon(plan_without, i)
+        candidates += [p.model_copy(update={"stats": {**p.stats, "left_out_types": sorted(c)}})
+                       for p, c in zip(fewer, choices) if p is not None]
+    priorities = {r.topology: r.priority for r in others} | {name: request.tenant.priority}
+    best: tuple[float, Plan, TenantRecord, Allocation] | None = None
+    refusal = None
+    for candidate in candidates:
+        registration = await anyio.to_thread.run_sync(registration_for, request, entries, candidate, worker_load)
+        candidate_record = TenantRecord(**registration.model_dump(), topology=name,
+                                        registered_at=previous.registered_at if previous else now, heartbeat_at=now)
+        candidate_allocation = allocation_of(others + [candidate_record], settings.share_mode, capacity)
+        if name in candidate_allocation.refused:
+            refusal = refusal or candidate_allocation.refused[name]
+            continue
+        score = weighted_rate(candidate_allocation, priorities)
+        if best is None or score > best[0] * (1 + 1e-6) + 1e-9:
+            best = (score, candidate, candidate_record, candidate_allocation)
+    if best is None:
+        assert refusal is not None
         raise ServiceError(409, "admission_refused", (
             f"topology {name} is not admitted: {refusal.reason}; a min_rate up to {refusal.fits_rate:g} tuples/s "
             "would fit"))
+    _, plan, record, allocation = best
+    if len(candidates) > 1:
+        log.info("tenant %s: %d placements tried; kept the one %s (weighted rate %.3f)", name, len(candidates),
+                 f"without {', '.join(plan.stats['left_out_types'])}" if "left_out_types" in plan.stats
+                 else "on every machine with room", best[0])
     stats = {**plan.stats, "tenancy": {
         "rate": round(allocation.rates[name], 3), "mode": settings.share_mode, "priority": record.priority,
         "min_rate": record.min_rate, "target_rate": record.target_rate,
@@ -124,10 +168,11 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
 
 
 async def _plan_with_room(request: PlanRequest, entries: list[ProfileEntry], used: Mapping[str, float],
-                          plan_on: PlanOn) -> Plan | None:
-    """A plan on what ``used`` leaves of each machine; None when no machine has room."""
+                          plan_on: PlanOn, leave_out: frozenset[str] = frozenset()) -> Plan | None:
+    """A plan on what ``used`` leaves of each machine (none of the types ``leave_out``); None when none has room."""
     try:
-        cluster, derived_entries = cluster_with_room(request.cluster, entries, used, request.options.max_utilization)
+        cluster, derived_entries = cluster_with_room(request.cluster, entries, used, request.options.max_utilization,
+                                                     leave_out)
     except ValueError:
         return None
     plan = await plan_on(cluster, derived_entries)
