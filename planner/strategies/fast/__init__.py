@@ -46,8 +46,7 @@ closed-form ``R_max`` (planner.simulator) repairs.
    more instances; counts that pack whole machines). So: every instance placed
    anew at rates up to the fluid bound (with the current counts, and with the
    fewest that fit 1/d of a machine), instance 0 moved, a component's count
-   jumped by 1, 2, 4, ... 64 or halved; each polished, kept where R ends higher. The jumps
-   start from the two best polished layouts, sharing one budget: a higher start can end lower.
+   jumped by 1, 2, 4, ... 64 or halved; each polished, kept where R ends higher.
 6. Remote tuples, where the profiles give them a cost (``colocate``): moves that put instances beside their
    stream neighbours, a polish, and fast's own remote-blind plan polished as one more start; the highest R wins.
 

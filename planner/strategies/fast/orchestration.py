@@ -127,7 +127,7 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
     if problem.memory_bound and memory_over(problem, problem.memory_used(layout.hosts)).any():
         raise PlanningError("the cluster cannot hold the topology's memory: "
                             + memory_message(problem, problem.memory_used(layout.hosts)))
-    # 5. The jumps, from the best polished layout and (small requests) the runner-up: a higher start can end lower.
+    # 5. The jumps, from the best polished layout (small requests: the best tuning.resize_starts).
     ends = []
     starts = _distinct(polished, tuning.resize_starts if small else 1)
     shared = dataclasses.replace(tuning, resize_work_cells=tuning.resize_work_cells // len(starts))  # one budget for all starts
