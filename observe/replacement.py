@@ -38,7 +38,8 @@ class NimbusLike(Protocol):
     def topology_conf(self, topology_id: str) -> dict[str, Any]: ...
     def deactivate(self, name: str) -> None: ...
     def activate(self, name: str) -> None: ...
-    def rebalance(self, name: str, wait_s: int = 0, num_executors: dict[str, int] | None = None) -> None: ...
+    def rebalance(self, name: str, wait_s: int = 0, num_executors: dict[str, int] | None = None,
+                  conf_overrides: dict[str, Any] | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ def replace_drained(
     machine_of_host: Mapping[str, str],
     *,
     max_drain_s: float | None = None,
+    conf_overrides: Mapping[str, Any] | None = None,
     placement_timeout_s: float = PLACEMENT_TIMEOUT_S,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
@@ -134,6 +136,8 @@ def replace_drained(
     The plan must already be bound to the topology (``PUT /v1/assignments/{name}``): the scheduler places it by
     that plan when the rebalance frees its slots. Executor counts that differ from the running ones are changed
     by the rebalance. ``max_drain_s`` defaults to the topology's ``topology.message.timeout.secs``.
+    ``conf_overrides``: keys the rebalance merges into the topology's conf (e.g. ``hetsched.profiles`` for a
+    topology submitted without it, which the plugin would otherwise place evenly, bound plan or not).
     """
     running = nimbus.find(name)
     if running is None:
@@ -163,9 +167,9 @@ def replace_drained(
         sleep(min(POLL_S, report_s))
     drain_s = clock() - started
 
-    on_step("rebalancing" + (f" to {changed}" if changed else ""))
+    on_step("rebalancing" + (f" to {changed}" if changed else "") + (f" with conf {dict(conf_overrides)}" if conf_overrides else ""))
     try:
-        nimbus.rebalance(name, 0, changed or None)
+        nimbus.rebalance(name, 0, changed or None, dict(conf_overrides) if conf_overrides else None)
     except Exception:
         nimbus.activate(name)
         raise

@@ -57,8 +57,8 @@ class ScriptedNimbus:
         self.calls.append(("activate", name, self.status))
         self.status = "ACTIVE"
 
-    def rebalance(self, name, wait_s=0, num_executors=None):
-        self.calls.append(("rebalance", name, wait_s, num_executors))
+    def rebalance(self, name, wait_s=0, num_executors=None, conf_overrides=None):
+        self.calls.append(("rebalance", name, wait_s, num_executors) + ((conf_overrides,) if conf_overrides else ()))
         self.status = "REBALANCING"
         executors, task = {}, 1
         for component, machines in self.after.items():
@@ -99,6 +99,14 @@ def test_a_topology_that_never_drains_is_rebalanced_after_the_message_timeout():
     assert not result.drained and result.drain_s == pytest.approx(30, abs=1.01)
     assert nimbus.calls[1] == ("rebalance", "lin", 0, None)
     assert result.in_flight_at_rebalance > 0
+
+
+def test_conf_overrides_go_with_the_rebalance_and_nowhere_else():
+    nimbus = ScriptedNimbus(in_flight_reports=0, after={"spout": ["a"], "bolt": ["a"]})
+    replace_drained(nimbus, "lin", {"spout": ["a"], "bolt": ["a"]}, {"host-a": "a"},
+                    conf_overrides={"hetsched.profiles": "lin-tuned"}, clock=lambda: nimbus.clock, sleep=nimbus.sleep)
+    assert nimbus.calls[1] == ("rebalance", "lin", 0, None, {"hetsched.profiles": "lin-tuned"})
+    assert [c[0] for c in nimbus.calls] == ["deactivate", "rebalance", "activate"]
 
 
 def test_a_placement_other_than_the_plan_is_reported_not_hidden():
