@@ -12,7 +12,16 @@ from rich.table import Table
 
 from hetsched.cli import app
 from hetsched.inventory import MetaKeys, SupervisorRow, executor_places, supervisor_rows
-from hetsched.ops_cmd import LEADER_TIMEOUT_S, JsonOption, NimbusOption, StormYamlOption, _cluster_state, _fail, read_declarations
+from hetsched.ops_cmd import (
+    LEADER_TIMEOUT_S,
+    JsonOption,
+    NimbusOption,
+    StormYamlOption,
+    _cluster_state,
+    _fail,
+    planner_of,
+    read_declarations,
+)
 from hetsched.replan import (
     BASE_LOAD_KEY,
     ReplanError,
@@ -77,7 +86,7 @@ def replan(
     strategy: Optional[str] = typer.Option(None, "--strategy", help="Planner strategy (default: the planner's best)."),
     keep_counts: bool = typer.Option(False, "--keep-counts", help="Keep every component's executor count; only move executors."),
     max_drain: Optional[float] = typer.Option(None, "--max-drain", min=0.0, help="Seconds to wait for in-flight tuples after deactivating (default: the topology's topology.message.timeout.secs)."),
-    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default: the topology's hetsched.planner.url, else http://127.0.0.1:8765)."),
+    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default: a compose cluster's own, published here, else the topology's hetsched.planner.url, else http://127.0.0.1:8765)."),
     nimbus: Optional[str] = NimbusOption,
     storm_yaml: Optional[List[Path]] = StormYamlOption,
     as_json: bool = JsonOption,
@@ -98,8 +107,8 @@ def replan(
         # a catalog topology as the catalog says; any other (Java, Flux) as Nimbus keeps it, its counts free
         catalog_name = topology_conf.get(keys.TOPOLOGY)
         topology = planner_topology(lookup(catalog_name)) if catalog_name else state.planner_topology()
-        url = planner or topology_conf.get(keys.PLANNER_URL)
-        with PlannerClient(url) as planner_client:
+        url, token = planner_of(address, topology_conf, planner)
+        with PlannerClient(url, token) as planner_client:
             base_load = planner_client.get_profile_set(profiles).source.get(BASE_LOAD_KEY) or {}
             cluster = planner_cluster(state.rows, base_load)
             current = planner_client.evaluate(current_evaluation_request(topology, cluster, profiles, now))

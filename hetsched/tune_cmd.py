@@ -14,7 +14,7 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from hetsched.cli import app
-from hetsched.ops_cmd import NimbusOption, StormYamlOption
+from hetsched.ops_cmd import NimbusOption, StormYamlOption, planner_of
 from observe.nimbus import NimbusAddress, connect
 from observe.replacement import SpoutTally, replace_drained
 from planner.client import TOKEN_ENV, URL_ENV, put_summary
@@ -83,7 +83,7 @@ def tune(
     explore: bool = typer.Option(False, "--explore", help="First place the pairs never observed, one drained re-placement per round, so they are measured."),
     explore_seconds: float = typer.Option(120.0, "--explore-seconds", min=20.0, help="Seconds each --explore round runs."),
     min_samples: int = typer.Option(5, "--min-samples", min=2, help="Fewest intervals a (profile, machine type) pair needs."),
-    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default: the topology's hetsched.planner.url, else http://127.0.0.1:8765)."),
+    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default: a compose cluster's own, published here, else the topology's hetsched.planner.url, else http://127.0.0.1:8765)."),
     token: Optional[str] = typer.Option(None, "--token", envvar=TOKEN_ENV, help="Bearer token, where the planner needs one."),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[*])."),
     nimbus: Optional[str] = NimbusOption,
@@ -111,7 +111,6 @@ def tune(
     from spark_profiling.errors import NoPairError, ProfilingError
     from spark_profiling.inputs import store_topology_folders
     from spark_profiling.tune import complete, coverage, coverage_lines, explore_placement
-    from topologies import conf as keys
     from topologies.errors import TopologyError
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler(console=Console(stderr=True), show_path=False)])
@@ -123,7 +122,8 @@ def tune(
         for row in state.rows:
             if row.machine_id and row.machine_type:
                 machines_by_type.setdefault(row.machine_type, []).append(row.machine_id)
-        url = planner or state.conf.get(keys.PLANNER_URL)
+        url, found_token = planner_of(state.address, state.conf, planner)
+        token = token or found_token
 
         def measure(label: str):
             with console.status(f"measuring {topology} for {window:g} s ({label}) ..."):
