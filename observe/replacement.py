@@ -25,6 +25,10 @@ STORM_MESSAGE_TIMEOUT_S = 30.0
 STATS_FREQUENCY_KEY = "executor.metrics.frequency.secs"
 PLACEMENT_TIMEOUT_S = 120.0
 """Longest wait for Nimbus to place the rebalanced topology by its plan."""
+BLOB_UPDATE_KEY = "supervisor.localizer.update.blob.interval.secs"
+STORM_BLOB_UPDATE_S = 30.0
+"""How often a supervisor looks for a newer copy of a topology's conf; it restarts the topology's workers when it
+finds one (Storm's ``kill-blob-update``)."""
 POLL_S = 1.0
 
 
@@ -79,6 +83,9 @@ class ReplacementResult:
     """From the rebalance to every executor placed as the plan says."""
     matches_plan: bool
     scheduler_status: str
+    conf_wait_s: float = 0.0
+    """After the placement: how long the topology stayed inactive so that every supervisor had fetched the new
+    conf and restarted its workers with it (0 without conf overrides)."""
 
     @property
     def failed_during_drain(self) -> int:
@@ -183,12 +190,37 @@ def replace_drained(
             break
         sleep(POLL_S)
     placed_s = clock() - asked
+    conf_wait_s = 0.0
+    if conf_overrides and matches:
+        # A supervisor whose slot kept the topology launches its new worker from its cached (old) conf and restarts
+        # it once its periodic blob check sees the new one: stay inactive until that check has run everywhere and
+        # every executor runs again, so no worker is killed with tuples in flight after the activation.
+        on_step("waiting for the supervisors to fetch the new conf")
+        conf_wait_s = _wait_for_new_conf(nimbus, running.id, asked, _number(conf, BLOB_UPDATE_KEY, STORM_BLOB_UPDATE_S),
+                                         clock, sleep, placement_timeout_s)
     on_step("activating")
     _activate_when_allowed(nimbus, name, clock, sleep, placement_timeout_s)
     return ReplacementResult(
         topology=name, executors_before=executors_before, executors_after=executor_counts(counts), before=before,
         at_rebalance=tally, drained=drained, drain_s=drain_s, placed_s=placed_s, matches_plan=matches,
-        scheduler_status=counts.scheduler_status)
+        scheduler_status=counts.scheduler_status, conf_wait_s=conf_wait_s)
+
+
+def _wait_for_new_conf(nimbus: NimbusLike, topology_id: str, rebalanced_at: float, blob_update_s: float,
+                       clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float) -> float:
+    """Wait one supervisor blob check (and 5 s) past the rebalance, then for a fresh report from every executor:
+    its uptime changed since (Nimbus shows a killed worker's last report until the restarted one reports); the
+    seconds waited."""
+    started = clock()
+    while clock() - rebalanced_at < blob_update_s + 5.0:
+        sleep(POLL_S)
+    then = {k: e.uptime_s for k, e in nimbus.counts(topology_id).executors.items()}
+    while clock() - started < timeout_s:
+        executors = nimbus.counts(topology_id).executors
+        if executors and all(e.uptime_s > 0 and e.uptime_s != then.get(k) for k, e in executors.items()):
+            break
+        sleep(POLL_S)
+    return clock() - started
 
 
 def _activate_when_allowed(nimbus: NimbusLike, name: str, clock: Callable[[], float], sleep: Callable[[float], None],
