@@ -10,7 +10,11 @@ under the same name. ``run``, under the live lock:
 2. for each spout count: ``hetsched submit --flux`` (metrics on, no ``--planner``: the compose supervisors'
    storm.yaml sends the records to ``http://planner:8765`` with the token), ``--step-s`` seconds;
 3. the topology killed, its records copied out of the planner container, the planner's own count of them;
-4. ``hetsched cluster down --compose``, always, and what it left.
+4. with ``--check-linear``, the two addresses of the compose planner: Linear submitted with a stored plan read from
+   the planner as this machine reaches it (``--planner http://127.0.0.1:PORT``) and the workers' metrics sent where
+   they reach it (``--metrics-url http://planner:8765``), then ``hetsched placement`` with no ``--planner`` (it
+   finds the compose planner and its token from the cluster's home), and the planner's count of Linear's records;
+5. ``hetsched cluster down --compose``, always, and what it left.
 
 ``analyze``: the records per worker and ``hetsched aggregate --store`` on them.
 
@@ -84,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         summary = metrics_summary(cluster.planner_url, token)
         out["planner_metrics_summary"] = summary
         log.say("the planner's GET /v1/metrics/summary: " + json.dumps(summary, indent=1))
+        if args.check_linear:
+            out["linear_check"] = check_linear(log, cluster, env, nimbus, home, token)
     finally:
         if cluster is not None or (home / "compose").is_dir():
             log.run([*CLI, "cluster", "down", "--compose", "--home", str(home)], cli_env(), check=False)
@@ -93,6 +99,38 @@ def run(args: argparse.Namespace) -> int:
         Path(f"{args.out}-run.txt").write_text("\n".join(log.lines) + "\n")
         Path(f"{args.out}-run.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
     return 1 if out.get("left_after_down") else 0
+
+
+def check_linear(log: Log, cluster: Any, env: dict[str, str], nimbus: str, home: Path, token: str) -> dict[str, Any]:
+    """Linear by a stored plan with --planner (this machine's address) and --metrics-url (the workers'), then
+    ``hetsched placement`` without --planner; what the planner counted of its records."""
+    import glob
+
+    from cluster import compose
+    from planner.client import PlannerClient
+    from planner.model import PlanRequest, ProfileRef, ProfileSet
+    from planner.profiles import machine_base_load
+    from topologies.catalog import lookup, planner_topology
+
+    profiles = REPO / "profiles" / "default-cluster.json"
+    log.run([*CLI, "profiles", "put", "default-cluster", str(profiles), "--url", cluster.planner_url], env)
+    profile_set = ProfileSet.model_validate_json(profiles.read_text())
+    with PlannerClient(cluster.planner_url, token=token) as client:
+        plan = client.plan(PlanRequest(topology=planner_topology(lookup("linear")),
+                                       cluster=cluster.spec.planner_cluster(machine_base_load(profile_set)),
+                                       profiles=ProfileRef(name=profile_set.name)))
+    log.run([*CLI, "submit", "linear", "--plan", plan.id, "--profiles", profile_set.name, "--planner", cluster.planner_url,
+             "--metrics-url", compose.PLANNER_URL, "--nimbus", nimbus, "-c", "topology.disable.loadaware.messaging=true"], env)
+    time.sleep(75)
+    storm_yamls = sorted(glob.glob(str(REPO / compose.CONF_FOLDER / "supervisor-*.yaml")))
+    placement = log.run([*CLI, "placement", "linear", "--nimbus", nimbus, "--measure", "0",
+                         *[a for y in storm_yamls for a in ("--storm-yaml", y)]],
+                        {**env, "HETSCHED_CLUSTER_HOME": str(home)}, check=False)
+    summary = metrics_summary(cluster.planner_url, token)
+    linear = [w for w in summary["workers"] if str(w.get("topology_id", "")).startswith("linear-")]
+    log.say("Linear's records at the compose planner: " + json.dumps(linear, indent=1))
+    log.run([*CLI, "kill", "linear", "--wait", "--nimbus", nimbus], env, check=False)
+    return {"plan_id": plan.id, "predicted_in_placement": "predicted: CPU percent" in placement, "workers": linear}
 
 
 def analyze(args: argparse.Namespace) -> int:
@@ -119,6 +157,7 @@ def main() -> int:
     live.add_argument("--spouts", default="1,2,3", help="spout instances of each step (a word per 100 ms each)")
     live.add_argument("--step-s", type=float, default=120.0)
     live.add_argument("--out", required=True, help="prefix of the output files")
+    live.add_argument("--check-linear", action="store_true", help="then Linear with --planner and --metrics-url, and placement")
     offline = sub.add_parser("analyze", help="records per worker and hetsched aggregate")
     offline.add_argument("--out", required=True, help="the prefix given to run")
     args = parser.parse_args()
