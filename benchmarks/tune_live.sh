@@ -36,3 +36,6 @@ with connect(nimbus_address()) as nimbus:
     print("spouts (new workers):", SpoutTally.of(counts))
     print("executor uptimes, s:", sorted({e.component + ":" + str(e.uptime_s) for e in counts.executors.values()}))
 PY
+cp "$WORK/linear-live.json" "$OUT-live-profile.json" 2>/dev/null || true
+cp -r "$WORK/records" "$OUT-records"
+grep -hE "kill-blob-update|Launching worker with assignment" "$WORK"/cluster/logs/*/*.log | cut -c1-200 > "$OUT-supervisors.txt" || true
