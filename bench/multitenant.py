@@ -37,7 +37,6 @@ from typing import Any, Callable
 
 import httpx
 import psutil
-from thriftpy2.thrift import TPayload, TType
 
 from bench import measure, scenario_files
 from bench.errors import BenchError
@@ -251,21 +250,9 @@ def weighted_throughput(rates: dict[str, float], priorities: dict[str, int]) -> 
 # ---- the priority change ----------------------------------------------------------------------------------
 
 
-class _RebalanceOptions(TPayload):
-    """Storm 2's RebalanceOptions with field 5, ``topology_conf_overrides`` (JSON), which streamparse's older
-    Thrift bindings lack; the binary protocol writes a struct from its own spec."""
-
-    thrift_spec = {1: (TType.I32, "wait_secs", False), 2: (TType.I32, "num_workers", False),
-                   3: (TType.MAP, "num_executors", (TType.STRING, TType.I32), False),
-                   5: (TType.STRING, "topology_conf_overrides", False)}
-    default_spec = [("wait_secs", None), ("num_workers", None), ("num_executors", None),
-                    ("topology_conf_overrides", None)]
-
-
 def rebalance_conf(nimbus: Nimbus, name: str, overrides: dict[str, Any], wait_s: int = 0) -> None:
     """Storm's rebalance of ``name`` with topology conf overrides (``storm rebalance -t``)."""
-    options = _RebalanceOptions(wait_secs=wait_s, topology_conf_overrides=json.dumps(overrides))
-    nimbus._call(f"rebalance {name!r}", lambda c: c.rebalance(name, options), repeatable=False)
+    nimbus.rebalance(name, wait_s, conf_overrides=overrides)
 
 
 def change_priority(scheduler: str, name: str, priority: int, nimbus: Nimbus, planner_url: str,

@@ -390,6 +390,20 @@ class ComposeCluster:
                                                  indent=2) + "\n")
 
 
+def compose_cluster_at(address: nimbus.NimbusAddress, home: str | Path | None = None) -> ComposeCluster | None:
+    """The compose cluster started from ``home`` (default: its default home) whose Nimbus is ``address``, else None.
+
+    Reads only the home's state file: no Docker call, so it costs nothing where no compose cluster ever ran.
+    """
+    try:
+        cluster = ComposeCluster(home=home)
+    except Exception:  # no spec, or an unreadable home: not one of ours
+        return None
+    if cluster._read_state() is None or (address.host, address.port) != ("127.0.0.1", cluster.nimbus_port):
+        return None
+    return cluster
+
+
 class ComposeClusterHandle:
     """A :class:`ComposeCluster` seen through the observer's protocol (:class:`observe.machines.ClusterHandle`).
 

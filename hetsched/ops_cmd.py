@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -27,7 +28,7 @@ from hetsched.inventory import (
     user_parallelism,
 )
 from observe.nimbus import ClusterSummary, NimbusAddress, connect
-from planner.client import URL_ENV
+from planner.client import TOKEN_ENV, URL_ENV
 from topologies import conf as keys
 from topologies.errors import TopologyError
 from topologies.locate import NIMBUS_ENV, nimbus_address
@@ -56,6 +57,31 @@ def _local_cluster(address: NimbusAddress) -> Any:
     if local is None or (local.layout.nimbus_host, local.layout.nimbus_port) != (address.host, address.port):
         return None
     return local
+
+
+def planner_of(address: NimbusAddress, topology_conf: dict[str, Any], option: str | None) -> tuple[str | None, str | None]:
+    """Where this machine reaches a running topology's planner, and its token (None: ``$HETSCHED_PLANNER_TOKEN``).
+
+    ``--planner`` first. Else, where Nimbus is a compose cluster's started here (its home:
+    ``$HETSCHED_CLUSTER_HOME``, else the default), the planner it publishes on 127.0.0.1 and the token in its
+    home: the topology's ``hetsched.planner.url`` there is ``http://planner:8765``, a service name only the
+    cluster's own network resolves. Else the topology's ``hetsched.planner.url``.
+    """
+    if option:
+        return option, None
+    try:
+        from cluster.compose_cluster import compose_cluster_at
+
+        compose = compose_cluster_at(address, os.environ.get("HETSCHED_CLUSTER_HOME") or None)
+    except ImportError:
+        compose = None
+    if compose is not None:
+        try:
+            token = os.environ.get(TOKEN_ENV) or compose.planner_token()
+        except Exception:  # no token file: the planner will say 401
+            token = None
+        return compose.planner_url, token
+    return topology_conf.get(keys.PLANNER_URL), None
 
 
 def read_declarations(files: list[Path], local: Any) -> list[Declaration]:
@@ -136,7 +162,7 @@ def print_supervisors(out: Console, address: NimbusAddress, rows: list[Superviso
 def placement(
     name: str = typer.Argument(..., help="Name the topology runs under."),
     nimbus: Optional[str] = NimbusOption,
-    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planner for the predicted load (default: the topology's hetsched.planner.url; none: no prediction)."),
+    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planner for the predicted load (default: a compose cluster's own, published here, else the topology's hetsched.planner.url; none: no prediction)."),
     storm_yaml: Optional[List[Path]] = StormYamlOption,
     measure: float = typer.Option(5.0, "--measure", min=0.0, help="Seconds to measure each machine's CPU, where the cluster can (the local cluster); 0: not."),
     as_json: bool = JsonOption,
@@ -160,7 +186,8 @@ def placement(
     places = executor_places(info, machine_of_host)
     loads = machine_loads(places, {r.machine_id: r.machine_type for r in rows if r.machine_id and r.machine_type})
     notes: list[str] = []
-    loads = predicted(loads, places, rows, name, topology_conf, user_topology, planner, notes)
+    url, token = planner_of(address, topology_conf, planner)
+    loads = predicted(loads, places, rows, name, topology_conf, user_topology, url, notes, token)
     loads = measured(loads, local, measure, notes)
     if as_json:
         print(json.dumps({"topology": name, "id": running.id, "nimbus": str(address),
@@ -173,7 +200,7 @@ def placement(
 
 def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[SupervisorRow], name: str,
               topology_conf: dict[str, Any], user_topology: Any, planner_url: str | None,
-              notes: list[str]) -> list[MachineLoad]:
+              notes: list[str], token: str | None = None) -> list[MachineLoad]:
     """Each machine's CPU as the planner predicts it for this placement (POST /v1/evaluations), where it can.
 
     A catalog topology is described by the catalog; any other (Java, Flux) by the structure Nimbus keeps."""
@@ -183,7 +210,7 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
     from observe.topology_graph import planner_topology as graph_topology
     from topologies.catalog import lookup, planner_topology
 
-    url = planner_url or topology_conf.get(keys.PLANNER_URL)
+    url = planner_url
     profiles = topology_conf.get(keys.PROFILES)
     catalog_name = topology_conf.get(keys.TOPOLOGY)
     why_not = ("no planner (give --planner)" if not url else
@@ -210,7 +237,7 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
             profiles=ProfileRef(name=profiles),
             assignments=[InstanceAssignment(component=p.component, machine=p.machine) for p in user],
         )
-        with PlannerClient(url, timeout_s=30.0) as client:
+        with PlannerClient(url, token, timeout_s=30.0) as client:
             evaluation = client.evaluate(request)
     except (PlannerClientError, TopologyError, TopologyGraphError, ValueError) as exc:
         notes.append(f"no predicted load: {str(exc).splitlines()[0]}")

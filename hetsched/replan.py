@@ -7,8 +7,9 @@ instances than a component has tasks is made again with that component fixed at 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from hetsched.inventory import ExecutorPlace, SupervisorRow
 from planner.model import (
@@ -22,6 +23,7 @@ from planner.model import (
     ProfileRef,
     Topology,
 )
+from topologies import conf as keys
 
 BASE_LOAD_KEY = "machine_base_load"
 
@@ -112,3 +114,28 @@ def placement_of_plan(plan: Plan) -> dict[str, list[str]]:
     for a in plan.assignments:
         found.setdefault(a.component, {})[a.index] = a.machine
     return {c: [by_index[i] for i in sorted(by_index)] for c, by_index in found.items()}
+
+
+def plan_within_tasks(ask: Callable[[PlanRequest], Plan], topology: Topology, cluster: Cluster, profiles: str,
+                      tasks: Mapping[str, int], strategy: str | None = None,
+                      keep_counts: Mapping[str, int] | None = None) -> tuple[Plan, dict[str, int]]:
+    """A plan a rebalance can apply, and the components capped on the way: ``ask`` (the planner's ``POST /v1/plans``)
+    is asked again with every component it gave more instances than tasks fixed at its task count."""
+    capped: dict[str, int] = {}
+    plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts))
+    while over := over_task_counts(plan, tasks):
+        capped.update(over)
+        plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts))
+    return plan, capped
+
+
+def planner_conf_overrides(conf: Mapping[str, Any], profiles: str) -> dict[str, Any]:
+    """What a re-placement must add to a running topology's conf for the plugin to place it by its bound plan.
+
+    The plugin places evenly, bound plan or not, a topology whose conf names neither a profile set nor a plan
+    (one submitted for Storm's own scheduling); the rebalance gives it ``hetsched.profiles``, which also keeps
+    it planned afterwards (repairs after a machine loss need the set). A conf that names one is left alone.
+    """
+    if conf.get(keys.PROFILES) is not None or conf.get(keys.PLAN_ID) is not None:
+        return {}
+    return {keys.PROFILES: profiles}

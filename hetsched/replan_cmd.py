@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -11,27 +11,71 @@ from rich.console import Console
 from rich.table import Table
 
 from hetsched.cli import app
-from hetsched.inventory import MetaKeys, executor_places, supervisor_rows
-from hetsched.ops_cmd import LEADER_TIMEOUT_S, JsonOption, NimbusOption, StormYamlOption, _cluster_state, _fail, read_declarations
+from hetsched.inventory import MetaKeys, SupervisorRow, executor_places, supervisor_rows
+from hetsched.ops_cmd import (
+    LEADER_TIMEOUT_S,
+    JsonOption,
+    NimbusOption,
+    StormYamlOption,
+    _cluster_state,
+    _fail,
+    planner_of,
+    read_declarations,
+)
 from hetsched.replan import (
     BASE_LOAD_KEY,
     ReplanError,
     RunningPlacement,
     current_evaluation_request,
     gain,
-    over_task_counts,
     placement_of_plan,
-    plan_request,
+    plan_within_tasks,
     planner_cluster,
 )
-from observe.nimbus import NimbusError, connect
+from observe.nimbus import NimbusAddress, NimbusError, connect
 from observe.replacement import ReplacementError, replace_drained
 from observe.topology_graph import TopologyGraphError
+from observe.topology_graph import planner_topology as graph_topology
+from planner.model import Topology
 from planner.client import URL_ENV, PlannerClient, PlannerClientError
 from topologies import conf as keys
 from topologies.errors import TopologyError
 
 console = Console()
+
+
+@dataclass(frozen=True)
+class RunningTopology:
+    """A running topology as Nimbus keeps it, with the cluster it runs on: what replan and tune plan from."""
+
+    address: NimbusAddress
+    name: str
+    rows: list[SupervisorRow]
+    machine_of_host: dict[str, str]
+    conf: dict[str, Any]
+    now: RunningPlacement
+    user_topology: Any
+
+    def planner_topology(self) -> Topology:
+        """The planner's topology from the structure Nimbus keeps, each component's executor count free."""
+        return graph_topology(self.name, self.user_topology, self.conf, self.now.executors, fixed=False)
+
+
+def read_running(nimbus: Optional[str], name: str, storm_yaml: Optional[List[Path]]) -> RunningTopology:
+    """Topology ``name`` as it runs: its conf, structure and placement, and the supervisors' declared machines."""
+    address, summary, nimbus_conf, local = _cluster_state(nimbus)
+    running = next((t for t in summary.topologies if t.name == name), None)
+    if running is None:
+        names = ", ".join(sorted(t.name for t in summary.topologies)) or "none"
+        raise TopologyError(f"no topology named {name!r} is running on Nimbus {address} (running: {names})")
+    rows = supervisor_rows(summary, read_declarations(storm_yaml or [], local), MetaKeys.from_nimbus_conf(nimbus_conf))
+    machine_of_host = {r.host: r.machine_id for r in rows if r.machine_id}
+    with connect(address, LEADER_TIMEOUT_S) as client:
+        info = client.topology_info(running.id)
+        topology_conf = client.topology_conf(running.id)
+        user_topology = client.user_topology(running.id)
+    return RunningTopology(address, name, rows, machine_of_host, topology_conf,
+                           RunningPlacement.of(executor_places(info, machine_of_host)), user_topology)
 
 
 @app.command("replan")
@@ -42,7 +86,7 @@ def replan(
     strategy: Optional[str] = typer.Option(None, "--strategy", help="Planner strategy (default: the planner's best)."),
     keep_counts: bool = typer.Option(False, "--keep-counts", help="Keep every component's executor count; only move executors."),
     max_drain: Optional[float] = typer.Option(None, "--max-drain", min=0.0, help="Seconds to wait for in-flight tuples after deactivating (default: the topology's topology.message.timeout.secs)."),
-    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default: the topology's hetsched.planner.url, else http://127.0.0.1:8765)."),
+    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default: a compose cluster's own, published here, else the topology's hetsched.planner.url, else http://127.0.0.1:8765)."),
     nimbus: Optional[str] = NimbusOption,
     storm_yaml: Optional[List[Path]] = StormYamlOption,
     as_json: bool = JsonOption,
@@ -51,40 +95,25 @@ def replan(
     a restart, bind the plan and re-place the topology drained: deactivate, wait for acks, rebalance, activate."""
     report: dict[str, Any] = {"topology": name}
     try:
-        address, summary, nimbus_conf, local = _cluster_state(nimbus)
-        running = next((t for t in summary.topologies if t.name == name), None)
-        if running is None:
-            names = ", ".join(sorted(t.name for t in summary.topologies)) or "none"
-            raise TopologyError(f"no topology named {name!r} is running on Nimbus {address} (running: {names})")
-        rows = supervisor_rows(summary, read_declarations(storm_yaml or [], local), MetaKeys.from_nimbus_conf(nimbus_conf))
-        machine_of_host = {r.host: r.machine_id for r in rows if r.machine_id}
-        with connect(address, LEADER_TIMEOUT_S) as client:
-            info = client.topology_info(running.id)
-            topology_conf = client.topology_conf(running.id)
-            catalog_name = topology_conf.get(keys.TOPOLOGY)
-            user_topology = None if catalog_name else client.user_topology(running.id)
+        state = read_running(nimbus, name, storm_yaml)
+        address, machine_of_host, now, topology_conf = state.address, state.machine_of_host, state.now, state.conf
         profiles = topology_conf.get(keys.PROFILES)
         if not profiles:
             raise ReplanError(f"topology {name!r} was not submitted for the planner (its conf lacks {keys.PROFILES}); "
-                              "submit it with `hetsched submit --profiles`, or give it that conf key")
-        from observe.topology_graph import planner_topology as graph_topology
+                              "submit it with `hetsched submit --profiles`, give it that conf key, or profile and "
+                              "place it with `hetsched tune`")
         from topologies.catalog import lookup, planner_topology
 
-        now = RunningPlacement.of(executor_places(info, machine_of_host))
         # a catalog topology as the catalog says; any other (Java, Flux) as Nimbus keeps it, its counts free
-        topology = (planner_topology(lookup(catalog_name)) if catalog_name
-                    else graph_topology(name, user_topology, topology_conf, now.executors, fixed=False))
-        url = planner or topology_conf.get(keys.PLANNER_URL)
-        with PlannerClient(url) as planner_client:
+        catalog_name = topology_conf.get(keys.TOPOLOGY)
+        topology = planner_topology(lookup(catalog_name)) if catalog_name else state.planner_topology()
+        url, token = planner_of(address, topology_conf, planner)
+        with PlannerClient(url, token) as planner_client:
             base_load = planner_client.get_profile_set(profiles).source.get(BASE_LOAD_KEY) or {}
-            cluster = planner_cluster(rows, base_load)
+            cluster = planner_cluster(state.rows, base_load)
             current = planner_client.evaluate(current_evaluation_request(topology, cluster, profiles, now))
-            capped: dict[str, int] = {}
             fixed = now.executors if keep_counts else None
-            plan = planner_client.plan(plan_request(topology, cluster, profiles, capped, strategy, fixed))
-            while over := over_task_counts(plan, now.tasks):
-                capped.update(over)
-                plan = planner_client.plan(plan_request(topology, cluster, profiles, capped, strategy, fixed))
+            plan, capped = plan_within_tasks(planner_client.plan, topology, cluster, profiles, now.tasks, strategy, fixed)
             predicted_gain = gain(current.input_rate, plan.input_rate)
             report.update(current_rate=current.input_rate, current_bottleneck=current.bottleneck,
                           planned_rate=plan.input_rate, planned_bottleneck=plan.bottleneck, plan_id=plan.id,
@@ -138,6 +167,8 @@ def _print_replacement(result) -> None:
         f"re-placed {'drained' if result.drained else 'after the message timeout'} in {result.drain_s:.1f} s, placed by "
         f"plan in {result.placed_s:.1f} s{'' if result.matches_plan else ' (NOT as the plan says: see hetsched placement)'}; "
         f"executors {result.executors_before} -> {result.executors_after}; spout tuples failed during the drain: "
-        f"{result.failed_during_drain}, in flight when the workers stopped: {result.in_flight_at_rebalance}",
+        f"{result.failed_during_drain}, in flight when the workers stopped: {result.in_flight_at_rebalance}"
+        + (f"; kept inactive {result.conf_wait_s:.0f} s more, until every supervisor had restarted its workers with the "
+           "new conf" if result.conf_wait_s else ""),
         highlight=False)
     console.print(f"scheduler: {result.scheduler_status}", highlight=False)

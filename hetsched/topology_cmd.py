@@ -53,7 +53,8 @@ def submit(
     profile_keys: Optional[str] = typer.Option(None, "--profile-keys", help="--jar/--flux: each component's profile key, comp=key,comp=key (hetsched.component.profiles; a component not named uses its id)."),
     parallelism: Optional[str] = typer.Option(None, "--parallelism", "-p", help="Instances per component: comp=N,comp=N."),
     plan: Optional[str] = typer.Option(None, "--plan", help="Take every component's instances from this stored plan."),
-    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default http://127.0.0.1:8765)."),
+    planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service this command reads the --plan and --profiles from (default http://127.0.0.1:8765)."),
+    metrics_url: Optional[str] = typer.Option(None, "--metrics-url", help="Where the workers ship their metrics (hetsched.metrics.url): the planner as the workers reach it (default: --planner where given, else the workers' own storm.yaml)."),
     profiles: Optional[str] = typer.Option(None, "--profiles", help="Name of the profile set the plan was made with (hetsched.profiles)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="Tuples/s of each spout component; default: as fast as flow control allows."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes (topology.workers)."),
@@ -71,6 +72,8 @@ def submit(
     from topologies.submit import submit as do_submit
 
     positional = list(topology_or_args or [])
+    if metrics_url is not None and not metrics:
+        raise _fail(f"--metrics-url {metrics_url} is where the workers' metrics go, and --no-metrics turns them off")
     if main_class is not None or flux is not None:
         catalog_only = {"--parallelism": parallelism, "--rate": rate, "--spare-tasks": spare_tasks,
                         "--multilang-command": None if multilang_command == MULTILANG_COMMAND else multilang_command}
@@ -83,7 +86,7 @@ def submit(
         if flux is not None and positional:
             raise _fail(f"--flux takes no arguments, got {' '.join(positional)}; the topology is the file's")
         _submit_java(positional, jar, main_class, flux, flux_filter, env_filter, profile_keys, plan, planner, profiles,
-                     workers, conf, name, sample_rate, metrics, force, nimbus)
+                     workers, conf, name, sample_rate, metrics, force, nimbus, metrics_url)
         return
     if jar is not None:
         raise _fail(f"--jar {jar} needs --class (the main class to run) or --flux (a Flux file using the jar's classes)")
@@ -109,7 +112,7 @@ def submit(
             planner_url=planner if plan else None,
             spare_tasks=spare_tasks,
             metrics=metrics,
-            metrics_url=planner,
+            metrics_url=metrics_url or planner,
         )
         result = do_submit(request, nimbus_address(nimbus), force=force, multilang_command=multilang_command)
     except TopologyError as exc:
@@ -134,7 +137,8 @@ def submit(
 def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str], flux: Optional[Path],
                  flux_filter: Optional[Path], env_filter: bool, profile_keys: Optional[str], plan: Optional[str],
                  planner: Optional[str], profiles: Optional[str], workers: Optional[int], conf: Optional[List[str]],
-                 name: Optional[str], sample_rate: float, metrics: bool, force: bool, nimbus: Optional[str]) -> None:
+                 name: Optional[str], sample_rate: float, metrics: bool, force: bool, nimbus: Optional[str],
+                 metrics_url: Optional[str] = None) -> None:
     """``hetsched submit --jar J --class C [ARGS]`` and ``--flux F``: run Storm's client JVM, then show what Nimbus runs."""
     from topologies.java_submit import JavaSubmitRequest, parse_profile_keys, submit_java
     from topologies.plans import check_profile_set
@@ -146,7 +150,7 @@ def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str]
             jar=jar, main_class=main_class, args=args, flux=flux, flux_filter=flux_filter, env_filter=env_filter,
             name=name, plan_id=plan, profiles=profiles, planner_url=planner if plan else None,
             profile_keys=parse_profile_keys(profile_keys), conf=parse_conf(conf), workers=workers,
-            sample_rate=sample_rate, metrics=metrics, metrics_url=planner,
+            sample_rate=sample_rate, metrics=metrics, metrics_url=metrics_url or planner,
         )
         with console.status(f"running {'Flux' if flux is not None else main_class} against Nimbus"):
             result = submit_java(request, nimbus_address(nimbus), force=force)

@@ -31,12 +31,21 @@ from streamparse.thrift import (
 )
 from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.rpc import make_client
-from thriftpy2.thrift import TApplicationException, TException
+from thriftpy2.thrift import TApplicationException, TException, TType
 from thriftpy2.transport import TFramedTransportFactory, TTransportException
 
 from observe.counts import TopologyCounts, parse_topology_info
 
 log = logging.getLogger(__name__)
+
+
+class RebalanceOptionsWithConf(RebalanceOptions):
+    """Storm 2's ``RebalanceOptions`` with its field 5, ``topology_conf_overrides`` (a JSON object as a string), which
+    streamparse's older Thrift IDL lacks; thriftpy2 writes a struct by its own ``thrift_spec``."""
+
+    thrift_spec = {**RebalanceOptions.thrift_spec, 5: (TType.STRING, "topology_conf_overrides", False)}
+    default_spec = [*RebalanceOptions.default_spec, ("topology_conf_overrides", None)]
+
 
 DEFAULT_PORT = 6627
 TIMEOUT_MS = 30_000
@@ -296,11 +305,15 @@ class Nimbus:
     def activate(self, name: str) -> None:
         self._topology_call("activate", name, lambda c: c.activate(name))
 
-    def rebalance(self, name: str, wait_s: int = 0, num_executors: dict[str, int] | None = None) -> None:
+    def rebalance(self, name: str, wait_s: int = 0, num_executors: dict[str, int] | None = None,
+                  conf_overrides: dict[str, Any] | None = None) -> None:
         """Storm's rebalance: deactivate for ``wait_s`` seconds, free the topology's slots, schedule it again (the
         scheduler places it anew), back to its earlier status (active or inactive). ``num_executors``: new executor
-        counts of the components named, each at most the component's task count."""
-        options = RebalanceOptions(wait_secs=int(wait_s), num_executors=dict(num_executors) if num_executors else None)
+        counts of the components named, each at most the component's task count. ``conf_overrides``: keys Nimbus
+        merges into the topology's conf before scheduling it (RebalanceOptions.topology_conf_overrides)."""
+        options = RebalanceOptionsWithConf(wait_secs=int(wait_s),
+                                           num_executors=dict(num_executors) if num_executors else None,
+                                           topology_conf_overrides=json.dumps(conf_overrides) if conf_overrides else None)
         self._topology_call("rebalance", name, lambda c: c.rebalance(name, options))
 
     def _topology_call(self, verb: str, name: str, fn: Callable[[Any], None]) -> None:

@@ -25,6 +25,10 @@ STORM_MESSAGE_TIMEOUT_S = 30.0
 STATS_FREQUENCY_KEY = "executor.metrics.frequency.secs"
 PLACEMENT_TIMEOUT_S = 120.0
 """Longest wait for Nimbus to place the rebalanced topology by its plan."""
+BLOB_UPDATE_KEY = "supervisor.localizer.update.blob.interval.secs"
+STORM_BLOB_UPDATE_S = 30.0
+"""How often a supervisor looks for a newer copy of a topology's conf; it restarts the topology's workers when it
+finds one (Storm's ``kill-blob-update``)."""
 POLL_S = 1.0
 
 
@@ -38,7 +42,8 @@ class NimbusLike(Protocol):
     def topology_conf(self, topology_id: str) -> dict[str, Any]: ...
     def deactivate(self, name: str) -> None: ...
     def activate(self, name: str) -> None: ...
-    def rebalance(self, name: str, wait_s: int = 0, num_executors: dict[str, int] | None = None) -> None: ...
+    def rebalance(self, name: str, wait_s: int = 0, num_executors: dict[str, int] | None = None,
+                  conf_overrides: dict[str, Any] | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,9 @@ class ReplacementResult:
     """From the rebalance to every executor placed as the plan says."""
     matches_plan: bool
     scheduler_status: str
+    conf_wait_s: float = 0.0
+    """After the placement: how long the topology stayed inactive so that every supervisor had fetched the new
+    conf and restarted its workers with it (0 without conf overrides)."""
 
     @property
     def failed_during_drain(self) -> int:
@@ -124,6 +132,7 @@ def replace_drained(
     machine_of_host: Mapping[str, str],
     *,
     max_drain_s: float | None = None,
+    conf_overrides: Mapping[str, Any] | None = None,
     placement_timeout_s: float = PLACEMENT_TIMEOUT_S,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
@@ -134,6 +143,8 @@ def replace_drained(
     The plan must already be bound to the topology (``PUT /v1/assignments/{name}``): the scheduler places it by
     that plan when the rebalance frees its slots. Executor counts that differ from the running ones are changed
     by the rebalance. ``max_drain_s`` defaults to the topology's ``topology.message.timeout.secs``.
+    ``conf_overrides``: keys the rebalance merges into the topology's conf (e.g. ``hetsched.profiles`` for a
+    topology submitted without it, which the plugin would otherwise place evenly, bound plan or not).
     """
     running = nimbus.find(name)
     if running is None:
@@ -163,9 +174,9 @@ def replace_drained(
         sleep(min(POLL_S, report_s))
     drain_s = clock() - started
 
-    on_step("rebalancing" + (f" to {changed}" if changed else ""))
+    on_step("rebalancing" + (f" to {changed}" if changed else "") + (f" with conf {dict(conf_overrides)}" if conf_overrides else ""))
     try:
-        nimbus.rebalance(name, 0, changed or None)
+        nimbus.rebalance(name, 0, changed or None, dict(conf_overrides) if conf_overrides else None)
     except Exception:
         nimbus.activate(name)
         raise
@@ -179,12 +190,37 @@ def replace_drained(
             break
         sleep(POLL_S)
     placed_s = clock() - asked
+    conf_wait_s = 0.0
+    if conf_overrides and matches:
+        # A supervisor whose slot kept the topology launches its new worker from its cached (old) conf and restarts
+        # it once its periodic blob check sees the new one: stay inactive until that check has run everywhere and
+        # every executor runs again, so no worker is killed with tuples in flight after the activation.
+        on_step("waiting for the supervisors to fetch the new conf")
+        conf_wait_s = _wait_for_new_conf(nimbus, running.id, asked, _number(conf, BLOB_UPDATE_KEY, STORM_BLOB_UPDATE_S),
+                                         clock, sleep, placement_timeout_s)
     on_step("activating")
     _activate_when_allowed(nimbus, name, clock, sleep, placement_timeout_s)
     return ReplacementResult(
         topology=name, executors_before=executors_before, executors_after=executor_counts(counts), before=before,
         at_rebalance=tally, drained=drained, drain_s=drain_s, placed_s=placed_s, matches_plan=matches,
-        scheduler_status=counts.scheduler_status)
+        scheduler_status=counts.scheduler_status, conf_wait_s=conf_wait_s)
+
+
+def _wait_for_new_conf(nimbus: NimbusLike, topology_id: str, rebalanced_at: float, blob_update_s: float,
+                       clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float) -> float:
+    """Wait one supervisor blob check (and 5 s) past the rebalance, then for a fresh report from every executor:
+    its uptime changed since (Nimbus shows a killed worker's last report until the restarted one reports); the
+    seconds waited."""
+    started = clock()
+    while clock() - rebalanced_at < blob_update_s + 5.0:
+        sleep(POLL_S)
+    then = {k: e.uptime_s for k, e in nimbus.counts(topology_id).executors.items()}
+    while clock() - started < timeout_s:
+        executors = nimbus.counts(topology_id).executors
+        if executors and all(e.uptime_s > 0 and e.uptime_s != then.get(k) for k, e in executors.items()):
+            break
+        sleep(POLL_S)
+    return clock() - started
 
 
 def _activate_when_allowed(nimbus: NimbusLike, name: str, clock: Callable[[], float], sleep: Callable[[float], None],

@@ -23,6 +23,7 @@ from cluster.storm_config import SCHEDULERS as NIMBUS_SCHEDULERS
 from cluster.storm_config import class_path
 from hetsched.cli import _register, app
 from observe.counts import ExecutorCounts, TopologyCounts
+from observe.nimbus import RebalanceOptionsWithConf
 from observe.rates import CountSample
 from planner.api import make_plan
 from cluster.spec import load_spec
@@ -138,7 +139,7 @@ def test_rebalance_options_carry_the_topology_conf_overrides_as_field_5():
         default_spec = [("wait_secs", None), ("topology_conf_overrides", None)]
 
     buffer = TMemoryBuffer()
-    args = NimbusService.rebalance_args(name="mt-star-dps", options=multitenant._RebalanceOptions(
+    args = NimbusService.rebalance_args(name="mt-star-dps", options=RebalanceOptionsWithConf(
         wait_secs=0, topology_conf_overrides=json.dumps({"topology.priority": 0})))
     args.write(TBinaryProtocolFactory().get_protocol(buffer))
 

@@ -299,3 +299,21 @@ def test_the_default_database_is_in_the_user_s_data_folder_not_the_checkout(monk
     assert not default_db_path().is_relative_to(Path(__file__).resolve().parents[1])
     monkeypatch.setenv(DB_ENV, str(tmp_path / "mine.db"))
     assert default_db_path() == tmp_path / "mine.db"
+
+
+def test_the_planner_of_a_compose_cluster_is_the_one_it_publishes_here(tmp_path, monkeypatch):
+    """The topology's hetsched.planner.url on compose is the service name, which only the cluster's network resolves."""
+    from cluster import compose
+    from hetsched.ops_cmd import planner_of
+    from observe.nimbus import NimbusAddress
+
+    home = tmp_path / "compose-home"
+    (home / "secrets").mkdir(parents=True)
+    (home / "compose-state.json").write_text(json.dumps({"port_base": 26000}))
+    (home / "secrets" / compose.PLANNER_TOKEN.file_name).write_text("tok\n")
+    monkeypatch.setenv("HETSCHED_CLUSTER_HOME", str(home))
+    monkeypatch.delenv("HETSCHED_PLANNER_TOKEN", raising=False)
+    conf = {"hetsched.planner.url": "http://planner:8765"}
+    assert planner_of(NimbusAddress("127.0.0.1", 26000), conf, None) == ("http://127.0.0.1:26001", "tok")
+    assert planner_of(NimbusAddress("127.0.0.1", 26000), conf, "http://elsewhere:1") == ("http://elsewhere:1", None)
+    assert planner_of(NimbusAddress("127.0.0.1", 27000), conf, None) == ("http://planner:8765", None)

@@ -32,6 +32,8 @@ class ScriptedNimbus:
         self.reports_left = in_flight_reports
         self.after = after
         self.rebalancing_polls = status_polls_rebalancing
+        self.rebalanced_for = 0.0
+        self.activated_after = None
         self.counts_now = TopologyCounts("hetsched: placed by planner", {
             1: _executor("spout", 1, "host-a", spout=True, emitted=100, acked=90, failed=2, uptime=10),
             2: _executor("bolt", 2, "host-a", emitted=90)}, {})
@@ -55,10 +57,11 @@ class ScriptedNimbus:
 
     def activate(self, name):
         self.calls.append(("activate", name, self.status))
+        self.activated_after = self.rebalanced_for
         self.status = "ACTIVE"
 
-    def rebalance(self, name, wait_s=0, num_executors=None):
-        self.calls.append(("rebalance", name, wait_s, num_executors))
+    def rebalance(self, name, wait_s=0, num_executors=None, conf_overrides=None):
+        self.calls.append(("rebalance", name, wait_s, num_executors) + ((conf_overrides,) if conf_overrides else ()))
         self.status = "REBALANCING"
         executors, task = {}, 1
         for component, machines in self.after.items():
@@ -69,6 +72,10 @@ class ScriptedNimbus:
 
     def sleep(self, seconds):
         self.clock += seconds
+        if any(c[0] == "rebalance" for c in self.calls):  # the new workers run: their executors report uptime
+            self.counts_now = replace(self.counts_now, executors={
+                k: replace(e, uptime_s=e.uptime_s + int(seconds)) for k, e in self.counts_now.executors.items()})
+            self.rebalanced_for += seconds
         if self.status == "INACTIVE" and self.reports_left >= 0 and not any(c[0] == "rebalance" for c in self.calls):
             spout = self.counts_now.executors[1]
             self.reports_left -= 1
@@ -99,6 +106,28 @@ def test_a_topology_that_never_drains_is_rebalanced_after_the_message_timeout():
     assert not result.drained and result.drain_s == pytest.approx(30, abs=1.01)
     assert nimbus.calls[1] == ("rebalance", "lin", 0, None)
     assert result.in_flight_at_rebalance > 0
+
+
+def test_conf_overrides_go_with_the_rebalance_and_nowhere_else():
+    nimbus = ScriptedNimbus(in_flight_reports=0, after={"spout": ["a"], "bolt": ["a"]})
+    replace_drained(nimbus, "lin", {"spout": ["a"], "bolt": ["a"]}, {"host-a": "a"},
+                    conf_overrides={"hetsched.profiles": "lin-tuned"}, clock=lambda: nimbus.clock, sleep=nimbus.sleep)
+    assert nimbus.calls[1] == ("rebalance", "lin", 0, None, {"hetsched.profiles": "lin-tuned"})
+    assert [c[0] for c in nimbus.calls] == ["deactivate", "rebalance", "activate"]
+
+
+def test_after_a_conf_change_it_stays_inactive_until_every_supervisor_fetched_it():
+    """Storm restarts a worker whose supervisor finds a newer topology conf (kill-blob-update, every
+    supervisor.localizer.update.blob.interval.secs): that must happen before the activation, not after."""
+    nimbus = ScriptedNimbus(in_flight_reports=0, after={"spout": ["a"], "bolt": ["a"]})
+    result = replace_drained(nimbus, "lin", {"spout": ["a"], "bolt": ["a"]}, {"host-a": "a"},
+                             conf_overrides={"hetsched.profiles": "lin-tuned"}, clock=lambda: nimbus.clock,
+                             sleep=nimbus.sleep)
+    assert nimbus.activated_after >= 30 + 5
+    assert result.conf_wait_s >= 30
+    plain = ScriptedNimbus(in_flight_reports=0, after={"spout": ["a"], "bolt": ["a"]})
+    assert replace_drained(plain, "lin", {"spout": ["a"], "bolt": ["a"]}, {"host-a": "a"}, clock=lambda: plain.clock,
+                           sleep=plain.sleep).conf_wait_s == 0
 
 
 def test_a_placement_other_than_the_plan_is_reported_not_hidden():

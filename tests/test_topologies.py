@@ -420,3 +420,30 @@ def test_metrics_are_on_by_request_and_keep_the_topologys_own_hooks():
     assert keys.METRICS_URL not in workers_own and workers_own[keys.TASK_HOOKS] == [keys.METRICS_HOOK_CLASS]
     off = build_submission(SubmitRequest("linear")).conf
     assert keys.TASK_HOOKS not in off and keys.MULTILANG_LOG_HANDLER not in off
+
+
+@pytest.mark.parametrize("where", [["linear"], ["--flux", "topologies/flux/words-cpu.yaml"]])
+def test_the_workers_metrics_url_is_an_option_of_its_own(monkeypatch, where):
+    """On compose this machine reaches the planner on 127.0.0.1 and the workers reach it by service name."""
+    import topologies.java_submit as java_submit
+    import topologies.submit as catalog_submit
+
+    asked = []
+
+    def stop(request, address, **kwargs):
+        asked.append(request)
+        raise TopologyError("stopped before Nimbus")
+
+    monkeypatch.setattr(catalog_submit, "submit", stop)
+    monkeypatch.setattr(java_submit, "submit_java", stop)
+    args = ["submit", *where, "--plan", "p1", "--nimbus", "127.0.0.1:1", "--planner", "http://127.0.0.1:26001"]
+    runner.invoke(app, [*args, "--metrics-url", "http://planner:8765"])
+    runner.invoke(app, args)
+    assert [(r.planner_url, r.metrics_url) for r in asked] == [
+        ("http://127.0.0.1:26001", "http://planner:8765"), ("http://127.0.0.1:26001", "http://127.0.0.1:26001")]
+
+
+def test_a_metrics_url_without_metrics_is_one_sentence():
+    result = runner.invoke(app, ["submit", "linear", "--no-metrics", "--metrics-url", "http://planner:8765",
+                                 "--nimbus", "127.0.0.1:1"])
+    assert result.exit_code == 1 and "--no-metrics turns them off" in result.output
