@@ -23,8 +23,11 @@ OPS_COMMANDS = ("supervisors", "placement")
 REPLAN_COMMANDS = ("replan",)
 """The commands of hetsched.replan_cmd (Nimbus through streamparse's Thrift bindings)."""
 
+TUNE_COMMANDS = ("tune",)
+"""The command of hetsched.tune_cmd, which reads Nimbus like hetsched.replan_cmd (streamparse's Thrift bindings)."""
+
 STREAMPARSE_MODULES = {"hetsched.topology_cmd": TOPOLOGY_COMMANDS, "hetsched.ops_cmd": OPS_COMMANDS,
-                       "hetsched.replan_cmd": REPLAN_COMMANDS}
+                       "hetsched.replan_cmd": REPLAN_COMMANDS, "hetsched.tune_cmd": TUNE_COMMANDS}
 """Modules that import streamparse when loaded: without it their commands are placeholders naming the extra."""
 
 COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
@@ -49,7 +52,7 @@ COMMAND_MODULES = (
     "hetsched.ops_cmd",  # operating a cluster: hetsched supervisors|placement (imports streamparse)
     "hetsched.replan_cmd",  # re-planning a running topology: hetsched replan (imports streamparse)
     "hetsched.profile_cmd",  # profiling: hetsched aggregate|profile
-    "hetsched.tune_cmd",  # profiling a running topology from its records, planning and applying: hetsched tune
+    "hetsched.tune_cmd",  # profiling a running topology from its records, planning and applying: hetsched tune (imports streamparse)
     "hetsched.cluster_cmd",  # local cluster: hetsched cluster up|down|status|logs
     "hetsched.compose_cmd",  # compose deployment: hetsched cluster compose
     "hetsched.bench_cmd",  # end-to-end bench: hetsched bench, hetsched demo (the main job)
