@@ -38,7 +38,7 @@ from spark_profiling.inputs import Format, InputSpec, read_raw, resolve_inputs, 
 from spark_profiling.progress import reporting
 from spark_profiling.rates import (
     COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, D_THREAD_CPU, D_WORKER_CPU, INPUT_RATE, INTERVAL, INTERVAL_S,
-    MACHINE_PERCENT, NON_INCREASING_TS, OK, OWN_PERCENT, intervals,
+    MACHINE_PERCENT, NON_INCREASING_TS, OK, OWN_PERCENT, THREAD_PERCENT, intervals,
 )
 from spark_profiling.records import INPUT, REASON, validate
 from spark_profiling.session import spark_session
@@ -68,6 +68,9 @@ def _outlier_bands(points: DataFrame, seed: int = 0) -> list[OutlierBand]:
     bands = [outlier_band(profile, machine_type, pts) for (profile, machine_type), pts in sorted(by_pair.items())]
     return [b for b in bands if b is not None]
 
+
+THREAD_IDLE_FALL = "thread_idle_fall"
+"""``source`` key: per pair, the fall of its executor threads' CPU with the rate (percent per tuple/s), kept out of ``e``."""
 
 WORKER_REST = "worker_rest"
 """``source`` key: per machine type, the CPU of the workers that is in no executor's thread (records of workers)."""
@@ -161,6 +164,9 @@ def _pair_sums_frame(points: DataFrame, bands: DataFrame | None = None) -> DataF
         ok_sum(overhead).alias("osy"),
         ok_sum(x * overhead).alias("osxy"),
         ok_sum(F.when(overhead.isNotNull(), x * x)).alias("osxx"),
+        F.count(F.when(ok, F.col(THREAD_PERCENT))).alias("nt"),
+        ok_sum(F.col(THREAD_PERCENT)).alias("sty"),
+        ok_sum(x * F.col(THREAD_PERCENT)).alias("sxty"),
         F.count(F.when(ok, share)).alias("ns"),
         ok_sum(share).alias("ss"),
         ok_sum(x * share).alias("sxs"),
@@ -185,6 +191,9 @@ def _sums(row) -> PairSums:
         osy=row["osy"] or 0.0,
         osxy=row["osxy"] or 0.0,
         osxx=row["osxx"] or 0.0,
+        nt=row["nt"],
+        sty=row["sty"] or 0.0,
+        sxty=row["sxty"] or 0.0,
         ns=row["ns"],
         ss=row["ss"] or 0.0,
         sxs=row["sxs"] or 0.0,
@@ -255,6 +264,7 @@ def aggregate(
     clamped: list[Clamped] = []
     base_loads = machine_base_load(pairs, min_samples)
     removed: dict[str, float] = {}
+    idle_fall: dict[str, float] = {}
     for (profile, machine_type), sums in sorted(pairs.items()):
         base = base_loads.get(machine_type)
         result = profile_entry(profile, machine_type, sums, min_samples, base.percent if base else 0.0, criteria)
@@ -262,6 +272,8 @@ def aggregate(
             entries.append(result.entry)
             if result.base_load_removed is not None:
                 removed[f"{profile}@{machine_type}"] = round(result.base_load_removed, 3)
+            if result.thread_idle_fall is not None:
+                idle_fall[f"{profile}@{machine_type}"] = round(result.thread_idle_fall, 6)
         if result.skipped is not None:
             skipped.append(result.skipped)
             log.warning("pair (%s, %s) left out: %s", profile, machine_type, result.skipped.reason)
@@ -304,6 +316,7 @@ def aggregate(
         WORKER_REST: dict(sorted(worker_rest.items())),
         "machine_base_load_from": {t: {"profile": b.profile, "samples": b.samples} for t, b in sorted(base_loads.items())},
         "base_load_removed_from_met": removed,
+        THREAD_IDLE_FALL: idle_fall,
         "spark": {"version": spark.version, "master": spark.sparkContext.master},
         "elapsed_s": round(time.monotonic() - started, 3),
     }

@@ -54,6 +54,10 @@ class PairSums:
     osy: float = 0.0
     osxy: float = 0.0
     osxx: float = 0.0
+    # The executor's JVM thread alone (t, part of y) against x, where it is known (worker records).
+    nt: int = 0
+    sty: float = 0.0
+    sxty: float = 0.0
     # The task's share of its machine's overhead (s, 1 when alone) against x, where it is known.
     ns: int = 0
     ss: float = 0.0
@@ -165,6 +169,8 @@ class PairResult:
     clamped: tuple[Clamped, ...] = ()
     base_load_removed: float | None = None
     """Percent taken out of ``MET`` as the pair's share of the machine's base load (None: none taken)."""
+    thread_idle_fall: float | None = None
+    """How fast the executor threads' CPU fell as the rate rose (percent per tuple/s, > 0), kept out of ``e``."""
 
 
 def e_error(s: PairSums, slope: float) -> float:
@@ -191,6 +197,8 @@ def profile_entry(
     ``base_load`` (percent of the machine) is taken out in proportion to the task's share of its
     machine's overhead in each interval: the line of ``y - base_load * s`` against ``x``, from the
     sums. Where a share is unknown for some interval, nothing is taken out.
+    Where every interval also has its executor thread's CPU (worker records) and that falls as the
+    rate rises (idle wake-ups), the fall is kept out of ``e``: ``e`` is the rest's slope.
     ``r2`` is that of the fitted line of charged CPU before any clamp. A slope at or below zero
     means the CPU does not grow with the input rate: no usable cost per tuple, so the pair is skipped.
     A pair whose rates span less than ``criteria.min_rate_spread``, or whose ``e`` has a relative
@@ -213,6 +221,14 @@ def profile_entry(
     if share is not None and all(math.isfinite(v) for v in share):
         slope, intercept = slope - base_load * share[0], intercept - base_load * share[1]
         removed = base_load * s.ss / s.ns
+    thread = _slope_and_intercept(s.n, s.sx, s.sxx, s.sty, s.sxty) if s.nt == s.n else None
+    idle_fall = None
+    if thread is not None and math.isfinite(thread[0]) and thread[0] < 0:
+        # An idle executor thread wakes to poll its queue; the busier it is, the fewer wake-ups. That
+        # fall is not a negative cost per tuple: the thread's CPU is charged as a constant instead,
+        # the line turning about the intervals' mean point.
+        idle_fall = -thread[0]
+        slope, intercept = slope + idle_fall, intercept - idle_fall * s.sx / s.n
     if not slope > 0:
         return skip(f"CPU does not grow with input rate (slope {slope:.4g} percent per tuple/s)", "not_growing")
     spread, error = rate_spread(s), e_error(s, line.slope)
@@ -241,7 +257,7 @@ def profile_entry(
         rate_range=(max(s.x_min, 0.0), max(s.x_max, 0.0)),
     )
     clamped = (Clamped(profile, machine_type, "met", intercept, 0.0),) if intercept < 0 else ()
-    return PairResult(entry=entry, clamped=clamped, base_load_removed=removed)
+    return PairResult(entry=entry, clamped=clamped, base_load_removed=removed, thread_idle_fall=idle_fall)
 
 
 OUTLIER_MADS = 6.0

@@ -39,6 +39,8 @@ WORKER_COUNTERS = ("thread_cpu_seconds", "worker_cpu_seconds")
 INTERVAL_S = "interval_s"
 D_THREAD_CPU = "d_thread_cpu_seconds"
 D_WORKER_CPU = "d_worker_cpu_seconds"
+THREAD_PERCENT = "thread_cpu_percent"
+"""The executor's JVM thread alone, percent of the machine (null where not recorded): part of ``cpu_percent``."""
 
 
 def intervals(records: DataFrame) -> DataFrame:
@@ -79,6 +81,7 @@ def intervals(records: DataFrame) -> DataFrame:
         F.try_divide(F.when(ok, 100.0 * deltas["cpu_seconds"]), seconds * F.col("machine_cores")).alias(CPU_PERCENT),
         machine_percent("process_cpu_seconds").alias(OWN_PERCENT),
         machine_percent("machine_cpu_seconds").alias(MACHINE_PERCENT),
+        machine_percent("thread_cpu_seconds").alias(THREAD_PERCENT),
         seconds.alias(INTERVAL_S),
         *[F.when(ok & (F.col(name) >= F.col(f"_prev_{name}")), F.col(name) - F.col(f"_prev_{name}")).alias(alias)
           for name, alias in (("thread_cpu_seconds", D_THREAD_CPU), ("worker_cpu_seconds", D_WORKER_CPU))],

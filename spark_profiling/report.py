@@ -27,6 +27,9 @@ def notes(profile_set: ProfileSet) -> list[str]:
     for machine_type, rest in source.get("worker_rest", {}).items():
         lines.append(f"worker rest on {machine_type}: {rest['percent']:g} % of the machine ({rest['intervals']} worker intervals), "
                      "planned as its base load")
+    for pair, fall in source.get("thread_idle_fall", {}).items():
+        lines.append(f"{pair.replace('@', ' on ')}: its executor threads' CPU fell by {fall:.4g} % per tuple/s as the rate rose "
+                     "(idle wake-ups), charged as a constant, not as a negative cost per tuple")
     for s in source.get("skipped_pairs", []):
         lines.append(f"left out ({s['profile']}, {s['machine_type']}), {s.get('verdict', 'no_fit')}: {s['reason']}")
     for c in source.get("clamped", []):

@@ -184,3 +184,31 @@ def test_the_lab_profiles_shipped_pass_the_criteria():
         n, r2 = entry.samples, entry.r2
         assert math.sqrt((1 - r2) / (r2 * (n - 2))) <= criteria.max_e_error, entry.profile
     assert e_error(sums_of([(1.0, 1.0), (2.0, 2.0)]), 1.0) == math.inf
+
+
+def with_thread(points: list[tuple[float, float, float]]) -> PairSums:
+    """Sums of (rate, total CPU %, the executor thread's part of it %)."""
+    total = sums_of([(x, y) for x, y, _ in points])
+    for x, _, t in points:
+        total += PairSums(nt=1, sty=t, sxty=x * t)
+    return total
+
+
+def test_an_idle_thread_whose_cpu_falls_with_the_rate_is_charged_as_a_constant_not_a_negative_cost():
+    # The subprocess burns 1.5 % per tuple/s; the executor thread's idle wake-ups fall from 6 % to 2 %.
+    rates = [1.0, 2.0, 3.0, 4.0, 5.0]
+    points = [(x, 1.5 * x + (7.0 - x), 7.0 - x) for x in rates]
+    result = profile_entry("highCompute", "large", with_thread(points), min_samples=5)
+    assert result.entry.e == pytest.approx(0.015)
+    assert result.thread_idle_fall == pytest.approx(1.0)
+    # The line turns about the mean point: at the mean rate it still gives the mean CPU.
+    assert result.entry.met + 100 * result.entry.e * 3.0 == pytest.approx(sum(y for _, y, _ in points) / 5)
+
+
+def test_a_thread_that_grows_with_the_rate_or_is_unknown_leaves_the_fit_as_it_was():
+    growing = [(x, 2.0 * x + 1.0, 0.5 * x + 1.0) for x in (1.0, 2.0, 3.0, 4.0, 5.0)]
+    result = profile_entry("p", "t", with_thread(growing), min_samples=5)
+    assert result.entry.e == pytest.approx(0.02) and result.thread_idle_fall is None
+    partly = with_thread(growing[:4]) + sums_of([(5.0, 11.0)])
+    result = profile_entry("p", "t", partly, min_samples=5)
+    assert result.entry.e == pytest.approx(0.02) and result.thread_idle_fall is None
