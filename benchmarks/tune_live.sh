@@ -4,10 +4,11 @@
 # profile set (so the plugin leaves it to Storm's even scheduling) with spare tasks (a rebalance can give a
 # component at most as many executors as it has tasks), tune, then the placement and every executor's uptime (a
 # worker restarted after the activation would show a shorter one).
-#   flock /tmp/hetsched-live.lock benchmarks/tune_live.sh OUT_PREFIX      (WORK, BASE, WINDOW_S, WARMUP_S to change)
+#   flock /tmp/hetsched-live.lock benchmarks/tune_live.sh OUT_PREFIX      (WORK, BASE, WINDOW_S, WARMUP_S to change;
+#   TUNE_ARGS for more of tune's options, e.g. TUNE_ARGS='--explore --explore-seconds 60')
 set -euo pipefail
 OUT=$1; WORK=${WORK:-/tmp/hetsched-tune-live}; BASE=${BASE:-22000}; PORT=$((BASE + 190))
-WINDOW_S=${WINDOW_S:-60}; WARMUP_S=${WARMUP_S:-90}
+WINDOW_S=${WINDOW_S:-60}; WARMUP_S=${WARMUP_S:-90}; read -r -a TUNE_EXTRA <<< "${TUNE_ARGS:-}"
 HS=".venv/bin/python -m hetsched.cli"; URL=http://127.0.0.1:$PORT
 rm -rf "$WORK"; mkdir -p "$WORK"
 export HETSCHED_CLUSTER_HOME=$WORK/cluster
@@ -22,7 +23,7 @@ sleep 60
 $HS placement linear --planner $URL 2>&1 | tee -a "$OUT-submit.txt"
 echo "== tune $(date -u +%T)" | tee "$OUT.txt"
 $HS tune linear --store "$WORK/records" --fallback default-cluster --window "$WINDOW_S" --warmup "$WARMUP_S" \
-  --planner $URL 2>&1 | tee -a "$OUT.txt"
+  --planner $URL "${TUNE_EXTRA[@]}" 2>&1 | tee -a "$OUT.txt"
 echo "== after $(date -u +%T)" | tee "$OUT-placement.txt"
 $HS placement linear --planner $URL 2>&1 | tee -a "$OUT-placement.txt"
 .venv/bin/python - <<'PY' 2>&1 | tee -a "$OUT-placement.txt"
