@@ -196,6 +196,7 @@ def submit_java(request: JavaSubmitRequest, address: NimbusAddress, force: bool 
     with tempfile.TemporaryDirectory(prefix="hetsched-java-") as tmp:
         run, name, planned, profiles = plan_client_run(request, Path(tmp), home, flux_jars, plan)
         with connect(address, leader_timeout_s) as nimbus:
+            leader = nimbus.summary().leader
             before = {t.id for t in nimbus.topologies()}
             replaced = False
             if name is not None:
@@ -209,7 +210,7 @@ def submit_java(request: JavaSubmitRequest, address: NimbusAddress, force: bool 
                     nimbus.wait_gone(name, KILL_TIMEOUT_S)
                     before.discard(running.id)
                     replaced = True
-        run_client(run, address, home)
+        run_client(run, address, home, leader=leader)
     with connect(address, leader_timeout_s) as nimbus:
         started = _wait_listed(nimbus, name, before)
         executors = nimbus.component_parallelism(started.id) if started is not None else {}

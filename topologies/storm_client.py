@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from urllib.parse import quote_plus
 
 from observe.nimbus import NimbusAddress
 from topologies.errors import TopologyError
+from topologies.leader_relay import leader_route
 
 CLIENT_TIMEOUT_S = 300.0
 """How long a main class may take to build and submit its topology (Storm's own uploads take seconds)."""
@@ -71,10 +73,12 @@ def client_class_path(storm_home: Path, run: ClientRun) -> str:
     return os.pathsep.join(entries)
 
 
-def java_command(run: ClientRun, storm_home: Path, conf_file: Path, java: str = "java") -> list[str]:
+def java_command(run: ClientRun, storm_home: Path, conf_file: Path, java: str = "java",
+                 jvm_options: Sequence[str] = ()) -> list[str]:
     return [
         java,
         "-client",
+        *jvm_options,
         f"-Xmx{CLIENT_HEAP_MB}m",
         "-Djava.net.preferIPv4Stack=true",
         f"-Dstorm.home={storm_home}",
@@ -161,8 +165,12 @@ def client_failure(run: ClientRun, address: NimbusAddress, returncode: int, stde
 
 
 def run_client(run: ClientRun, address: NimbusAddress, storm_home: Path, timeout_s: float = CLIENT_TIMEOUT_S,
-               java: str = "java") -> ClientResult:
-    """Run the client JVM to its end; a failure is a :class:`TopologyError` naming it."""
+               java: str = "java", leader: str | None = None) -> ClientResult:
+    """Run the client JVM to its end; a failure is a :class:`TopologyError` naming it.
+
+    ``leader`` is the leader Nimbus's ``host:port`` as Nimbus names it, where known: when this host
+    cannot reach it as named, the JVM is taken there through ``address`` (:mod:`topologies.leader_relay`).
+    """
     if shutil.which(java) is None and not Path(java).is_file():
         raise TopologyError("Java is not installed (no 'java' on PATH); Storm's client needs Java 17")
     if not (storm_home / "lib-worker").is_dir():
@@ -170,12 +178,13 @@ def run_client(run: ClientRun, address: NimbusAddress, storm_home: Path, timeout
     with tempfile.TemporaryDirectory(prefix="hetsched-client-") as tmp:
         conf_file = Path(tmp) / "storm.yaml"
         conf_file.write_text(json.dumps(client_storm_yaml(address)) + "\n")  # JSON is YAML
-        command = java_command(run, storm_home, conf_file, java)
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
-                                  stdin=subprocess.DEVNULL, check=False)  # in the caller's folder, as `storm jar`
-        except subprocess.TimeoutExpired:
-            raise TopologyError(f"{run.main_class} did not finish within {timeout_s:g} s (killed)") from None
+        with leader_route(address, leader) as jvm_options:
+            command = java_command(run, storm_home, conf_file, java, jvm_options)
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                                      stdin=subprocess.DEVNULL, check=False)  # in the caller's folder, as `storm jar`
+            except subprocess.TimeoutExpired:
+                raise TopologyError(f"{run.main_class} did not finish within {timeout_s:g} s (killed)") from None
     if done.returncode != 0:
         raise client_failure(run, address, done.returncode, done.stderr, done.stdout)
     return ClientResult(done.stdout, done.stderr)
