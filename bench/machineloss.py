@@ -40,18 +40,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from bench import scenario_files
+from bench import scenario_files, scenario_run
 from bench.errors import BenchError
-from bench.experiment import _cluster_up, _load_profiles, _signals_interrupt, versions
+from bench.experiment import _cluster_up, _load_profiles, versions
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas
-from bench.run import RunContext, _wait_workers_gone, submit
+from bench.run import RunContext, submit
 from bench.schedulers import RunSpec, run_specs
 from bench.settings import BenchSettings
 from cluster.errors import ClusterError
-from cluster.layout import port_span
 from cluster.local import LocalCluster
-from cluster.ports import free_port_base
 from cluster.spec import ClusterSpec, load_spec
 from observe.counts import TopologyCounts
 from observe.machines import machine_of_host
@@ -59,7 +57,6 @@ from observe.nimbus import Nimbus, NimbusError, connect
 from observe.progress import QuietReporter, Reporter
 from observe.rates import CountSample
 from planner.client import PlannerClient, PlannerClientError
-from planner.durable import private_folder
 from planner.model import Cluster, EvaluationRequest, InstanceAssignment, PlanRequest, ProfileRef
 from planner.profiles import machine_base_load
 from topologies import conf as keys
@@ -109,9 +106,7 @@ class ScenarioSettings:
     port_base: int | None = None
 
     def __post_init__(self) -> None:
-        unknown = [s for s in self.schedulers if s not in SCHEDULERS]
-        if unknown or not self.schedulers:
-            raise BenchError(f"the machine-loss scenario runs {', '.join(SCHEDULERS)}; not {', '.join(unknown) or 'none'}")
+        scenario_run.check_schedulers("machine-loss", self.schedulers, SCHEDULERS)
         if not isinstance(self.repeats, int) or not 1 <= self.repeats <= 20:
             raise BenchError(f"--repeats must be a whole number from 1 to 20, not {self.repeats!r}")
         for name, value, low in (("--window", self.window_s, 20.0), ("--warmup", self.warmup_s, 0.0),
@@ -350,7 +345,7 @@ def run_once(scheduler: str, spec: RunSpec, cluster: LocalCluster, planner_url: 
         if watch is not None:
             record["statuses"] = [(round(t - watch.samples[0].at, 1), s) for t, s in watch.statuses] if watch.samples else []
             record["events"] = [(round(t - watch.samples[0].at, 1), e) for t, e in watch.events] if watch.samples else []
-        _kill(ctx, spec.name, reporter)
+        scenario_run.kill_topologies(ctx, [(spec.name, None)], reporter, spec.name)
     record["finished_at"] = scenario_files.now()
     return record
 
@@ -482,27 +477,12 @@ def _predictions(ctx: RunContext, spec: ClusterSpec, profile_set: str, victim: s
     return found
 
 
-def _kill(ctx: RunContext, name: str, reporter: Reporter) -> None:
-    try:
-        with connect(ctx.handle.nimbus, leader_timeout_s=30) as nimbus:
-            running = nimbus.find(name)
-            if running is not None:
-                nimbus.kill(name, wait_s=0)
-                nimbus.wait_gone(name, 120)
-                _wait_workers_gone(running.id)
-    except (NimbusError, BenchError, TopologyError, OSError) as exc:
-        reporter.log(f"[yellow]could not kill {name}: {exc}[/yellow]")
-
-
 def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                  on_saved: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Every scheduler in turn, ``repeats`` rounds, one planner; the cluster restarted for every run."""
     reporter = reporter or QuietReporter()
     out = Path(settings.out_dir)
-    try:
-        private_folder(out)
-    except OSError as exc:
-        raise BenchError(f"cannot make the results folder {out}: {exc.strerror or exc}") from None
+    scenario_run.results_folder(out)
     path = out / RESULT_FILE
     spec = load_spec(settings.spec_path)
     victim = settings.victim or default_victim(spec)
@@ -512,53 +492,37 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     data: dict[str, Any] = {"scenario": "machine-loss", "started_at": scenario_files.now(), "settings": scenario_files.settings_dict(settings),
                             "nimbus_conf": NIMBUS_CONF, "versions": versions(), "topology": TOPOLOGY,
                             "victim": victim, "runs": [], "error": None}
-    cluster = LocalCluster(spec, home=out / "cluster",
-                           port_base=settings.port_base or free_port_base(port_span(len(spec.machine_ids()))))
+    cluster = scenario_run.scenario_cluster(spec, out, settings.port_base)
     planner = PlannerService(out / "planner.db", out / "planner.log")
-    with _signals_interrupt():
-        try:
-            bench_settings = BenchSettings(out_dir=out, topologies=(TOPOLOGY,), schedulers=settings.schedulers,
-                                           profiles=settings.profiles, window_s=settings.window_s,
-                                           warmup_s=settings.warmup_s, max_spout_pending=settings.max_spout_pending,
-                                           message_timeout_s=MESSAGE_TIMEOUT_S)
-            profile_set, origin = _load_profiles(bench_settings, spec)
-            profile_set, _ = fill_pass_through_alphas(profile_set, [TOPOLOGY])
-            data["profiles"] = origin
-            if cluster.is_running():
-                raise BenchError(f"a cluster already runs in {cluster.layout.home}; bring it down first")
-            planner_url = planner.start()
-            specs = _specs(planner_url, profile_set, spec, bench_settings)
-            data["plan"] = {"id": specs["planned"].plan_id, "parallelism": specs["planned"].parallelism}
-            for round_ in range(settings.repeats):
-                order = settings.schedulers if round_ % 2 == 0 else tuple(reversed(settings.schedulers))
-                for scheduler in order:
-                    reporter.log(f"round {round_ + 1}/{settings.repeats}, {scheduler}: bringing the cluster up")
-                    try:
-                        run = run_once(scheduler, specs[scheduler], cluster, planner_url, profile_set, victim,
-                                       settings, reporter)
-                    finally:
-                        cluster.down()
-                    data["runs"].append({**run, "round": round_ + 1})
-                    data["summary"] = summary(data["runs"])
-                    scenario_files.save(path, data)
-                    if on_saved:
-                        on_saved(data)
-        except KeyboardInterrupt as exc:
-            data["error"] = f"interrupted ({exc or 'Ctrl-C'})"
-        except (BenchError, ClusterError, PlannerClientError, TopologyError) as exc:
-            data["error"] = str(exc)
-        finally:
-            try:
-                if cluster.is_running():
+    with scenario_run.recorded_errors(data, cluster, planner.stop):
+        bench_settings = BenchSettings(out_dir=out, topologies=(TOPOLOGY,), schedulers=settings.schedulers,
+                                       profiles=settings.profiles, window_s=settings.window_s,
+                                       warmup_s=settings.warmup_s, max_spout_pending=settings.max_spout_pending,
+                                       message_timeout_s=MESSAGE_TIMEOUT_S)
+        profile_set, origin = _load_profiles(bench_settings, spec)
+        profile_set, _ = fill_pass_through_alphas(profile_set, [TOPOLOGY])
+        data["profiles"] = origin
+        if cluster.is_running():
+            raise BenchError(f"a cluster already runs in {cluster.layout.home}; bring it down first")
+        planner_url = planner.start()
+        specs = _specs(planner_url, profile_set, spec, bench_settings)
+        data["plan"] = {"id": specs["planned"].plan_id, "parallelism": specs["planned"].parallelism}
+        for round_ in range(settings.repeats):
+            order = settings.schedulers if round_ % 2 == 0 else tuple(reversed(settings.schedulers))
+            for scheduler in order:
+                reporter.log(f"round {round_ + 1}/{settings.repeats}, {scheduler}: bringing the cluster up")
+                try:
+                    run = run_once(scheduler, specs[scheduler], cluster, planner_url, profile_set, victim,
+                                   settings, reporter)
+                finally:
                     cluster.down()
-            except ClusterError as exc:
-                data["error"] = f"{data['error']}; {exc}" if data["error"] else str(exc)
-            planner.stop()
+                data["runs"].append({**run, "round": round_ + 1})
+                data["summary"] = summary(data["runs"])
+                scenario_files.save(path, data)
+                if on_saved:
+                    on_saved(data)
     data["summary"] = summary(data["runs"])
-    data["finished_at"] = scenario_files.now()
-    scenario_files.save(path, data)
-    data["saved_to"] = str(path)
-    return data
+    return scenario_run.finish(path, data)
 
 
 def _specs(planner_url: str, profile_set, spec: ClusterSpec, settings: BenchSettings) -> dict[str, RunSpec]:

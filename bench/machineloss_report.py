@@ -82,17 +82,14 @@ def headline_lines(data: dict[str, Any]) -> list[str]:
 
 def plot(data: dict[str, Any], folder: Path) -> list[Path]:
     """The input rate over time of every run, one panel per scheduler, the kill and the return marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from bench.scenario_plots import label_panel, panels, save_png
 
     runs = [r for r in data.get("runs", []) if r.get("series")]
     if not runs:
         return []
     schedulers = list(dict.fromkeys(r["scheduler"] for r in runs))
-    fig, axes = plt.subplots(len(schedulers), 1, figsize=(9, 2.6 * len(schedulers) + 0.6), sharex=True, squeeze=False)
-    for ax, scheduler in zip(axes[:, 0], schedulers):
+    fig, axes = panels(len(schedulers), 9, 2.6)
+    for ax, scheduler in zip(axes, schedulers):
         for r in (r for r in runs if r["scheduler"] == scheduler):
             xs, ys = zip(*r["series"])
             line, = ax.plot(xs, ys, label=f"round {r.get('round', 1)}")
@@ -100,13 +97,7 @@ def plot(data: dict[str, Any], folder: Path) -> list[Path]:
             ax.axvline(r["returned_at_s"], color=line.get_color(), linestyle=":", linewidth=0.8)
             if r.get("predicted_down") is not None:
                 ax.hlines(r["predicted_down"], r["killed_at_s"], r["returned_at_s"], colors="grey", linewidth=0.8)
-        ax.set_title(f"{scheduler}: {data.get('victim')} killed (--) and back (:); grey: predicted while down",
-                     fontsize=9)
-        ax.set_ylabel("input rate, tuples/s")
-        ax.legend(fontsize=7)
-    axes[-1, 0].set_xlabel("seconds since Linear ran")
-    fig.tight_layout()
-    path = folder / SERIES_PLOT
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+        label_panel(ax, f"{scheduler}: {data.get('victim')} killed (--) and back (:); grey: predicted while down",
+                    "input rate, tuples/s")
+    axes[-1].set_xlabel("seconds since Linear ran")
+    return [save_png(fig, folder / SERIES_PLOT)]

@@ -38,25 +38,22 @@ from typing import Any, Callable
 import httpx
 import psutil
 
-from bench import measure, scenario_files
+from bench import measure, scenario_files, scenario_run
 from bench.errors import BenchError
-from bench.experiment import _cluster_up, _load_profiles, _signals_interrupt, versions
+from bench.experiment import _cluster_up, _load_profiles, versions
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas
-from bench.run import RunContext, _belongs, _wait_workers_gone, submit
+from bench.run import RunContext, _belongs, submit
 from bench.schedulers import CLUSTER_SCHEDULER, RunSpec, tenant_spec
 from bench.settings import BenchSettings
 from cluster.errors import ClusterError
-from cluster.layout import port_span
 from cluster.local import LocalCluster
-from cluster.ports import free_port_base
 from cluster.spec import MAX_SLOTS_PER_MACHINE, load_spec
 from observe.counts import TopologyCounts
 from observe.nimbus import Nimbus, NimbusError, connect
 from observe.progress import QuietReporter, Reporter
 from observe.rates import CountSample, component_rates, unmeasured
 from planner.client import PlannerClient, PlannerClientError
-from planner.durable import private_folder
 from planner.model import PlanRequest, ProfileRef
 from planner.profiles import machine_base_load
 from topologies.catalog import lookup, planner_topology
@@ -118,10 +115,7 @@ class ScenarioSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.slots, int) or not 1 <= self.slots <= MAX_SLOTS_PER_MACHINE:
             raise BenchError(f"slots must be a whole number from 1 to {MAX_SLOTS_PER_MACHINE}, not {self.slots!r}")
-        unknown = [s for s in self.schedulers if s not in SCHEDULERS]
-        if unknown or not self.schedulers:
-            raise BenchError(f"the multi-tenant scenario runs {', '.join(SCHEDULERS)}; "
-                             f"not {', '.join(unknown) or 'none'}")
+        scenario_run.check_schedulers("multi-tenant", self.schedulers, SCHEDULERS)
         for name, value, low in (("--window", self.window_s, 15.0), ("--warmup", self.warmup_s, 0.0),
                                  ("--after", self.after_s, self.window_s)):
             if not isinstance(value, (int, float)) or value < low:
@@ -456,7 +450,8 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
         window_start = window_end = changed_at = end = time.monotonic()
         change_note = "not reached"
     finally:
-        _kill_all(ctx, tenants, reporter)
+        scenario_run.kill_topologies(ctx, [(t.name, t.topology_id) for t in tenants if t.topology_id], reporter,
+                                     "every tenant")
     if pacer.fault:
         reporter.log(f"[yellow]{scheduler}: {pacer.fault}[/yellow]")
     priorities_after = {t.topology: (CHANGED[1] if t.topology == CHANGED[0] else t.priority) for t in tenants}
@@ -544,82 +539,49 @@ def _wait_running(nimbus: Nimbus, tenants: list[TenantRun], timeout_s: float, re
     reporter.log(f"[yellow]{scheduler}: some tenants handled no tuple within {timeout_s:g} s; measuring anyway[/yellow]")
 
 
-def _kill_all(ctx: RunContext, tenants: list[TenantRun], reporter: Reporter) -> None:
-    try:
-        with connect(ctx.handle.nimbus, leader_timeout_s=30) as nimbus:
-            for t in tenants:
-                if t.topology_id and nimbus.find(t.name) is not None:
-                    nimbus.kill(t.name, wait_s=0)
-            for t in tenants:
-                if t.topology_id:
-                    nimbus.wait_gone(t.name, 120)
-                    _wait_workers_gone(t.topology_id)
-    except (NimbusError, BenchError, TopologyError, OSError) as exc:
-        reporter.log(f"[yellow]could not kill every tenant: {exc}[/yellow]")
-
-
 def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
                  on_saved: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Every scheduler of ``settings`` in turn on one cluster (restarted per scheduler) and one planner; the result."""
     reporter = reporter or QuietReporter()
     out = Path(settings.out_dir).resolve()  # Nimbus (DPS's priority file) and the spouts (rate files) read in it
     settings = replace(settings, out_dir=out)  # by absolute path, from their own working folders
-    try:
-        private_folder(out)
-    except OSError as exc:
-        raise BenchError(f"cannot make the results folder {out}: {exc.strerror or exc}") from None
+    scenario_run.results_folder(out)
     path = out / RESULT_FILE
     data = read_result(path) if path.is_file() else {"scenario": "multi-tenant", "runs": {}}
     data.update({"started_at": scenario_files.now(), "settings": scenario_files.settings_dict(settings), "versions": versions(), "error": None,
                  "tenants": [{"topology": t, "priority": p} for t, p in TENANTS],
                  "change": {"topology": CHANGED[0], "priority": CHANGED[1]}})
     spec = with_slots(load_spec(settings.spec_path), settings.slots)
-    cluster = LocalCluster(spec, home=out / "cluster",
-                           port_base=settings.port_base or free_port_base(port_span(len(spec.machine_ids()))))
+    cluster = scenario_run.scenario_cluster(spec, out, settings.port_base)
     planner = PlannerService(out / "planner.db", out / "planner.log")
-    with _signals_interrupt():
-        try:
-            profile_set, origin = _load_profiles(BenchSettings(out_dir=out, profiles=settings.profiles), spec)
-            profile_set, _ = fill_pass_through_alphas(profile_set, [t for t, _ in TENANTS])
-            data["profiles"] = origin
-            if cluster.is_running():
-                raise BenchError(f"a cluster already runs in {cluster.layout.home}; bring it down first")
-            planner_url = planner.start()
-            plans, min_rates = _plans(planner_url, profile_set, spec, settings)
-            data["solo_plans"] = {t: {"id": p.id, "input_rate": round(p.input_rate, 3), "strategy": p.strategy}
-                                  for t, p in plans.items()}
-            data["min_rates"] = {t: round(r, 3) for t, r in min_rates.items()}
-            for scheduler in settings.schedulers:
-                mode = PLANNED_MODES.get(scheduler)
-                if mode is not None and mode != planner.share_mode:
-                    planner.stop()
-                    planner = PlannerService(out / "planner.db", out / "planner.log", share_mode=mode)
-                    planner_url = planner.start()
-                    reporter.log(f"planning service restarted with {mode} shares at {planner_url}")
-                reporter.log(f"scheduler {scheduler}: bringing the cluster up")
-                try:
-                    data["runs"][scheduler] = run_scheduler(scheduler, cluster, planner_url, profile_set, plans,
-                                                            min_rates, settings, reporter)
-                finally:
-                    cluster.down()
-                scenario_files.save(path, data)
-                if on_saved:
-                    on_saved(data)
-        except KeyboardInterrupt as exc:
-            data["error"] = f"interrupted ({exc or 'Ctrl-C'})"
-        except (BenchError, ClusterError, PlannerClientError, TopologyError) as exc:
-            data["error"] = str(exc)
-        finally:
+    with scenario_run.recorded_errors(data, cluster, lambda: planner.stop()):  # the planner last started
+        profile_set, origin = _load_profiles(BenchSettings(out_dir=out, profiles=settings.profiles), spec)
+        profile_set, _ = fill_pass_through_alphas(profile_set, [t for t, _ in TENANTS])
+        data["profiles"] = origin
+        if cluster.is_running():
+            raise BenchError(f"a cluster already runs in {cluster.layout.home}; bring it down first")
+        planner_url = planner.start()
+        plans, min_rates = _plans(planner_url, profile_set, spec, settings)
+        data["solo_plans"] = {t: {"id": p.id, "input_rate": round(p.input_rate, 3), "strategy": p.strategy}
+                              for t, p in plans.items()}
+        data["min_rates"] = {t: round(r, 3) for t, r in min_rates.items()}
+        for scheduler in settings.schedulers:
+            mode = PLANNED_MODES.get(scheduler)
+            if mode is not None and mode != planner.share_mode:
+                planner.stop()
+                planner = PlannerService(out / "planner.db", out / "planner.log", share_mode=mode)
+                planner_url = planner.start()
+                reporter.log(f"planning service restarted with {mode} shares at {planner_url}")
+            reporter.log(f"scheduler {scheduler}: bringing the cluster up")
             try:
-                if cluster.is_running():
-                    cluster.down()
-            except ClusterError as exc:
-                data["error"] = f"{data['error']}; {exc}" if data["error"] else str(exc)
-            planner.stop()
-    data["finished_at"] = scenario_files.now()
-    scenario_files.save(path, data)
-    data["saved_to"] = str(path)
-    return data
+                data["runs"][scheduler] = run_scheduler(scheduler, cluster, planner_url, profile_set, plans,
+                                                        min_rates, settings, reporter)
+            finally:
+                cluster.down()
+            scenario_files.save(path, data)
+            if on_saved:
+                on_saved(data)
+    return scenario_run.finish(path, data)
 
 
 def with_slots(spec, slots: int):

@@ -149,17 +149,14 @@ def machine_lines(data: dict[str, Any]) -> list[str]:
 
 def plots(data: dict[str, Any], folder: Path) -> list[Path]:
     """The stacked input rates per scheduler and every tenant's rate over time across the change."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from bench.scenario_plots import label_panel, panels, pyplot, save_png
 
     runs = _runs(data)
     if not runs:
         return []
     drawn = []
     topologies = [t["topology"] for t in runs[0]["tenants"]]
-    fig, ax = plt.subplots(figsize=(1.6 * len(runs) + 3, 4))
+    fig, ax = pyplot().subplots(figsize=(1.6 * len(runs) + 3, 4))
     bottoms = [0.0] * len(runs)
     for topology in topologies:
         values = [next(t["input_rate"] for t in r["tenants"] if t["topology"] == topology) for r in runs]
@@ -168,29 +165,19 @@ def plots(data: dict[str, Any], folder: Path) -> list[Path]:
     ax.set_ylabel("input rate, tuples/s")
     ax.set_title("multi-tenant: every tenant's input rate per scheduler")
     ax.legend()
-    fig.tight_layout()
-    path = folder / STACKED_PLOT
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    drawn.append(path)
+    drawn.append(save_png(fig, folder / STACKED_PLOT))
 
-    fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.4 * len(runs) + 0.6), sharex=True, squeeze=False)
-    for ax, run in zip(axes[:, 0], runs):
+    fig, axes = panels(len(runs), 8, 2.4)
+    for ax, run in zip(axes, runs):
         for t in run["tenants"]:
             if t["series"]:
                 xs, ys = zip(*t["series"])
                 ax.plot(xs, ys, label=f"{t['topology']} (min {t['min_rate']:.1f})")
         ax.axvline(run["change"]["at_s"], color="grey", linestyle="--")
-        ax.set_title(f"{run['scheduler']}: {run['change']['topology']} -> priority {run['change']['priority']} "
-                     f"at the dashed line", fontsize=9)
-        ax.set_ylabel("tuples/s")
-        ax.legend(fontsize=7)
-    axes[-1, 0].set_xlabel("seconds since the window began")
-    fig.tight_layout()
-    path = folder / SERIES_PLOT
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    drawn.append(path)
+        label_panel(ax, f"{run['scheduler']}: {run['change']['topology']} -> priority {run['change']['priority']} "
+                    f"at the dashed line", "tuples/s")
+    axes[-1].set_xlabel("seconds since the window began")
+    drawn.append(save_png(fig, folder / SERIES_PLOT))
     return drawn
 
 

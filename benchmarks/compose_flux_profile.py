@@ -37,7 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from compose_live_profile import CLI, RECORDS_IN_PLANNER, Log, cli_env, load_records, metrics_summary, records_table  # noqa: E402
+from compose_common import (  # noqa: E402
+    CLI, ComposeRun, Log, command_line, compose_cluster, dispatch, kill_and_copy_records, load_records, metrics_summary,
+    records_header, records_table, write_and_aggregate,
+)
 
 FLUX_FILE = REPO / "topologies" / "flux" / "words-cpu.yaml"
 JAR = REPO / "topologies" / "java" / "target" / "hetsched-java-topologies.jar"
@@ -51,23 +54,14 @@ def with_spouts(text: str, n: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cluster import compose
-    from cluster.compose_cluster import ComposeCluster
-
     if not JAR.is_file():
         raise SystemExit(f"error: {JAR} is missing: mvn -q -f topologies/java/pom.xml -DskipTests package")
     spouts = [int(x) for x in args.spouts.split(",")]
     log = Log()
     out: dict[str, Any] = {"topology": NAME, "spouts": spouts, "step_s": args.step_s}
-    home = args.home.resolve()
-    cluster = None
     work = Path(tempfile.mkdtemp(prefix="compose-flux-"))
-    try:
-        log.run([*CLI, "cluster", "up", "--compose", "--home", str(home), "--port-base", str(args.port_base)], cli_env())
-        cluster = ComposeCluster(home=home)
-        token = cluster.planner_token()
-        env = cli_env(token)
-        nimbus = f"127.0.0.1:{cluster.nimbus_port}"
+    with compose_cluster(log, args.home.resolve(), args.port_base, args.out, out) as run_:
+        env, nimbus = run_.env, run_.nimbus
         steps = []
         for n in spouts:
             flux = work / f"words-cpu-{n}.yaml"
@@ -79,29 +73,13 @@ def run(args: argparse.Namespace) -> int:
             log.say(f"{n} spout instance(s): {steps[-1]['end'] - start:.0f} s")
         out["steps"] = steps
         log.run([*CLI, "placement", NAME, "--nimbus", nimbus, "--measure", "0"], env, check=False)
-        log.run([*CLI, "kill", NAME, "--wait", "--nimbus", nimbus], env)
-        time.sleep(10)  # the hook's last batches (every 5 s) reach the store
-        records_dir = Path(f"{args.out}-records")
-        records_dir.mkdir(parents=True, exist_ok=True)
-        planner = cluster.container_id(compose.PLANNER_SERVICE)
-        log.run(["docker", "cp", f"{planner}:{RECORDS_IN_PLANNER}/topology={NAME}", str(records_dir)])
-        summary = metrics_summary(cluster.planner_url, token)
-        out["planner_metrics_summary"] = summary
-        log.say("the planner's GET /v1/metrics/summary: " + json.dumps(summary, indent=1))
+        kill_and_copy_records(log, run_, NAME, args.out, out)
         if args.check_linear:
-            out["linear_check"] = check_linear(log, cluster, env, nimbus, home, token)
-    finally:
-        if cluster is not None or (home / "compose").is_dir():
-            log.run([*CLI, "cluster", "down", "--compose", "--home", str(home)], cli_env(), check=False)
-            left = ComposeCluster(home=home).leftovers()
-            out["left_after_down"] = left
-            log.say(f"left after down: {left or 'nothing'}")
-        Path(f"{args.out}-run.txt").write_text("\n".join(log.lines) + "\n")
-        Path(f"{args.out}-run.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+            out["linear_check"] = check_linear(log, run_)
     return 1 if out.get("left_after_down") else 0
 
 
-def check_linear(log: Log, cluster: Any, env: dict[str, str], nimbus: str, home: Path, token: str) -> dict[str, Any]:
+def check_linear(log: Log, run_: ComposeRun) -> dict[str, Any]:
     """Linear by a stored plan with --planner (this machine's address) and --metrics-url (the workers'), then
     ``hetsched placement`` without --planner; what the planner counted of its records."""
     import glob
@@ -112,6 +90,7 @@ def check_linear(log: Log, cluster: Any, env: dict[str, str], nimbus: str, home:
     from planner.profiles import machine_base_load
     from topologies.catalog import lookup, planner_topology
 
+    cluster, env, nimbus, home, token = run_.cluster, run_.env, run_.nimbus, run_.home, run_.token
     profiles = REPO / "profiles" / "default-cluster.json"
     log.run([*CLI, "profiles", "put", "default-cluster", str(profiles), "--url", cluster.planner_url], env)
     profile_set = ProfileSet.model_validate_json(profiles.read_text())
@@ -134,34 +113,19 @@ def check_linear(log: Log, cluster: Any, env: dict[str, str], nimbus: str, home:
 
 
 def analyze(args: argparse.Namespace) -> int:
-    log = Log()
-    records = load_records(Path(f"{args.out}-records"), NAME)
-    if not records:
-        raise SystemExit(f"error: no records of {NAME} under {args.out}-records")
-    lines = [f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} records of {NAME} from the compose planner's store",
-             *records_table(records)]
-    Path(f"{args.out}-records.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    log.run(["nice", "-n", "19", *CLI, "aggregate", "--store", f"{args.out}-records", "--topology", NAME,
-             "--out", f"{args.out}-profile.json", "--name", f"{NAME}-compose-live"], cli_env(), check=False)
-    Path(f"{args.out}-aggregate.txt").write_text("\n".join(log.lines) + "\n")
+    records_dir = Path(f"{args.out}-records")
+    write_and_aggregate([records_header(NAME), *records_table(load_records(records_dir, NAME))], records_dir, NAME,
+                        args.out, f"{NAME}-compose-live")
     return 0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    live = sub.add_parser("run", help="the live run on the compose cluster (hold /tmp/hetsched-live.lock)")
-    live.add_argument("--home", type=Path, required=True, help="the compose cluster's home (made and removed here)")
-    live.add_argument("--port-base", type=int, required=True, help="Nimbus Thrift on it, the planner on it + 1")
+    parser, live, _offline = command_line(__doc__.splitlines()[0], "records per worker and hetsched aggregate")
     live.add_argument("--spouts", default="1,2,3", help="spout instances of each step (a word per 100 ms each)")
     live.add_argument("--step-s", type=float, default=120.0)
     live.add_argument("--out", required=True, help="prefix of the output files")
     live.add_argument("--check-linear", action="store_true", help="then Linear with --planner and --metrics-url, and placement")
-    offline = sub.add_parser("analyze", help="records per worker and hetsched aggregate")
-    offline.add_argument("--out", required=True, help="the prefix given to run")
-    args = parser.parse_args()
-    return run(args) if args.command == "run" else analyze(args)
+    return dispatch(parser, run, analyze)
 
 
 if __name__ == "__main__":

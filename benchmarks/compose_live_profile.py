@@ -27,13 +27,9 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import os
-import shlex
-import statistics
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -41,46 +37,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from compose_common import (  # noqa: E402
+    CLI, Log, command_line, compose_cluster, dispatch, kill_and_copy_records, load_records, metrics_summary,
+    records_header, records_table, write_and_aggregate,
+)
+
 PROFILES = REPO / "profiles" / "default-cluster.json"
 TOPOLOGY = "linear"
 RATE_FILE_IN_CONTAINERS = "/tmp/hetsched-compose-rate.json"
 """Written in every supervisor container: the spout reads it on whichever machine it runs."""
-RECORDS_IN_PLANNER = "/var/lib/hetsched/records"
-"""The planner container's records store (``records/`` next to HETSCHED_DB, in the planner-data volume)."""
-CLI = [sys.executable, "-m", "hetsched.cli"]
-
-
-class Log:
-    """Every command and its output, printed and kept for OUT-run.txt."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def say(self, text: str) -> None:
-        stamped = f"[{time.strftime('%H:%M:%S', time.gmtime())}] {text}"
-        print(stamped, flush=True)
-        self.lines.append(stamped)
-
-    def run(self, command: list[str], env: dict[str, str] | None = None, check: bool = True) -> str:
-        self.say("$ " + shlex.join(command))
-        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, check=False)
-        output = (done.stdout + done.stderr).rstrip()
-        if output:
-            print(output, flush=True)
-            self.lines.append(output)
-        if check and done.returncode != 0:
-            raise SystemExit(f"error: `{shlex.join(command[:4])} ...` exited with {done.returncode}")
-        return done.stdout
-
-
-def cli_env(token: str | None = None) -> dict[str, str]:
-    """The environment of the CLI calls: no planner URL or Nimbus of the shell's, the compose planner's token."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HETSCHED_PLANNER_URL", "HETSCHED_NIMBUS")}
-    if token:
-        env["HETSCHED_PLANNER_TOKEN"] = token
-    return env
-
-
 def write_rate_everywhere(log: Log, containers: dict[str, str], rate: float) -> None:
     """The spout's rate file in every supervisor container (atomic: written aside, then renamed)."""
     body = json.dumps({"rate": float(rate)})
@@ -89,15 +54,6 @@ def write_rate_everywhere(log: Log, containers: dict[str, str], rate: float) -> 
                         f"printf '%s' '{body}' > {RATE_FILE_IN_CONTAINERS}.tmp && mv {RATE_FILE_IN_CONTAINERS}.tmp "
                         f"{RATE_FILE_IN_CONTAINERS}"], check=True, capture_output=True)
     log.say(f"rate file {RATE_FILE_IN_CONTAINERS} = {body} in {', '.join(sorted(containers))}")
-
-
-def metrics_summary(planner_url: str, token: str) -> dict[str, Any]:
-    """The planner's own count of the batches and records the workers sent it (``GET /v1/metrics/summary``)."""
-    import httpx
-
-    answer = httpx.get(f"{planner_url}/v1/metrics/summary", headers={"Authorization": f"Bearer {token}"}, timeout=10)
-    answer.raise_for_status()
-    return answer.json()
 
 
 def wait_until_counting(cluster, topology_id: str, timeout_s: float) -> dict[str, list[str]]:
@@ -125,7 +81,6 @@ def wait_until_counting(cluster, topology_id: str, timeout_s: float) -> dict[str
 
 def run(args: argparse.Namespace) -> int:
     from cluster import compose
-    from cluster.compose_cluster import ComposeCluster
     from observe.nimbus import connect
     from planner.client import PlannerClient
     from planner.model import PlanRequest, ProfileRef, ProfileSet
@@ -136,14 +91,8 @@ def run(args: argparse.Namespace) -> int:
     rates = [float(x) for x in args.rates.split(",")]
     log = Log()
     out: dict[str, Any] = {"topology": args.topology, "rates": rates, "step_s": args.step_s, "warmup_s": args.warmup_s}
-    home = args.home.resolve()
-    cluster = None
-    try:
-        log.run([*CLI, "cluster", "up", "--compose", "--home", str(home), "--port-base", str(args.port_base)], cli_env())
-        cluster = ComposeCluster(home=home)
-        token = cluster.planner_token()
-        env = cli_env(token)
-        nimbus = f"127.0.0.1:{cluster.nimbus_port}"
+    with compose_cluster(log, args.home.resolve(), args.port_base, args.out, out) as run_:
+        cluster, token, env, nimbus = run_.cluster, run_.token, run_.env, run_.nimbus
         log.run([*CLI, "profiles", "put", "default-cluster", str(PROFILES), "--url", cluster.planner_url], env)
         profile_set = ProfileSet.model_validate_json(PROFILES.read_text())
         entry = lookup(TOPOLOGY)
@@ -182,81 +131,26 @@ def run(args: argparse.Namespace) -> int:
             steps.append({"rate": rate, "start": start, "end": time.time()})
             log.say(f"step {rate:g} tuples/s: {steps[-1]['end'] - start:.0f} s")
         out["steps"] = steps
-        log.run([*CLI, "kill", args.topology, "--wait", "--nimbus", nimbus], env)
-        time.sleep(10)  # the hook's last batches (every 5 s) reach the store
-        records_dir = Path(f"{args.out}-records")
-        records_dir.mkdir(parents=True, exist_ok=True)
-        planner = cluster.container_id(compose.PLANNER_SERVICE)
-        log.run(["docker", "exec", planner, "sh", "-c", f"find {RECORDS_IN_PLANNER} -type d; echo files: $(find {RECORDS_IN_PLANNER} -type f | wc -l), "
-                 f"lines: $(find {RECORDS_IN_PLANNER} -type f -name '*.jsonl' | xargs cat | wc -l)"])
-        log.run(["docker", "cp", f"{planner}:{RECORDS_IN_PLANNER}/topology={args.topology}", str(records_dir)])
-        summary = metrics_summary(cluster.planner_url, token)
-        out["planner_metrics_summary"] = summary
-        log.say("the planner's GET /v1/metrics/summary: " + json.dumps(summary, indent=1))
-    finally:
-        if cluster is not None or (home / "compose").is_dir():
-            log.run([*CLI, "cluster", "down", "--compose", "--home", str(home)], cli_env(), check=False)
-            left = ComposeCluster(home=home).leftovers()
-            out["left_after_down"] = left
-            log.say(f"left after down: {left or 'nothing'}")
-        Path(f"{args.out}-run.txt").write_text("\n".join(log.lines) + "\n")
-        Path(f"{args.out}-run.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+        kill_and_copy_records(log, run_, args.topology, args.out, out, list_store=True)
     return 1 if out.get("left_after_down") else 0
 
 
 # --- analyze ----------------------------------------------------------------------------------------------------
 
-def load_records(records_dir: Path, topology: str) -> list[dict[str, Any]]:
-    from worker_metrics import records_of
-
-    return records_of(records_dir, topology)
-
-
-def records_table(records: list[dict[str, Any]]) -> list[str]:
-    """Records, batches and executors per machine and worker, with the components and the shipping delay."""
-    by_worker: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        by_worker[(str(r.get("machine")), str(r.get("machine_type")), str(r.get("worker_id")))].append(r)
-    lines = [f"{'machine':<10} {'type':<7} {'worker (host:port)':<28} {'records':>7} {'batches':>7} {'executors':>9} "
-             f"{'span s':>7} {'delay ms':>8}  records per component"]
-    for (machine, mtype, worker), rs in sorted(by_worker.items()):
-        delays = [1000 * (r["received_at"] - r["ts"]) for r in rs if r.get("received_at") and r.get("ts")]
-        components: dict[str, int] = defaultdict(int)
-        for r in rs:
-            components[r["component"]] += 1
-        span = max(r["ts"] for r in rs) - min(r["ts"] for r in rs)
-        lines.append(f"{machine:<10} {mtype:<7} {worker:<28} {len(rs):>7} {len({r['batch_id'] for r in rs}):>7} "
-                     f"{len({(r['component'], r['task_id']) for r in rs}):>9} {span:>7.0f} "
-                     f"{statistics.median(delays) if delays else float('nan'):>8.0f}  "
-                     + ", ".join(f"{c} {n}" for c, n in sorted(components.items())))
-    lines.append(f"total {len(records)} records in {len({r['batch_id'] for r in records})} batches; "
-                 f"largest worker_dropped: {max((r.get('worker_dropped') or 0) for r in records)}; "
-                 "delay: median of received_at - ts (the planner's clock minus the worker's)")
-    return lines
-
-
 def analyze(args: argparse.Namespace) -> int:
     from live_vs_lab import compare, step_rates
 
-    log = Log()
     records_dir = Path(f"{args.out}-records")
     run_info = json.loads(Path(f"{args.out}-run.json").read_text())
     topology = run_info["topology"]
     records = load_records(records_dir, topology)
-    if not records:
-        raise SystemExit(f"error: no records of {topology} under {records_dir}")
-    lines = [f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} records of {topology} "
-             f"({run_info.get('topology_id')}) from the compose planner's store", *records_table(records)]
+    lines = [records_header(topology, run_info.get("topology_id")), *records_table(records)]
     steps = run_info.get("steps") or []
     if steps:
         emitted = step_rates(records, steps, "spout")
         lines.append("steps (asked -> the spout's emitted rate from its records): "
                      + ", ".join(f"{s['rate']:g} -> {e}" for s, e in zip(steps, emitted)))
-    Path(f"{args.out}-records.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    log.run(["nice", "-n", "19", *CLI, "aggregate", "--store", str(records_dir), "--topology", topology,
-                         "--out", f"{args.out}-profile.json", "--name", f"{topology}-live"], cli_env(), check=False)
-    Path(f"{args.out}-aggregate.txt").write_text("\n".join(log.lines) + "\n")
+    write_and_aggregate(lines, records_dir, topology, args.out, f"{topology}-live")
     text, _live = compare(records_dir, topology, PROFILES, args.min_samples, None)
     text += (f"placement ({run_info.get('topology_id')}, plan {run_info.get('plan_id')}): "
              f"{json.dumps(run_info.get('placement'))}\n")
@@ -266,22 +160,16 @@ def analyze(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    live = sub.add_parser("run", help="the live run on the compose cluster (hold /tmp/hetsched-live.lock)")
-    live.add_argument("--home", type=Path, required=True, help="the compose cluster's home (made and removed here)")
-    live.add_argument("--port-base", type=int, required=True, help="Nimbus Thrift on it, the planner on it + 1")
+    parser, live, offline = command_line(__doc__.splitlines()[0],
+                                         "records per worker, hetsched aggregate and the table next to the lab set")
     live.add_argument("--rates", default="6,16,28", help="the spout's paced rates, tuples/s")
     live.add_argument("--step-s", type=float, default=90.0)
     live.add_argument("--warmup-s", type=float, default=30.0)
     live.add_argument("--start-timeout-s", type=float, default=420.0)
     live.add_argument("--topology", default="compose-live-rates", help="the name Linear runs under")
     live.add_argument("--out", required=True, help="prefix of the output files")
-    offline = sub.add_parser("analyze", help="records per worker, hetsched aggregate and the table next to the lab set")
-    offline.add_argument("--out", required=True, help="the prefix given to run")
     offline.add_argument("--min-samples", type=int, default=5)
-    args = parser.parse_args()
-    return run(args) if args.command == "run" else analyze(args)
+    return dispatch(parser, run, analyze)
 
 
 if __name__ == "__main__":

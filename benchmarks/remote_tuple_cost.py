@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -42,12 +41,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import numpy as np  # noqa: E402
+from live_common import add_run_options, cluster_and_planner, header, recording_console, up_with_plugin  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.planner_service import PlannerService  # noqa: E402
 from bench.profiles import load_profile_set  # noqa: E402
 from cluster.handle import LocalClusterHandle  # noqa: E402
 from cluster.local import LocalCluster  # noqa: E402
@@ -195,9 +195,7 @@ def pinned_plan(client: PlannerClient, run: Run, cluster, profile_ref: ProfileVe
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="Where the printed output goes; figures to .json.")
-    parser.add_argument("--home", type=Path, default=Path("/tmp/s8-remote/cluster"))
-    parser.add_argument("--port-base", type=int, default=24000)
+    add_run_options(parser, "Where the printed output goes; figures to .json.", "/tmp/s8-remote/cluster", 24000)
     parser.add_argument("--rates", default="150,400", help="Paced rates, tuples/s (each window also has rate 0).")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--window", type=float, default=25.0, help="Seconds of each window (Nimbus steps every 10).")
@@ -209,30 +207,27 @@ def main() -> int:
     rates = [float(x) for x in args.rates.split(",")]
     if args.report is not None:
         earlier = json.loads(args.report.read_text())
-        console = Console(width=160, highlight=False, record=True)
+        console = recording_console()
         console.print(f"re-analysed from {args.report}")
         report(console, earlier["windows"], earlier["machines"], earlier["cores"], args)
         args.out.write_text(console.export_text())
         return 0
 
-    console = Console(width=160, highlight=False, record=True)
+    console = recording_console()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     work = args.home.parent / "run"
     (work / "rates").mkdir(parents=True, exist_ok=True)
     spec = load_spec()
     profile_set, _ = load_profile_set(PROFILES)
-    cluster = LocalCluster(spec, home=args.home, port_base=args.port_base)
     machine = {t.name: mid for mid, t in reversed(spec.machine_ids())}  # the first machine of each type
     types = {t: machine[t] for t in TYPES}
     cores = {t.name: t.cpu_cores for t in spec.machine_types}
-    console.print(f"remote tuple cost; {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; load average "
-                  + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f"; machines {json.dumps(types)}; cores "
+    console.print(header("remote tuple cost") + f"; machines {json.dumps(types)}; cores "
                   f"{json.dumps(cores)}; rates 0,{args.rates} tuples/s; {args.repeats} repeats of "
                   f"{args.window:g} s windows")
-    service = PlannerService(work / "planner.db", work / "planner.log")
     windows: list[dict] = []
     started = time.monotonic()
-    try:
+    with cluster_and_planner(spec, args.home, args.port_base, work) as (cluster, service):
         url = service.start()
         with PlannerClient(url) as client:
             stored = client.put_profile_set(profile_set)
@@ -242,16 +237,11 @@ def main() -> int:
             plans = {run.name: storage.save_plan(pinned_plan(client, run, planner_cluster, ref)).id
                      for phase in phases(machine) for run in phase}
             storage.close()
-        cluster.up(scheduler="plugin", conf={"hetsched.planner.url": url}, timeout_s=420.0, report=lambda _: None)
+        up_with_plugin(cluster, url, lambda _: None)
         for p in (int(x) for x in args.phases.split(",")):
             phase = phases(machine)[p]
             console.rule(f"phase {p}: " + ", ".join(r.name for r in phase))
             windows += run_phase(console, cluster, url, phase, plans, work, rates, args, p)
-    finally:
-        try:
-            cluster.down()
-        finally:
-            service.stop()
     console.print(f"took {time.monotonic() - started:.0f} s")
     report(console, windows, types, cores, args)
     args.out.write_text(console.export_text())

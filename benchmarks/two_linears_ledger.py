@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 import time
@@ -25,12 +24,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
+from live_common import add_run_options, cluster_and_planner, header, recording_console, up_with_plugin, written_out  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench import measure  # noqa: E402
-from bench.planner_service import PlannerService  # noqa: E402
 from bench.schedulers import common_conf  # noqa: E402
 from bench.settings import BenchSettings  # noqa: E402
 from bench.profiles import fill_pass_through_alphas, load_profile_set  # noqa: E402
@@ -68,9 +68,7 @@ class Copy:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="Where the raw output goes (also printed).")
-    parser.add_argument("--home", type=Path, default=Path("/tmp/s7-tenants/cluster"))
-    parser.add_argument("--port-base", type=int, default=31000)
+    add_run_options(parser, "Where the raw output goes (also printed).", "/tmp/s7-tenants/cluster", 31000)
     parser.add_argument("--warmup", type=float, default=30.0, help="Seconds after both run before the window.")
     parser.add_argument("--window", type=float, default=60.0, help="Seconds of the measurement window.")
     parser.add_argument("--targets", default="18,12", help="Target rates of the two copies (tuples/s).")
@@ -87,35 +85,25 @@ def main() -> int:
     copies = [Copy("linear-a", 0, minimums[0], targets[0]), Copy("linear-b", 1, minimums[1], targets[1])]
     third = Copy("linear-c", 2, args.third_min, args.third_min)
 
-    console = Console(width=160, highlight=False, record=True)  # printed, and kept for --out
+    console = recording_console()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     work = args.home.parent / "run"
     work.mkdir(parents=True, exist_ok=True)
     spec, profile_set, base_load, run_conf, entry = linear_setup(args.slots, work)
-    service = PlannerService(work / "planner.db", work / "planner.log")
-    cluster = LocalCluster(spec, home=args.home, port_base=args.port_base)
-    started = time.monotonic()
     console.print(f"topology conf of every copy: {json.dumps(run_conf, sort_keys=True)}; {args.slots} slots per machine")
-    console.print(f"two Linears with the ledger; {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; "
-                  f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    try:
+    console.print(header("two Linears with the ledger"))
+    with (written_out(console, args.out),
+          cluster_and_planner(spec, args.home, args.port_base, work) as (cluster, service)):
         url = service.start()
-        with PlannerClient(url) as client:
-            client.put_profile_set(profile_set)
-            alone = client.plan(PlanRequest(topology=planner_topology(entry), cluster=spec.planner_cluster(base_load),
-                                            profiles=ProfileRef(name=profile_set.name)))
-        parallelism = {c: n for c, n in alone.instances.items() if not c.startswith("__")}
+        alone, parallelism = plan_alone(url, spec, profile_set, base_load, entry)
         console.print(f"plan {alone.id} of Linear alone: R = {alone.input_rate:.2f} tuples/s, "
                       + ", ".join(f"{c} x{n}" for c, n in parallelism.items()) + "; machines "
                       + ", ".join(f"{m.id} {m.utilization + base_load.get(m.type, 0):.1f}%" for m in alone.machines))
-        status = cluster.up(scheduler="plugin", conf={"hetsched.planner.url": url}, timeout_s=420.0,
-                            report=console.print)
+        status = up_with_plugin(cluster, url, console.print)
         if not status.heterogeneous:
             console.print("the cluster has no CPU quotas: not heterogeneous, nothing to measure")
             return 1
-        handle = LocalClusterHandle(cluster)
-        address = handle.nimbus
-        machines = {m.id: (m.type, m.cores) for m in handle.machines()}
+        handle, address, machines = cluster_machines(cluster)
 
         if not args.skip_before:
             console.rule("before: both copies placed by the plan made for Linear alone, no ledger, unpaced")
@@ -170,13 +158,6 @@ def main() -> int:
         time.sleep(8)
         with PlannerClient(url) as client:
             console.print(f"after the kills the ledger holds {len(client.ledger().tenants)} topologies")
-    finally:
-        try:
-            cluster.down()
-        finally:
-            service.stop()
-        console.print(f"took {time.monotonic() - started:.0f} s")
-        args.out.write_text(console.export_text())
     return 0
 
 
@@ -189,6 +170,22 @@ def linear_setup(slots: int, work: Path):
     profile_set, _ = load_profile_set(PROFILES)
     profile_set, _ = fill_pass_through_alphas(profile_set, ["linear"])
     return spec, profile_set, machine_base_load(profile_set), common_conf(BenchSettings(out_dir=str(work))), lookup("linear")
+
+
+def plan_alone(url: str, spec, profile_set, base_load: dict, entry):
+    """The profile set stored in the planner and its plan of Linear alone on the whole cluster: (plan, its instance
+    counts without Storm's own components)."""
+    with PlannerClient(url) as client:
+        client.put_profile_set(profile_set)
+        alone = client.plan(PlanRequest(topology=planner_topology(entry), cluster=spec.planner_cluster(base_load),
+                                        profiles=ProfileRef(name=profile_set.name)))
+    return alone, {c: n for c, n in alone.instances.items() if not c.startswith("__")}
+
+
+def cluster_machines(cluster: LocalCluster):
+    """The running cluster's handle, Nimbus's address and machine id -> (type, cores)."""
+    handle = LocalClusterHandle(cluster)
+    return handle, handle.nimbus, {m.id: (m.type, m.cores) for m in handle.machines()}
 
 
 def wait_running(address, names: list[str], entry) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,56 +24,40 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from rich.console import Console  # noqa: E402
+from live_common import add_run_options, cluster_and_planner, header, recording_console, up_with_plugin, written_out  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench import measure  # noqa: E402
-from bench.planner_service import PlannerService  # noqa: E402
-from cluster.handle import LocalClusterHandle  # noqa: E402
-from cluster.local import LocalCluster  # noqa: E402
 from observe.nimbus import connect  # noqa: E402
 from planner.client import PlannerClient  # noqa: E402
-from planner.model import PlanRequest, ProfileRef  # noqa: E402
-from topologies.catalog import planner_topology  # noqa: E402
 from topologies.submission import SubmitRequest  # noqa: E402
 from topologies.submit import submit  # noqa: E402
-from two_linears_ledger import Copy, kill_all, linear_setup, wait_running  # noqa: E402
+from two_linears_ledger import Copy, cluster_machines, kill_all, linear_setup, plan_alone, wait_running  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="Where the raw output goes (also printed).")
-    parser.add_argument("--home", type=Path, default=Path("/tmp/s7-tenants/wbl/cluster"))
-    parser.add_argument("--port-base", type=int, default=31000)
+    add_run_options(parser, "Where the raw output goes (also printed).", "/tmp/s7-tenants/wbl/cluster", 31000)
     parser.add_argument("--rate", type=float, default=2.0, help="Each copy's paced input rate, tuples/s.")
     parser.add_argument("--warmup", type=float, default=20.0, help="Seconds before each phase's window.")
     parser.add_argument("--window", type=float, default=40.0, help="Seconds of each phase's window.")
     parser.add_argument("--slots", type=int, default=3, help="Worker slots per machine.")
     args = parser.parse_args()
 
-    console = Console(width=160, highlight=False, record=True)  # printed, and kept for --out
+    console = recording_console()
     work = args.home.parent / "run"
     work.mkdir(parents=True, exist_ok=True)
     spec, profile_set, base_load, run_conf, entry = linear_setup(args.slots, work)
-    service = PlannerService(work / "planner.db", work / "planner.log")
-    cluster = LocalCluster(spec, home=args.home, port_base=args.port_base)
     copies = [Copy("linear-a", 0, 0.0, args.rate), Copy("linear-b", 1, 0.0, args.rate)]
-    console.print(f"worker base load; {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; load average "
-                  + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f"; each copy paced at {args.rate:g} tuples/s; "
+    console.print(header("worker base load") + f"; each copy paced at {args.rate:g} tuples/s; "
                   f"profile set's base load {json.dumps(base_load, sort_keys=True)}")
-    started = time.monotonic()
     phases: list[dict] = []
-    try:
+    with (written_out(console, args.out),
+          cluster_and_planner(spec, args.home, args.port_base, work) as (cluster, service)):
         url = service.start()
-        with PlannerClient(url) as client:
-            client.put_profile_set(profile_set)
-            alone = client.plan(PlanRequest(topology=planner_topology(entry), cluster=spec.planner_cluster(base_load),
-                                            profiles=ProfileRef(name=profile_set.name)))
-        parallelism = {c: n for c, n in alone.instances.items() if not c.startswith("__")}
-        cluster.up(scheduler="plugin", conf={"hetsched.planner.url": url}, timeout_s=420.0, report=console.print)
-        handle = LocalClusterHandle(cluster)
-        address = handle.nimbus
-        machines = {m.id: (m.type, m.cores) for m in handle.machines()}
+        _, parallelism = plan_alone(url, spec, profile_set, base_load, entry)
+        up_with_plugin(cluster, url, console.print)
+        handle, address, machines = cluster_machines(cluster)
         hosts = {m.host: m.id for m in handle.machines()}
 
         phases.append(phase(console, "supervisors only", handle, address, machines, hosts, [], url, args))
@@ -88,14 +71,6 @@ def main() -> int:
             phases.append(phase(console, " + ".join(running), handle, address, machines, hosts, running, url, args))
         kill_all(address, running)
         summarize(console, phases, base_load, machines)
-    finally:
-        try:
-            cluster.down()
-        finally:
-            service.stop()
-        console.print(f"took {time.monotonic() - started:.0f} s")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(console.export_text())
     return 0
 
 

@@ -22,7 +22,7 @@ from topologies import flux_topology as flux_file
 from topologies import plans
 from topologies.errors import TopologyError
 from topologies.storm_client import ClientRun, check_jar, check_main_class, run_client
-from topologies.submission import metrics_conf
+from topologies.submission import check_options, metrics_conf, option_conf
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +104,7 @@ def check_request(request: JavaSubmitRequest) -> None:
         raise TopologyError("--name applies to --flux only: an app's main class names its own topology")
     if request.flux is None and (request.flux_filter is not None or request.env_filter):
         raise TopologyError("--filter and --env-filter apply to --flux only")
-    if request.workers is not None and request.workers < 1:
-        raise TopologyError(f"--workers must be at least 1, not {request.workers}")
-    if not (0 < request.sample_rate <= 1):
-        raise TopologyError(f"the stats sample rate must be in (0, 1], not {request.sample_rate}")
-    if request.name is not None and not request.name.strip():
-        raise TopologyError("--name must not be empty")
+    check_options(request.workers, request.sample_rate, request.name)
 
 
 def java_conf(request: JavaSubmitRequest, component_profiles: dict[str, str],
@@ -119,15 +114,8 @@ def java_conf(request: JavaSubmitRequest, component_profiles: dict[str, str],
     ``base`` is the conf the topology sets itself where known (a Flux file's ``config``), so hooks it names are kept.
     """
     conf: dict[str, Any] = dict(request.conf)
-    conf[keys.STATS_SAMPLE_RATE] = request.sample_rate
-    if request.workers is not None:
-        conf[keys.WORKERS] = request.workers
-    if request.plan_id is not None:
-        conf[keys.PLAN_ID] = request.plan_id
-    if request.profiles is not None:
-        conf[keys.PROFILES] = request.profiles
-    if request.plan_id is not None and request.planner_url is not None:
-        conf[keys.PLANNER_URL] = request.planner_url
+    conf.update(option_conf(request.sample_rate, None, request.workers, request.plan_id, request.profiles,
+                            request.planner_url if request.plan_id is not None else None))
     if component_profiles:
         conf[keys.COMPONENT_PROFILES] = dict(component_profiles)
     if request.metrics:

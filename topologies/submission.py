@@ -129,18 +129,34 @@ def _check(request: SubmitRequest, entry: CatalogEntry) -> None:
             raise TopologyError(f"parallelism of {component!r} must be a whole number of at least 1, not {n!r}")
     if request.rate is not None and (not math.isfinite(request.rate) or request.rate < 0):
         raise TopologyError(f"--rate must be a finite number of tuples/s, at least 0, not {request.rate}")
-    if request.workers is not None and request.workers < 1:
-        raise TopologyError(f"--workers must be at least 1, not {request.workers}")
-    if not (0 < request.sample_rate <= 1):
-        raise TopologyError(f"the stats sample rate must be in (0, 1], not {request.sample_rate}")
+    check_options(request.workers, request.sample_rate, request.name)
     for key, value in request.conf.items():
         if key.startswith(keys.CPU_MS_PREFIX) and (not isinstance(value, (int, float)) or value < 0):
             raise TopologyError(f"--conf {key} must be a number of CPU milliseconds, at least 0, not {value!r}")
-    if request.name is not None and not request.name.strip():
-        raise TopologyError("--name must not be empty")
     spare = spare_tasks_factor(request)
     if not isinstance(spare, (int, float)) or isinstance(spare, bool) or not math.isfinite(spare) or spare < 1:
         raise TopologyError(f"spare tasks ({keys.SPARE_TASKS}, --spare-tasks) must be a factor of at least 1, not {spare!r}")
+
+
+def check_options(workers: int | None, sample_rate: float, name: str | None) -> None:
+    """The checks of the options every submit has (streamparse and Java topologies alike)."""
+    if workers is not None and workers < 1:
+        raise TopologyError(f"--workers must be at least 1, not {workers}")
+    if not (0 < sample_rate <= 1):
+        raise TopologyError(f"the stats sample rate must be in (0, 1], not {sample_rate}")
+    if name is not None and not name.strip():
+        raise TopologyError("--name must not be empty")
+
+
+def option_conf(sample_rate: float, rate: float | None, workers: int | None, plan_id: str | None,
+                profiles: str | None, planner_url: str | None) -> dict[str, Any]:
+    """The conf keys of the explicit options every submit has, in the order they go over ``--conf``; None: not set."""
+    conf: dict[str, Any] = {keys.STATS_SAMPLE_RATE: sample_rate}
+    for key, value in ((keys.SPOUT_RATE, rate), (keys.WORKERS, workers), (keys.PLAN_ID, plan_id),
+                       (keys.PROFILES, profiles), (keys.PLANNER_URL, planner_url)):
+        if value is not None:
+            conf[key] = value
+    return conf
 
 
 def spare_tasks_factor(request: SubmitRequest) -> float:
@@ -160,17 +176,8 @@ def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]
         },
     }
     conf.update(request.conf)
-    conf[keys.STATS_SAMPLE_RATE] = request.sample_rate
-    if request.rate is not None:
-        conf[keys.SPOUT_RATE] = request.rate
-    if request.workers is not None:
-        conf[keys.WORKERS] = request.workers
-    if request.plan_id is not None:
-        conf[keys.PLAN_ID] = request.plan_id
-    if request.profiles is not None:
-        conf[keys.PROFILES] = request.profiles
-    if request.planner_url is not None:
-        conf[keys.PLANNER_URL] = request.planner_url
+    conf.update(option_conf(request.sample_rate, request.rate, request.workers, request.plan_id, request.profiles,
+                            request.planner_url))
     conf[keys.SPARE_TASKS] = spare_tasks_factor(request)
     conf[keys.COMPONENT_PROFILES] = entry.profiles()
     conf[keys.TOPOLOGY] = entry.name
