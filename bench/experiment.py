@@ -206,7 +206,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                     reporter.log(f"run {len(result.runs)}/{len(specs)} recorded in {result.saved_to}")
         except KeyboardInterrupt as exc:
             result.interrupted = True
-            result.error = f"interrupted ({exc or 'Ctrl-C'})"
+            result.error = f"interrupted ({str(exc) or 'Ctrl-C'})"
         except (BenchError, ClusterError, TopologyError, PlannerClientError) as exc:
             result.error = str(exc)
         finally:

@@ -53,7 +53,7 @@ def recorded_errors(data: dict[str, Any], cluster: LocalCluster, stop_planner: C
         try:
             yield
         except KeyboardInterrupt as exc:
-            data["error"] = f"interrupted ({exc or 'Ctrl-C'})"
+            data["error"] = f"interrupted ({str(exc) or 'Ctrl-C'})"
         except (BenchError, ClusterError, PlannerClientError, TopologyError) as exc:
             data["error"] = str(exc)
         finally:

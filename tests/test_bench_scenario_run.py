@@ -38,6 +38,13 @@ def test_a_signal_is_recorded_as_an_interrupt_and_a_failed_shutdown_is_added_to_
     assert data["error"] == "interrupted (signal SIGTERM); cannot stop nimbus"
 
 
+def test_a_plain_ctrl_c_is_recorded_as_one():
+    data: dict = {"error": None}
+    with scenario_run.recorded_errors(data, FakeCluster(running=False), lambda: None):
+        raise KeyboardInterrupt
+    assert data["error"] == "interrupted (Ctrl-C)"
+
+
 def test_the_planner_stopped_is_the_one_the_body_last_started():
     data: dict = {"error": None}
     planners = ["first"]
