@@ -97,8 +97,21 @@ def plan_request(topology: Topology, cluster: Cluster, profiles: str, capped: Ma
 
 
 def over_task_counts(plan: Plan, tasks: Mapping[str, int]) -> dict[str, int]:
-    """Components the plan gives more instances than they have tasks: component -> its task count."""
-    return {c: tasks[c] for c, n in plan.instances.items() if c in tasks and n > tasks[c]}
+    """Components whose instance count a rebalance cannot apply as the model sees it, each with the count it can.
+
+    More instances than tasks: the task count. A count that does not divide the task count: the
+    largest that does. Storm splits a component's tasks over its executors as evenly as it can and a
+    shuffle spreads tuples evenly over tasks, so 8 tasks on 6 executors give two of them twice the
+    tuples of the others, where the model splits evenly over instances (a tune of Linear so placed
+    ran at 14.7 tuples/s, under half its plan's 31.2: issue19/tune-explore-20261126).
+    """
+    fixed: dict[str, int] = {}
+    for c, n in plan.instances.items():
+        t = tasks.get(c)
+        if t is None or t < 1 or (n <= t and t % n == 0):
+            continue
+        fixed[c] = max(d for d in range(1, min(n, t) + 1) if t % d == 0)
+    return fixed
 
 
 def gain(current_rate: float, planned_rate: float) -> float:
@@ -120,7 +133,7 @@ def plan_within_tasks(ask: Callable[[PlanRequest], Plan], topology: Topology, cl
                       tasks: Mapping[str, int], strategy: str | None = None,
                       keep_counts: Mapping[str, int] | None = None) -> tuple[Plan, dict[str, int]]:
     """A plan a rebalance can apply, and the components capped on the way: ``ask`` (the planner's ``POST /v1/plans``)
-    is asked again with every component it gave more instances than tasks fixed at its task count."""
+    is asked again with every component :func:`over_task_counts` names fixed at the count it gives."""
     capped: dict[str, int] = {}
     plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts))
     while over := over_task_counts(plan, tasks):

@@ -197,8 +197,9 @@ def tune(
                           + f"; predicted input rate {current.input_rate:.2f} -> {plan.input_rate:.2f} tuples/s "
                           f"({predicted_gain:+.1%})", highlight=False)
             if capped:
-                console.print(f"capped at their task counts (a rebalance cannot give a component more executors than "
-                              f"tasks; `hetsched submit --spare-tasks` leaves room): {capped}", highlight=False)
+                console.print(f"capped at a divisor of their task counts (a rebalance cannot give a component more "
+                              f"executors than tasks, and executors with unequal tasks get unequal shares of a "
+                              f"shuffle; `hetsched submit --spare-tasks` leaves room): {capped}", highlight=False)
             after = result = None
             if dry_run:
                 console.print("--dry-run: the plan is not applied", highlight=False)

@@ -37,7 +37,7 @@ from spark_profiling.fit import (
 from spark_profiling.inputs import Format, InputSpec, read_raw, resolve_inputs, spark_error_sentence
 from spark_profiling.progress import reporting
 from spark_profiling.rates import (
-    COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, D_THREAD_CPU, D_WORKER_CPU, INPUT_RATE, INTERVAL, INTERVAL_S,
+    AT_QUOTA, COUNTER_RESET, CPU_PERCENT, D_EMITTED, D_EXECUTED, D_THREAD_CPU, D_WORKER_CPU, INPUT_RATE, INTERVAL, INTERVAL_S,
     MACHINE_PERCENT, NON_INCREASING_TS, OK, OWN_PERCENT, THREAD_PERCENT, intervals,
 )
 from spark_profiling.records import INPUT, REASON, validate
@@ -67,6 +67,50 @@ def _outlier_bands(points: DataFrame, seed: int = 0) -> list[OutlierBand]:
         by_pair[(row["profile"], row["machine_type"])].append((row[INPUT_RATE], row[CPU_PERCENT]))
     bands = [outlier_band(profile, machine_type, pts) for (profile, machine_type), pts in sorted(by_pair.items())]
     return [b for b in bands if b is not None]
+
+
+AT_QUOTA_PERCENT = 90.0
+"""Percent of a machine's CPU quota its workers (JVMs and shell subprocesses) used, from which it counts as at quota.
+
+There the CPU cannot grow with the rate, so its intervals do not show a cost per tuple: Linear's
+highCompute measured on a small machine at quota came out 28% and 47% under the lab's ``e``
+(two ``hetsched tune`` runs, issue19/tune-explore-20261126 and tune-drained-1). The supervisor's own
+CPU is not in the records, hence under 100."""
+QUOTA_BUCKET_S = 10.0
+"""Width of the time buckets in which the workers of one machine are summed (their samples are not aligned)."""
+
+
+def with_at_quota(points: DataFrame) -> DataFrame:
+    """Workers' intervals on a machine at its quota (:data:`AT_QUOTA_PERCENT`) relabelled :data:`AT_QUOTA`.
+
+    Per worker sample, the JVM's CPU plus its executors' shell subprocesses (``cpu_seconds`` less
+    ``thread_cpu_seconds``); per machine and :data:`QUOTA_BUCKET_S` bucket, each worker's mean summed.
+    Records of the lab (``cpu_basis`` machine or shared) are left as they are.
+    """
+    thread_basis = F.col("cpu_basis") == "thread"
+    usable = points.where(
+        F.col(REASON).isNull() & (F.col(INTERVAL) == OK) & thread_basis & F.col("worker_id").isNotNull()
+        & F.col("machine").isNotNull()
+    )
+    subprocess = F.when(F.col(THREAD_PERCENT).isNotNull(), F.col(CPU_PERCENT) - F.col(THREAD_PERCENT)).otherwise(0.0)
+    samples = usable.groupBy("machine", "worker_id", "ts").agg(
+        F.min_by(D_WORKER_CPU, F.struct(INTERVAL_S, D_WORKER_CPU)).alias("worker"),
+        F.min(INTERVAL_S).alias("seconds"),
+        F.max("machine_cores").alias("cores"),
+        F.sum(subprocess).alias("subprocesses"),
+    ).where(F.col("worker").isNotNull())
+    percent = 100.0 * F.col("worker") / (F.col("seconds") * F.col("cores")) + F.col("subprocesses")
+    bucket = F.floor(F.col("ts") / QUOTA_BUCKET_S)
+    busy = (
+        samples.groupBy("machine", bucket.alias("_bucket"), "worker_id").agg(F.avg(percent).alias("_percent"))
+        .groupBy("machine", "_bucket").agg(F.sum("_percent").alias("_busy"))
+        .where(F.col("_busy") >= AT_QUOTA_PERCENT)
+        .select("machine", "_bucket", F.lit(True).alias("_at_quota"))
+    )
+    marked = points.withColumn("_bucket", bucket).join(F.broadcast(busy), ["machine", "_bucket"], "left")
+    at_quota = (F.col(INTERVAL) == OK) & thread_basis & F.col("_at_quota").isNotNull()
+    return marked.withColumn(INTERVAL, F.when(at_quota, F.lit(AT_QUOTA)).otherwise(F.col(INTERVAL))).drop(
+        "_bucket", "_at_quota")
 
 
 THREAD_IDLE_FALL = "thread_idle_fall"
@@ -149,6 +193,7 @@ def _pair_sums_frame(points: DataFrame, bands: DataFrame | None = None) -> DataF
         F.count(F.when(ok, 1)).alias("n"),
         F.count(F.when(F.col(INTERVAL) == COUNTER_RESET, 1)).alias("resets"),
         F.count(F.when(F.col(INTERVAL) == NON_INCREASING_TS, 1)).alias("non_increasing"),
+        F.count(F.when(F.col(INTERVAL) == AT_QUOTA, 1)).alias("at_quota"),
         ok_sum(x).alias("sx"),
         ok_sum(y).alias("sy"),
         ok_sum(x * y).alias("sxy"),
@@ -191,6 +236,7 @@ def _sums(row) -> PairSums:
         osy=row["osy"] or 0.0,
         osxy=row["osxy"] or 0.0,
         osxx=row["osxx"] or 0.0,
+        at_quota=row["at_quota"],
         nt=row["nt"],
         sty=row["sty"] or 0.0,
         sxty=row["sxty"] or 0.0,
@@ -220,7 +266,7 @@ def aggregate(
     )
     if since is not None:
         records = records.where(F.col(REASON).isNotNull() | (F.col("ts") >= since))
-    points = intervals(records).persist(StorageLevel.MEMORY_AND_DISK)
+    points = with_at_quota(intervals(records)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         bands = _outlier_bands(points) if drop_outliers else []
         groups = _pair_sums_frame(points, _band_frame(spark, bands) if bands else None).collect()
@@ -300,9 +346,10 @@ def aggregate(
         "bad_rows": dict(sorted(bad_rows.items())),
         "intervals": {
             "used": sum(p.n for p in pairs.values()), COUNTER_RESET: resets, NON_INCREASING_TS: non_increasing,
-            "outlier": sum(outliers.values()),
+            "outlier": sum(outliers.values()), AT_QUOTA: sum(p.at_quota for p in pairs.values()),
         },
         "outliers": dict(sorted(outliers.items())),
+        "at_quota": {f"{k[0]}@{k[1]}": p.at_quota for k, p in sorted(pairs.items()) if p.at_quota},
         "fit_criteria": {"min_rate_spread": criteria.min_rate_spread, "max_e_error": criteria.max_e_error,
                          "outlier_mads": bands[0].k if bands else None},
         "runs": sorted(runs),

@@ -54,6 +54,8 @@ class PairSums:
     osy: float = 0.0
     osxy: float = 0.0
     osxx: float = 0.0
+    at_quota: int = 0
+    """Intervals left out because the machine was at its CPU quota (not in the sums)."""
     # The executor's JVM thread alone (t, part of y) against x, where it is known (worker records).
     nt: int = 0
     sty: float = 0.0
@@ -209,6 +211,9 @@ def profile_entry(
     def skip(reason: str, verdict: str, fitted: dict[str, float] | None = None) -> PairResult:
         return PairResult(entry=None, skipped=Skipped(profile, machine_type, s.n, reason, verdict, fitted))
 
+    if s.n < min_samples and s.at_quota:
+        return skip(f"{s.at_quota} of its intervals ran on a machine at its CPU quota, where the CPU cannot grow with "
+                    f"the rate; {s.n} left, fewer than the {min_samples} needed", "at_quota")
     if s.n < min_samples:
         return skip(f"{s.n} intervals, fewer than the {min_samples} needed", "too_few")
     line = fit_line(s)

@@ -19,6 +19,8 @@ INTERVAL = "interval"
 OK = "ok"
 COUNTER_RESET = "counter_reset"
 NON_INCREASING_TS = "non_increasing_ts"
+AT_QUOTA = "at_quota"
+"""An interval whose machine was at its CPU quota (set by the aggregation, :func:`aggregate.with_at_quota`)."""
 
 INPUT_RATE = "input_rate"
 CPU_PERCENT = "cpu_percent"

@@ -24,6 +24,8 @@ def notes(profile_set: ProfileSet) -> list[str]:
             lines.append(f"intervals dropped: {intervals[kind]} {kind}")
     for pair, count in source.get("outliers", {}).items():
         lines.append(f"outliers dropped: {count} interval(s) of {pair.replace('@', ' on ')} off its robust line")
+    for pair, count in source.get("at_quota", {}).items():
+        lines.append(f"intervals left out: {count} of {pair.replace('@', ' on ')} ran on a machine at its CPU quota")
     for machine_type, rest in source.get("worker_rest", {}).items():
         lines.append(f"worker rest on {machine_type}: {rest['percent']:g} % of the machine ({rest['intervals']} worker intervals), "
                      "planned as its base load")

@@ -234,8 +234,9 @@ def generate_workers(
 ) -> SyntheticRun:
     """What the workers of a running topology send (docs/profiling-records.md, "Records from the workers").
 
-    Each machine type has ``workers_per_type`` workers; each worker runs one executor of every
-    profile key of its type and samples them all at the same ``ts``. ``cpu_seconds`` is the
+    Each (profile key, machine type) pair has ``workers_per_type`` workers, each with one executor
+    on a machine of its own: all of a type's pairs on one machine at their top rates would be more
+    than its quota (which the job leaves out, docs/profiling-records.md step 8). ``cpu_seconds`` is the
     executor's thread plus its subprocess; ``worker_cpu_seconds`` grows by the threads plus
     ``worker_rest_percent`` of the machine (the true worker rest). ``steady`` keeps every interval
     at the first step's rate (a topology left alone); ``rate_glitches`` intervals (on the first
@@ -252,10 +253,10 @@ def generate_workers(
     task_id = 0
     for machine_type, pairs in by_type.items():
         cores = pairs[0].machine_cores
-        for w in range(workers_per_type):
+        for w, worker_pair in enumerate(p for _ in range(workers_per_type) for p in pairs):
             port = 6700 + w
             executors = []
-            for pair in pairs:
+            for pair in [worker_pair]:
                 task_id += 1
                 low, high = pair.rate_range()
                 rates = [low] * steps if steady else [low + (high - low) * j / max(steps - 1, 1) for j in range(steps)]

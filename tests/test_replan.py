@@ -68,6 +68,20 @@ def test_a_plan_over_the_task_counts_is_capped_and_evaluations_use_the_running_c
     assert all(len(ms) == replanned.instances[c] for c, ms in placement_of_plan(replanned).items())
 
 
+def test_a_count_that_does_not_divide_the_task_count_is_lowered_to_one_that_does():
+    s = load_scenario("linear", 1)
+    plan = make_plan(s.topology, s.cluster, s.profiles.entries, "paper")
+    counts = dict(plan.instances)
+    tasks = {c: n for c, n in counts.items()}  # each at its count: nothing to fix
+    assert over_task_counts(plan, tasks) == {}
+    c = next(iter(counts))
+    uneven = plan.model_copy(update={"instances": {**counts, c: 6}})
+    assert over_task_counts(uneven, {**tasks, c: 8}) == {c: 4}  # 8 tasks on 6 executors: two would get 2 tasks
+    assert over_task_counts(uneven, {**tasks, c: 12}) == {}
+    assert over_task_counts(uneven, {**tasks, c: 5}) == {c: 5}  # over the task count: the task count
+    assert over_task_counts(uneven, {**tasks, c: 7}) == {c: 1}
+
+
 def test_gain_is_relative_and_infinite_from_nothing():
     assert gain(10.0, 12.5) == pytest.approx(0.25)
     assert gain(0.0, 3.0) == math.inf and gain(0.0, 0.0) == 0.0

@@ -212,3 +212,13 @@ def test_a_thread_that_grows_with_the_rate_or_is_unknown_leaves_the_fit_as_it_wa
     partly = with_thread(growing[:4]) + sums_of([(5.0, 11.0)])
     result = profile_entry("p", "t", partly, min_samples=5)
     assert result.entry.e == pytest.approx(0.02) and result.thread_idle_fall is None
+
+
+def test_a_pair_left_with_too_few_intervals_by_its_machines_quota_says_so():
+    points = [(x, 2.0 * x + 1.0) for x in (1.0, 2.0, 3.0)]
+    result = profile_entry("highCompute", "small", sums_of(points) + PairSums(at_quota=40), min_samples=5)
+    assert result.entry is None and result.skipped.verdict == "at_quota"
+    assert result.skipped.reason.startswith("40 of its intervals ran on a machine at its CPU quota")
+    enough = [(x, 2.0 * x + 1.0) for x in (1.0, 2.0, 3.0, 4.0, 5.0)]
+    kept = profile_entry("highCompute", "small", sums_of(enough) + PairSums(at_quota=40), min_samples=5)
+    assert kept.entry is not None and kept.entry.e == pytest.approx(0.02)

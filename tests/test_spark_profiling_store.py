@@ -117,3 +117,10 @@ def test_hetsched_aggregate_reads_the_store(spark, store, tmp_path):
     assert "worker rest on small" in result.output
     assert all(math.isfinite(e.e) for e in written.entries)
     assert json.loads(out.read_text())["source"]["fit_criteria"]["min_rate_spread"] == 0.3
+
+
+def test_intervals_of_a_machine_at_its_cpu_quota_are_left_out_and_the_pairs_named(spark, tmp_path):
+    # Workers whose JVMs alone use 95% of their machines: no interval shows what a tuple costs.
+    write_store(generate_workers(seed=11, worker_rest_percent=95.0), tmp_path)
+    with pytest.raises(ProfilingError, match=r"ran on a machine at its CPU quota, where the CPU cannot grow with the rate"):
+        aggregate_store(spark, tmp_path)
