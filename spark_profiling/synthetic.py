@@ -253,17 +253,15 @@ def generate_workers(
     task_id = 0
     for machine_type, pairs in by_type.items():
         cores = pairs[0].machine_cores
-        for w, worker_pair in enumerate(p for _ in range(workers_per_type) for p in pairs):
+        for w, pair in enumerate(p for _ in range(workers_per_type) for p in pairs):
             port = 6700 + w
-            executors = []
-            for pair in [worker_pair]:
-                task_id += 1
-                low, high = pair.rate_range()
-                rates = [low] * steps if steady else [low + (high - low) * j / max(steps - 1, 1) for j in range(steps)]
-                glitch_at = rng.randrange(2, samples) if glitches_left > 0 else None
-                glitches_left -= glitch_at is not None
-                executors.append({"pair": pair, "task": task_id, "pid": 70_000 + task_id, "rates": rates,
-                                  "executed": 0.0, "cpu": 0.0, "glitch_at": glitch_at})
+            task_id += 1
+            low, high = pair.rate_range()
+            rates = [low] * steps if steady else [low + (high - low) * j / max(steps - 1, 1) for j in range(steps)]
+            glitch_at = rng.randrange(2, samples) if glitches_left > 0 else None
+            glitches_left -= glitch_at is not None
+            executors = [{"pair": pair, "task": task_id, "pid": 70_000 + task_id, "rates": rates,
+                          "executed": 0.0, "cpu": 0.0, "glitch_at": glitch_at}]
             ts = T0 + rng.uniform(0, interval_s)
             worker_cpu = 0.0
             for k in range(samples):
