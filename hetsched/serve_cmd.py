@@ -16,6 +16,7 @@ from hetsched.cli import app
 from planner.client import TOKEN_ENV
 from planner.service.settings import (
     DEFAULT_HOST,
+    DEFAULT_JOINT_MIN_GAIN,
     DEFAULT_MAX_BODY_MB,
     DEFAULT_MAX_SIZE,
     DEFAULT_PORT,
@@ -120,6 +121,8 @@ def serve(
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port whose cluster the /ui page shows live (supervisors, topologies, executors)."),
     tenant_ttl_s: float = typer.Option(DEFAULT_TENANT_TTL_S, min=0.001, help="Release a ledger registration without a heartbeat for this long, seconds."),
     share_mode: str = typer.Option("weighted", envvar=SHARE_MODE_ENV, help="How topologies share what their minimums leave: weighted (by priority, nobody starved) or strict (higher priority first)."),
+    joint_replans: bool = typer.Option(True, "--joint-replans/--no-joint-replans", help="Plan running topologies again beside a newcomer and have the plugin re-place them drained, where that raises the tenants' weighted rate by --joint-min-gain."),
+    joint_min_gain: float = typer.Option(DEFAULT_JOINT_MIN_GAIN, min=0.0, help="The least rise of the tenants' weighted rate (0.05: 5%) worth re-placing a running topology beside a newcomer."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
     """Run the planning service: the HTTP API of docs/api.md (docs at /docs, schema at /openapi.json) and a page of plans at /ui."""
@@ -147,6 +150,7 @@ def serve(
         max_size=SizeLimit(placement_cells=max_components_x_machines, lp_cells=max_components2_x_types),
         keep_plans_days=keep_plans_days, keep_profile_versions=keep_profile_versions,
         nimbus=nimbus, records_dir=records_dir, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
+        joint_min_gain=joint_min_gain if joint_replans else None,
     )
     try:
         service = create_app(settings)

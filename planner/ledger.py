@@ -23,6 +23,7 @@ from planner.model import (
     NonNegativeFloat,
     Placement,
     Plan,
+    PlanRequest,
     ProfileEntry,
     TenantSpec,
     _Model,
@@ -67,6 +68,9 @@ class TenantRecord(TenantRegistration):
     topology: Name
     registered_at: float
     heartbeat_at: float
+    request: PlanRequest | None = Field(default=None, description=(
+        "The plan request it was placed by (its executor counts fixed), so the service can plan it again beside a "
+        "newcomer; none when registered by PUT."))
 
     def tenant(self) -> Tenant:
         return Tenant(self.topology, slope={w: m.slope for w, m in self.machines.items()},

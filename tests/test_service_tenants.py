@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 
 import pytest
 from fastapi.testclient import TestClient
@@ -197,3 +198,62 @@ def test_the_share_mode_comes_from_the_environment_when_not_given(monkeypatch, t
         ServiceSettings(db_path=tmp_path / "db")
     monkeypatch.delenv(SHARE_MODE_ENV)
     assert ServiceSettings(db_path=tmp_path / "db").share_mode == "weighted"
+
+
+@pytest.fixture(scope="module")
+def joint_replanned(tmp_path_factory):
+    """Linear (priority 0) then Diamond (1, a quarter of its solo rate) on the default spec, strict shares, with the
+    running tenants planned again beside the newcomer and without (``joint_min_gain`` None)."""
+    from bench.profiles import fill_pass_through_alphas, load_profile_set
+    from cluster.spec import load_spec
+    from planner.profiles import machine_base_load
+
+    profile_set, _ = fill_pass_through_alphas(load_profile_set("default-cluster")[0], ["linear", "diamond"])
+    cluster = load_spec().planner_cluster(machine_base_load(profile_set)).model_dump(mode="json")
+    runs = {}
+    for gain in (0.05, None):
+        settings = ServiceSettings(db_path=tmp_path_factory.mktemp("db") / "db.sqlite", tenant_ttl_s=3600,
+                                   share_mode="strict", joint_min_gain=gain)
+        with TestClient(create_app(settings)) as c:
+            assert c.put(f"/v1/profiles/{profile_set.name}", json=profile_set.model_dump(mode="json")).status_code < 300
+            alone = plan(c, _shipped_tenant_request("diamond", cluster, profile_set.name, priority=1))["input_rate"]
+            c.delete("/v1/tenants/mt-diamond")
+            request = _shipped_tenant_request("linear", cluster, profile_set.name, priority=0)
+            counts = Counter(a["component"] for a in plan(c, request)["assignments"])
+            c.delete("/v1/tenants/mt-linear")
+            for component in request["topology"]["components"]:  # as the plugin asks: its executor counts fixed
+                component["parallelism"] = counts[component["id"]]
+            linear = plan(c, request)
+            diamond = plan(c, _shipped_tenant_request("diamond", cluster, profile_set.name, priority=1,
+                                                      min_rate=round(alone / 4, 3)))
+            binding = c.get("/v1/assignments/mt-linear")
+            bound = c.get(f"/v1/plans/{binding.json()['plan_id']}").json() if binding.status_code == 200 else None
+            runs[gain] = {"ledger": c.get("/v1/ledger").json(), "linear": linear, "diamond": diamond,
+                          "binding": binding, "bound": bound, "minimum": alone / 4}
+    return runs
+
+
+def test_a_running_tenant_is_planned_again_beside_a_newcomer_when_the_weighted_rate_rises(joint_replanned):
+    """Linear was placed alone on the whole cluster; beside Diamond's minimum it is planned again on what that leaves
+    and bound to the new plan, the ledger charges the new placement, and no machine is over its limit."""
+    def weighted(ledger):
+        return sum(t["rate"] / (1 + t["priority"]) for t in ledger["tenants"])
+
+    joint, alone = joint_replanned[0.05], joint_replanned[None]
+    replaced = joint["diamond"]["stats"]["tenancy"]["replaced"]
+    assert [r["topology"] for r in replaced] == ["mt-linear"]
+    assert replaced[0]["weighted_after"] >= replaced[0]["weighted_before"] * 1.05
+    assert joint["binding"].status_code == 200 and joint["binding"].json()["plan_id"] == replaced[0]["plan_id"]
+    assert "planned again beside mt-diamond" in joint["binding"].json()["reason"]
+    assert joint["bound"]["id"] != joint["linear"]["id"]
+    assert sorted(a["component"] for a in joint["bound"]["assignments"]) == \
+        sorted(a["component"] for a in joint["linear"]["assignments"]), "the executor counts are kept"
+    tenants = {t["topology"]: t for t in joint["ledger"]["tenants"]}
+    assert tenants["mt-linear"]["plan_id"] == replaced[0]["plan_id"]
+    assert tenants["mt-linear"]["rate"] == pytest.approx(replaced[0]["rate_after"], abs=1e-3)
+    assert tenants["mt-diamond"]["rate"] >= joint["minimum"] - 1e-3
+    assert weighted(joint["ledger"]) >= weighted(alone["ledger"]) * 1.05
+    assert joint["diamond"]["stats"]["tenancy"]["rates"]["mt-linear"] == pytest.approx(tenants["mt-linear"]["rate"], abs=1e-3)
+    for machine, (load, capacity) in machine_totals(joint["ledger"]).items():
+        assert load <= capacity + 1e-3, machine
+    assert "replaced" not in alone["diamond"]["stats"]["tenancy"] and alone["binding"].status_code == 404

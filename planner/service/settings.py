@@ -17,6 +17,8 @@ DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY_MB = 10.0
 DEFAULT_TIME_LIMIT_S = 10.0
 DEFAULT_QUEUE_WAIT_S = 60.0
+DEFAULT_JOINT_MIN_GAIN = 0.05
+"""Re-place a running tenant beside a newcomer when the tenants' weighted rate rises by 5% or more."""
 DEFAULT_TENANT_TTL_S = 60.0
 """Six of Nimbus's default 10 s scheduling rounds: the plugin renews every registration each round."""
 MAX_PLACEMENT_CELLS_ENV = "HETSCHED_MAX_COMPONENTS_X_MACHINES"
@@ -60,6 +62,8 @@ class ServiceSettings:
     (:class:`planner.storage.Retention`); None keeps everything.
     ``tenant_ttl_s``: a ledger registration without a heartbeat (``POST /v1/tenants/alive``) for this long is released.
     ``share_mode``: how tenants share what their minimums leave, ``weighted`` or ``strict`` (planner.tenancy).
+    ``joint_min_gain``: a running tenant is planned again and re-placed beside a newcomer when that raises the
+    tenants' weighted rate by this fraction (planner.service.tenants.joint_replans); None: never.
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
     ``records_dir``: the workers' metrics records store; None: ``records/`` next to the database
     (or ``$HETSCHED_RECORDS_DIR``). ``max_batch_bytes``: the largest metrics batch, bytes.
@@ -77,6 +81,7 @@ class ServiceSettings:
     keep_profile_versions: int | None = None
     tenant_ttl_s: float = DEFAULT_TENANT_TTL_S
     share_mode: ShareMode = field(default_factory=default_share_mode)
+    joint_min_gain: float | None = DEFAULT_JOINT_MIN_GAIN
     records_dir: Path | None = None
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
 

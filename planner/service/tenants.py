@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import anyio
 
@@ -29,7 +30,7 @@ from planner.profiles import ProfileTable
 from planner.service.errors import ServiceError
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
-from planner.tenancy import Allocation, priority_weight
+from planner.tenancy import Allocation, ShareMode, importance_order, priority_weight
 
 log = logging.getLogger("hetsched.service")
 
@@ -103,12 +104,12 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
     room = used_by(now_shared)
     if plan is None:
         try:
-            plan = await _plan_with_room(request, entries, room, plan_on)
+            plan = await plan_with_room(request, entries, room, plan_on)
         except PlanningError:
             plan = None  # what the others use now cannot host it; what their minimums leave may
         if plan is None or plan.input_rate < request.tenant.min_rate:
             try:
-                squeezed = await _plan_with_room(request, entries, used_by(now_shared, others), plan_on)
+                squeezed = await plan_with_room(request, entries, used_by(now_shared, others), plan_on)
             except PlanningError as exc:
                 raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: what the other "
                                    f"tenants' minimum rates leave cannot host it ({exc})") from None
@@ -124,7 +125,7 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
 
         async def plan_without(i: int) -> None:
             try:
-                fewer[i] = await _plan_with_room(request, entries, room, plan_on, choices[i])
+                fewer[i] = await plan_with_room(request, entries, room, plan_on, choices[i])
             except PlanningError:
                 pass  # its components do not fit on the other types
 
@@ -157,17 +158,101 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
         log.info("tenant %s: %d placements tried; kept the one %s (weighted rate %.3f)", name, len(candidates),
                  f"without {', '.join(plan.stats['left_out_types'])}" if "left_out_types" in plan.stats
                  else "on every machine with room", best[0])
+    return with_tenancy_stats(plan, record, others, allocation, settings.share_mode), record
+
+
+def with_tenancy_stats(plan: Plan, record: TenantRecord, others: Sequence[TenantRecord], allocation: Allocation,
+                       mode: ShareMode) -> Plan:
+    """The plan with ``stats.tenancy``: its share, its loads and every tenant's rate under ``allocation``."""
+    name = record.topology
     stats = {**plan.stats, "tenancy": {
-        "rate": round(allocation.rates[name], 3), "mode": settings.share_mode, "priority": record.priority,
+        **plan.stats.get("tenancy", {}),
+        "rate": round(allocation.rates[name], 3), "mode": mode, "priority": record.priority,
         "min_rate": record.min_rate, "target_rate": record.target_rate,
         "loads": {w: round(loads[name], 3) for w, loads in allocation.loads.items() if name in loads},
         "others": sorted(r.topology for r in others),
         "rates": {t: round(r, 3) for t, r in sorted(allocation.rates.items())},
     }}
-    return plan.model_copy(update={"stats": stats}), record
+    return plan.model_copy(update={"stats": stats})
 
 
-async def _plan_with_room(request: PlanRequest, entries: list[ProfileEntry], used: Mapping[str, float],
+Replanner = Callable[[TenantRecord, Mapping[str, float], frozenset[str]], Awaitable[tuple[Plan, TenantRecord] | None]]
+"""Plans a registered tenant again on what ``used`` (machine -> percent) leaves, without the given machine types:
+its plan and its registration under it, or None when it cannot be planned there."""
+
+
+@dataclass(frozen=True)
+class JointReplan:
+    """A running tenant planned again beside a newcomer: its new plan and registration, and what it changes."""
+
+    topology: str
+    plan: Plan
+    record: TenantRecord
+    rate_before: float
+    rate_after: float
+    weighted_before: float
+    weighted_after: float
+
+    def summary(self) -> dict[str, object]:
+        """What the newcomer's plan says of it (``stats.tenancy.replaced``), and the plugin acts on."""
+        return {"topology": self.topology, "plan_id": self.plan.id, "rate_before": round(self.rate_before, 3),
+                "rate_after": round(self.rate_after, 3), "weighted_before": round(self.weighted_before, 3),
+                "weighted_after": round(self.weighted_after, 3)}
+
+
+async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity: Mapping[str, float], mode: ShareMode,
+                        min_gain: float, replan: Replanner, cluster: Cluster) -> list[JointReplan]:
+    """Plan the tenants already running again beside a newcomer, most important first.
+
+    A running tenant keeps the placement it was given when it came, made for what the cluster
+    then left. Beside a newcomer, each admitted one (with a stored request) is planned again on
+    what every other tenant uses at its minimum rate, on every machine and without each machine
+    type or pair of types (``leave_out_choices``); the placement is kept when it raises the
+    tenants' weighted rate (``weighted_rate``) by ``min_gain`` or more and refuses no tenant that
+    was admitted. The next tenant is planned beside the kept ones. Under strict shares this hands
+    the more important tenants what the less important ones' minimums leave, where their old
+    placement could not use it; under weighted shares the fair shares often bind first, and
+    nothing is re-placed.
+    """
+    current = list(records)
+    priorities = {r.topology: r.priority for r in records}
+    kept: list[JointReplan] = []
+    order = [t.topology for t in importance_order([r.tenant() for r in records])]
+    for name in order:
+        record = next(r for r in current if r.topology == name)
+        if name == newcomer or record.request is None:
+            continue
+        allocation = allocation_of(current, mode, capacity)
+        if name not in allocation.rates:
+            continue
+        before = weighted_rate(allocation, priorities)
+        others = [r for r in current if r.topology != name]
+        room = used_by(allocation_of(others, mode, capacity), others)
+        best: tuple[float, Plan, TenantRecord, Allocation] | None = None
+        for leave_out in [frozenset[str](), *leave_out_choices(cluster, MAX_LEAVE_OUT_PLANS)]:
+            got = await replan(record, room, leave_out)
+            if got is None:
+                continue
+            plan, candidate = got
+            trial = allocation_of(others + [candidate], mode, capacity)
+            if set(trial.refused) - set(allocation.refused):
+                continue
+            score = weighted_rate(trial, priorities)
+            if score >= before * (1 + min_gain) and (best is None or score > best[0]):
+                best = (score, plan, candidate, trial)
+        if best is None:
+            log.info("tenant %s keeps its placement beside %s: no new one raises the weighted rate %.3f by %.0f%%",
+                     name, newcomer, before, min_gain * 100)
+            continue
+        score, plan, candidate, trial = best
+        kept.append(JointReplan(name, plan, candidate, allocation.rates[name], trial.rates[name], before, score))
+        current = others + [candidate]
+        log.info("tenant %s planned again beside %s: rate %.3f -> %.3f tuples/s, weighted rate %.3f -> %.3f", name,
+                 newcomer, allocation.rates[name], trial.rates[name], before, score)
+    return kept
+
+
+async def plan_with_room(request: PlanRequest, entries: list[ProfileEntry], used: Mapping[str, float],
                           plan_on: PlanOn, leave_out: frozenset[str] = frozenset()) -> Plan | None:
     """A plan on what ``used`` leaves of each machine (none of the types ``leave_out``); None when none has room."""
     try:

@@ -9,7 +9,8 @@ import anyio
 from fastapi import APIRouter, Body, Depends, Response
 
 from planner.errors import PlanningError
-from planner.model import Plan, PlanOptions, PlanRequest
+from planner.ledger import TenantRecord, allocation_of, capacities
+from planner.model import Plan, PlanOptions, PlanRequest, ProfileRef, TenantSpec
 from planner.profiles import machine_base_load
 from planner.service import examples
 from planner.service.deps import get_planning_pool, get_settings, get_storage
@@ -24,7 +25,17 @@ from planner.service.planning import (
     stored_plan_fits,
 )
 from planner.service.settings import ServiceSettings
-from planner.service.tenants import plan_tenant
+from planner.service.tenants import (
+    JointReplan,
+    Replanner,
+    current_tenants,
+    joint_replans,
+    plan_tenant,
+    plan_with_room,
+    registration_for,
+    request_limits,
+    with_tenancy_stats,
+)
 from planner.service.workers import PlanningPool
 from planner.storage import Storage
 from planner.strategies import DEFAULT_STRATEGY
@@ -111,17 +122,82 @@ async def _reuse(request: PlanRequest, profiles: ResolvedProfiles, options: Plan
 
 async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused: Plan | None, options: PlanOptions,
                        storage: Storage, settings: ServiceSettings, planner: Planner) -> Plan:
-    """A plan on what the other tenants leave, stored and registered in the ledger (409 when not admitted)."""
+    """A plan on what the other tenants leave, stored and registered in the ledger (409 when not admitted).
+
+    A newcomer (not a reused placement) may have running tenants planned again beside it
+    (``joint_replans``, unless ``settings.joint_min_gain`` is None): their new plans are stored,
+    registered and bound to them, and the newcomer's ``stats.tenancy.replaced`` names them, so
+    the plugin re-places them drained.
+    """
     async def plan_on(cluster, entries):
         return await planner.plan(request.topology, cluster, entries, request.strategy, options)
 
     worker_load = await anyio.to_thread.run_sync(_base_load, profiles, storage)
     plan, record = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings, worker_load)
+    kept = request.model_copy(update={"plan_id": None, "profiles": ProfileRef(name=profiles.ref.name, version=profiles.ref.version)
+                                      if profiles.ref is not None else request.profiles})
+    record = record.model_copy(update={"request": kept})
+    replaced: list[JointReplan] = []
+    if reused is None and settings.joint_min_gain is not None:
+        records = [r for r in await anyio.to_thread.run_sync(current_tenants, storage, settings, time.time())
+                   if r.topology != record.topology] + [record]
+        capacity = {**capacities(records), **request_limits(request.cluster, options, worker_load)}
+        replaced = await joint_replans(records, record.topology, capacity, settings.share_mode,
+                                       settings.joint_min_gain, _replanner(storage, settings, planner.pool),
+                                       request.cluster)
+        if replaced:
+            moved = {j.topology: j.record for j in replaced}
+            final = [moved.get(r.topology, r) for r in records]
+            others = [r for r in final if r.topology != record.topology]
+            plan = with_tenancy_stats(plan, record, others, allocation_of(final, settings.share_mode, capacity),
+                                      settings.share_mode)
+    summaries = []
+    for j in replaced:
+        stored = await anyio.to_thread.run_sync(storage.save_plan, j.plan)
+        assert stored.id is not None
+        await anyio.to_thread.run_sync(storage.put_tenant, j.record.model_copy(update={"plan_id": stored.id}))
+        reason = (f"planned again beside {record.topology}: rate {j.rate_before:.2f} -> {j.rate_after:.2f} tuples/s, "
+                  f"tenants' weighted rate {j.weighted_before:.2f} -> {j.weighted_after:.2f}")
+        await anyio.to_thread.run_sync(storage.bind, j.topology, stored.id, reason)
+        summaries.append({**j.summary(), "plan_id": stored.id})
+        log.info("tenant %s: plan %s bound (%s); the plugin re-places it", j.topology, stored.id, reason)
+    if summaries:
+        plan = plan.model_copy(update={"stats": {**plan.stats, "tenancy": {**plan.stats["tenancy"], "replaced": summaries}}})
     plan = await anyio.to_thread.run_sync(storage.save_plan, plan.model_copy(update={"profiles": plan.profiles or profiles.ref}))
     await anyio.to_thread.run_sync(storage.put_tenant, record.model_copy(update={"plan_id": plan.id}))
     log.info("tenant %s registered: plan %s, rate %s tuples/s, priority %d", record.topology, plan.id,
              plan.stats["tenancy"]["rate"], record.priority)
     return plan
+
+
+def _replanner(storage: Storage, settings: ServiceSettings, pool: PlanningPool) -> Replanner:
+    """Plans a registered tenant again from its stored request, on the room it is given (``joint_replans``)."""
+    async def replan(record: TenantRecord, used, leave_out) -> tuple[Plan, TenantRecord] | None:
+        assert record.request is not None
+        request = record.request.model_copy(update={"tenant": TenantSpec(
+            priority=record.priority, min_rate=record.min_rate, target_rate=record.target_rate)})
+        try:
+            profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+            options = limited_options(request.options, settings.time_limit_s)
+            planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
+            worker_load = await anyio.to_thread.run_sync(_base_load, profiles, storage)
+
+            async def plan_on(cluster, entries):
+                return await planner.plan(request.topology, cluster, entries, request.strategy, options)
+
+            plan = await plan_with_room(request, profiles.entries, used, plan_on, leave_out)
+            if plan is None:
+                return None
+            registration = await anyio.to_thread.run_sync(registration_for, request, profiles.entries, plan, worker_load)
+        except (PlanningError, ServiceError) as exc:
+            log.info("tenant %s cannot be planned again%s: %s", record.topology,
+                     f" without {', '.join(sorted(leave_out))}" if leave_out else "", exc)
+            return None
+        plan = plan.model_copy(update={"profiles": profiles.ref})
+        return plan, TenantRecord(**registration.model_dump(), topology=record.topology,
+                                  registered_at=record.registered_at, heartbeat_at=record.heartbeat_at, request=request)
+
+    return replan
 
 
 def _base_load(profiles: ResolvedProfiles, storage: Storage) -> dict[str, float]:
