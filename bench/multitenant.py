@@ -298,6 +298,9 @@ class TenantRun:
     """Planned entries: the spout's ``hetsched.spout.rate.file``, which the bench keeps at the ledger's rate."""
     paced: list[tuple[float, float]] = field(default_factory=list)
     """(monotonic time, tuples/s) of every rate written into ``rate_file``."""
+    joint: list[dict[str, Any]] = field(default_factory=list)
+    """Each time the planner planned it again beside a newcomer: the plugin's status then, and when it was
+    placed by the new plan (monotonic seconds; None while not yet)."""
 
 
 class LedgerPacer:
@@ -359,6 +362,36 @@ def _read(nimbus: Nimbus, tenants: list[TenantRun], pacer: LedgerPacer | None = 
         t.sched_status = counts.scheduler_status or t.sched_status
         if "not admitted" in t.sched_status:
             t.refusal = t.sched_status
+        _follow_joint(t, now)
+
+
+JOINT_STATUS = "hetsched: planned again beside "
+"""The plugin's status of a running topology the planner planned again beside a newcomer, until it is re-placed."""
+
+
+def _follow_joint(t: TenantRun, now: float) -> None:
+    """Notes a joint re-plan of ``t`` when the plugin's status first names it, and when the new plan placed it."""
+    pending = t.joint[-1] if t.joint and t.joint[-1]["placed_at"] is None else None
+    if t.sched_status.startswith(JOINT_STATUS):
+        if pending is None or pending["status"] != t.sched_status:
+            t.joint.append({"status": t.sched_status, "seen_at": now, "placed_at": None})
+    elif pending is not None and "bound plan" in t.sched_status and t.samples and t.samples[-1].counts.placed:
+        pending["placed_at"] = now
+
+
+def _wait_joint(nimbus: Nimbus, tenants: list[TenantRun], timeout_s: float, reporter: Reporter, scheduler: str,
+                pacer: LedgerPacer) -> None:
+    """Until every tenant the planner planned again beside a newcomer is placed by its new plan (drained first)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        _read(nimbus, tenants, pacer)
+        waiting = [t.name for t in tenants if t.joint and t.joint[-1]["placed_at"] is None]
+        if not waiting:
+            return
+        reporter.status(f"{scheduler}: waiting for {', '.join(waiting)} to be re-placed beside the newcomer")
+        time.sleep(SAMPLE_S)
+    reporter.log(f"[yellow]{scheduler}: a tenant planned again was not re-placed within {timeout_s:g} s; "
+                 "measuring anyway[/yellow]")
 
 
 def _watch(nimbus: Nimbus, tenants: list[TenantRun], seconds: float, what: str, reporter: Reporter,
@@ -414,6 +447,9 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
                              f"minimum {tenant.min_rate:.1f} tuples/s): {spec.note}")
                 _wait_placed(nimbus, tenant, reporter, scheduler)
                 pacer.follow(time.monotonic(), force=True)
+                _read(nimbus, tenants, pacer)
+                if scheduler in PLANNED_MODES:
+                    _wait_joint(nimbus, tenants, settings.start_timeout_s, reporter, scheduler, pacer)
             _wait_running(nimbus, tenants, settings.start_timeout_s, reporter, scheduler)
             _watch(nimbus, tenants, settings.warmup_s, f"{scheduler}: warming up", reporter, pacer)
             pacer.follow(time.monotonic(), force=True)
@@ -475,6 +511,9 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
                       "paced_again_s": next((round(at - changed_at, 1) for at, _ in t.paced if at > changed_at), None),
                       **replacement(t.samples, changed_at), "failed_since_change": failed_since(t.samples, changed_at)},
             "series": rate_series(t.samples, origin),
+            "joint_replans": [{"status": j["status"], "at_s": round(j["seen_at"] - origin, 1),
+                               "placed_after_s": None if j["placed_at"] is None else round(j["placed_at"] - j["seen_at"], 1)}
+                              for j in t.joint],
         })
     record.update({
         "tenants": rows, "cores": cores, "window_s": round(window_end - window_start, 1),

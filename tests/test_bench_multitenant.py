@@ -288,3 +288,20 @@ def test_a_refused_planned_tenant_gets_its_new_priority_through_storm(monkeypatc
     monkeypatch.setattr(multitenant.httpx, "put", lambda *a, **k: httpx.Response(200))
     assert "answered 200" in multitenant.change_priority("planned", "mt-star-planned", 0, None, "http://x", tmp_path / "p")
     assert len(rebalanced) == 1, "a tenant in the ledger is not rebalanced (its workers would restart)"
+
+
+def test_a_joint_replan_is_followed_from_the_plugins_status_until_the_new_plan_placed_it():
+    t = multitenant.TenantRun("linear", 0, 5.0, "mt-linear-planned", "")
+    statuses = [(1.0, "hetsched: placed by planner (plan p-1, strategy fast) on 3 supervisors in 3 workers", True),
+                (2.0, multitenant.JOINT_STATUS + "mt-diamond-planned at 05:55:40 UTC (plan p-9, 15.17 -> 20.33 "
+                 "tuples/s): re-placing it drained (rebalanced after 30 s)", True),
+                (3.0, multitenant.JOINT_STATUS + "mt-diamond-planned at 05:55:40 UTC (plan p-9, 15.17 -> 20.33 "
+                 "tuples/s): re-placing it drained (rebalanced after 30 s)", False),
+                (40.0, "hetsched: placed by planner (bound plan p-9, strategy fast) on 3 supervisors in 3 workers", False),
+                (41.0, "hetsched: placed by planner (bound plan p-9, strategy fast) on 3 supervisors in 3 workers", True)]
+    for at, status, placed in statuses:
+        t.samples.append(CountSample(at, _counts(10, placed=placed)))
+        t.sched_status = status
+        multitenant._follow_joint(t, at)
+    assert len(t.joint) == 1, "one re-plan, however many rounds its status is shown"
+    assert t.joint[0]["seen_at"] == 2.0 and t.joint[0]["placed_at"] == 41.0, "placed: every executor, by the bound plan"

@@ -487,7 +487,37 @@ public class HetschedScheduler implements IScheduler {
         LOG.info("hetsched: topology {} {}; {} executors, asking the planner took {} ms{}",
                 topology.getId(), status, graph.executorCount(), answer.millis(),
                 answer.baseLoad().isEmpty() ? "" : ", planned on 100% less the machine base load " + answer.baseLoad());
+        if (answer.source() == Source.PLANNED && !plan.replaced().isEmpty()) {
+            status += replaceBeside(topology.getName(), plan.replaced(), cluster);
+        }
         return status;
+    }
+
+    /**
+     * The running topologies the planner planned again beside a newcomer (bound to their new plans): each re-placed
+     * drained by Nimbus's rebalance, on a plugin thread; returns what the newcomer's status says of them.
+     */
+    private String replaceBeside(String newcomer, List<Plan.Replaced> replaced, Cluster cluster) {
+        List<String> said = new ArrayList<>();
+        for (Plan.Replaced r : replaced) {
+            TopologyDetails running = cluster.getTopologies().getByName(r.topology());
+            String figures = String.format(java.util.Locale.ROOT, "plan %s, %.2f -> %.2f tuples/s", r.planId(),
+                    r.rateBefore(), r.rateAfter());
+            if (running == null) {
+                LOG.info("hetsched: the planner planned {} again beside {} ({}), but it does not run here", r.topology(),
+                        newcomer, figures);
+                continue;
+            }
+            int wait = messageTimeoutSecs(running.getConf());
+            String outcome = "planned again beside " + newcomer + " at " + clockTime(nowMillis.getAsLong()) + " (" + figures
+                    + "): re-placing it drained (rebalanced after " + wait + " s)";
+            lastReplaced.put(running.getId(), nowMillis.getAsLong());
+            rebalanceLater(r.topology(), r.planId(), wait, "planned again beside " + newcomer + ": " + figures);
+            cluster.setStatus(running.getId(), STATUS + outcome);
+            LOG.info("hetsched: topology {}: {}", running.getId(), outcome);
+            said.add(r.topology() + " (" + figures + ")");
+        }
+        return said.isEmpty() ? "" : "; re-placing " + String.join(", ", said) + " beside it";
     }
 
     /**
@@ -739,7 +769,7 @@ public class HetschedScheduler implements IScheduler {
                 int wait = messageTimeoutSecs(topology.getConf());
                 outcome = figures + ": re-placing it drained (plan bound, rebalanced after " + wait + " s)";
                 lastReplaced.put(id, now);
-                rebalanceLater(topology.getName(), plan.id(), wait, figures);
+                rebalanceLater(topology.getName(), plan.id(), wait, "machine joined: " + figures);
             }
             LOG.info("hetsched: topology {}: {}{}", id, joined, outcome);
             cluster.setStatus(id, STATUS + joined + outcome);
@@ -750,7 +780,7 @@ public class HetschedScheduler implements IScheduler {
     private void rebalanceLater(String topologyName, String planId, int waitSecs, String reason) {
         Runnable rebalance = () -> {
             try {
-                planner.bind(topologyName, planId, "hetsched plugin, machine joined: " + reason);
+                planner.bind(topologyName, planId, "hetsched plugin, " + reason);
                 rebalancer.rebalance(topologyName, waitSecs);
             } catch (Exception e) {
                 LOG.warn("hetsched: re-placing topology {} onto plan {} failed: {}", topologyName, planId, e.toString());

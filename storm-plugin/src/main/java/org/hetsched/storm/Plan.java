@@ -14,9 +14,16 @@ import java.util.Map;
  * @param machineTypes machine name to the machine type the plan was made for ({@code machines[].type}); empty when
  *                     the plan records none
  * @param inputRate    the plan's predicted largest sustainable input rate R, tuples/s (NaN when it gives none)
+ * @param replaced     running topologies the planner planned again beside this one ({@code stats.tenancy.replaced}),
+ *                     each bound to its new plan: the plugin re-places them drained
  */
 public record Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes,
-                   double inputRate) {
+                   double inputRate, List<Replaced> replaced) {
+
+    public Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes,
+                double inputRate) {
+        this(id, strategy, assignments, machineTypes, inputRate, List.of());
+    }
 
     public Plan(String id, String strategy, List<InstanceAssignment> assignments) {
         this(id, strategy, assignments, Map.of());
@@ -34,6 +41,10 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
             }
         }
         return null;
+    }
+
+    /** A running topology planned again beside this plan's: its new plan and its predicted rates before and after. */
+    public record Replaced(String topology, String planId, double rateBefore, double rateAfter) {
     }
 
     /** Instance {@code index} of {@code component} runs on supervisor (or host) {@code machine}. */
@@ -63,7 +74,30 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
         }
         JsonNode rate = body.get("input_rate");
         return new Plan(text(body.get("id")), text(body.get("strategy")), List.copyOf(assignments),
-                machineTypes(body.get("machines")), rate != null && rate.isNumber() ? rate.asDouble() : Double.NaN);
+                machineTypes(body.get("machines")), rate != null && rate.isNumber() ? rate.asDouble() : Double.NaN,
+                replaced(body.path("stats").path("tenancy").path("replaced")));
+    }
+
+    /** {@code stats.tenancy.replaced}; an entry without a text topology and plan id is the planner's fault. */
+    private static List<Replaced> replaced(JsonNode list) throws PlanFault {
+        if (list.isMissingNode() || list.isNull()) {
+            return List.of();
+        }
+        if (!list.isArray()) {
+            throw malformed("stats.tenancy.replaced is not a list");
+        }
+        List<Replaced> replaced = new ArrayList<>(list.size());
+        for (int i = 0; i < list.size(); i++) {
+            JsonNode r = list.get(i);
+            JsonNode topology = r.get("topology");
+            JsonNode planId = r.get("plan_id");
+            if (topology == null || !topology.isTextual() || planId == null || !planId.isTextual()) {
+                throw malformed("stats.tenancy.replaced entry " + i + " lacks a text 'topology' or 'plan_id'");
+            }
+            replaced.add(new Replaced(topology.asText(), planId.asText(), r.path("rate_before").asDouble(Double.NaN),
+                    r.path("rate_after").asDouble(Double.NaN)));
+        }
+        return List.copyOf(replaced);
     }
 
     /** The {@code id -> type} of each machine a plan records; entries without both are skipped (the field is informative). */
