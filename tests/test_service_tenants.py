@@ -257,3 +257,15 @@ def test_a_running_tenant_is_planned_again_beside_a_newcomer_when_the_weighted_r
     for machine, (load, capacity) in machine_totals(joint["ledger"]).items():
         assert load <= capacity + 1e-3, machine
     assert "replaced" not in alone["diamond"]["stats"]["tenancy"] and alone["binding"].status_code == 404
+
+
+def test_the_joint_replan_figures_in_the_model_doc_are_the_services(joint_replanned):
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[1] / "docs" / "model.md").read_text().split())
+    said = re.search(r"rises from ([\d.]+) to ([\d.]+) tuples/s and the weighted rate from ([\d.]+) to ([\d.]+)", text)
+    assert said, "docs/model.md states the joint re-plan's figures"
+    replaced = joint_replanned[0.05]["diamond"]["stats"]["tenancy"]["replaced"][0]
+    computed = (replaced["rate_before"], replaced["rate_after"], replaced["weighted_before"], replaced["weighted_after"])
+    assert [float(x) for x in said.groups()] == pytest.approx(computed, abs=0.006)
