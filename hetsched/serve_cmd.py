@@ -123,6 +123,7 @@ def serve(
     share_mode: str = typer.Option("weighted", envvar=SHARE_MODE_ENV, help="How topologies share what their minimums leave: weighted (by priority, nobody starved) or strict (higher priority first)."),
     joint_replans: bool = typer.Option(True, "--joint-replans/--no-joint-replans", help="Plan running topologies again beside a newcomer and have the plugin re-place them drained, where that raises the tenants' weighted rate by --joint-min-gain."),
     joint_min_gain: float = typer.Option(DEFAULT_JOINT_MIN_GAIN, min=0.0, help="The least rise of the tenants' weighted rate (0.05: 5%) worth re-placing a running topology beside a newcomer."),
+    evict_refused: bool = typer.Option(True, "--evict-refused/--keep-refused", help="A running topology a more important newcomer leaves without its minimum is released from the ledger and evicted by the plugin (Storm's RAS evicts so too); --keep-refused keeps it running idle, charged."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
     """Run the planning service: the HTTP API of docs/api.md (docs at /docs, schema at /openapi.json) and a page of plans at /ui."""
@@ -150,7 +151,7 @@ def serve(
         max_size=SizeLimit(placement_cells=max_components_x_machines, lp_cells=max_components2_x_types),
         keep_plans_days=keep_plans_days, keep_profile_versions=keep_profile_versions,
         nimbus=nimbus, records_dir=records_dir, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
-        joint_min_gain=joint_min_gain if joint_replans else None,
+        joint_min_gain=joint_min_gain if joint_replans else None, evict_refused=evict_refused,
     )
     try:
         service = create_app(settings)

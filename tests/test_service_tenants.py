@@ -269,3 +269,23 @@ def test_the_joint_replan_figures_in_the_model_doc_are_the_services(joint_replan
     replaced = joint_replanned[0.05]["diamond"]["stats"]["tenancy"]["replaced"][0]
     computed = (replaced["rate_before"], replaced["rate_after"], replaced["weighted_before"], replaced["weighted_after"])
     assert [float(x) for x in said.groups()] == pytest.approx(computed, abs=0.006)
+
+
+@pytest.mark.parametrize("evict", [True, False])
+def test_a_running_tenant_a_more_important_newcomer_leaves_without_its_minimum_is_evicted(tmp_path, evict):
+    settings = ServiceSettings(db_path=tmp_path / "db.sqlite", tenant_ttl_s=3600, evict_refused=evict)
+    with TestClient(create_app(settings)) as c:
+        alone = plan(c, small_plan_request(machines=4))["input_rate"]
+        plan(c, tenant_request("first", priority=5, min_rate=alone * 0.7))
+        second = plan(c, tenant_request("second", priority=0, min_rate=alone * 0.7))
+        ledger = {t["topology"]: t for t in c.get("/v1/ledger").json()["tenants"]}
+    tenancy = second["stats"]["tenancy"]
+    if evict:
+        assert [e["topology"] for e in tenancy["evicted"]] == ["first"]
+        assert "its minimum rate" in tenancy["evicted"][0]["reason"] and tenancy["evicted"][0]["fits_rate"] >= 0
+        assert list(ledger) == ["second"], "released from the ledger: its idle workers are no longer charged"
+        assert tenancy["rates"] == {"second": pytest.approx(ledger["second"]["rate"], abs=1e-3)}
+    else:
+        assert "evicted" not in tenancy
+        assert ledger["first"]["status"] == "refused" and ledger["first"]["rate"] == 0
+    assert ledger["second"]["rate"] >= alone * 0.7 - 1e-3

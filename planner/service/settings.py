@@ -64,6 +64,8 @@ class ServiceSettings:
     ``share_mode``: how tenants share what their minimums leave, ``weighted`` or ``strict`` (planner.tenancy).
     ``joint_min_gain``: a running tenant is planned again and re-placed beside a newcomer when that raises the
     tenants' weighted rate by this fraction (planner.service.tenants.joint_replans); None: never.
+    ``evict_refused``: a running tenant a more important newcomer leaves without its minimum is released from the
+    ledger and named to the plugin, which frees its slots (Storm's RAS evicts so too); off: it stays, idle and charged.
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
     ``records_dir``: the workers' metrics records store; None: ``records/`` next to the database
     (or ``$HETSCHED_RECORDS_DIR``). ``max_batch_bytes``: the largest metrics batch, bytes.
@@ -82,6 +84,7 @@ class ServiceSettings:
     tenant_ttl_s: float = DEFAULT_TENANT_TTL_S
     share_mode: ShareMode = field(default_factory=default_share_mode)
     joint_min_gain: float | None = DEFAULT_JOINT_MIN_GAIN
+    evict_refused: bool = True
     records_dir: Path | None = None
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
 

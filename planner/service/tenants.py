@@ -30,7 +30,7 @@ from planner.profiles import ProfileTable
 from planner.service.errors import ServiceError
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
-from planner.tenancy import Allocation, ShareMode, importance_order, priority_weight
+from planner.tenancy import Allocation, Refusal, ShareMode, importance_order, priority_weight
 
 log = logging.getLogger("hetsched.service")
 
@@ -159,6 +159,13 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
                  f"without {', '.join(plan.stats['left_out_types'])}" if "left_out_types" in plan.stats
                  else "on every machine with room", best[0])
     return with_tenancy_stats(plan, record, others, allocation, settings.share_mode), record
+
+
+def newly_refused(before: Sequence[TenantRecord], after: Sequence[TenantRecord], capacity: Mapping[str, float],
+                  mode: ShareMode) -> dict[str, Refusal]:
+    """The tenants admitted among ``before`` that are refused among ``after`` (a newcomer's arrival), with why."""
+    admitted = allocation_of(before, mode, capacity).rates
+    return {t: f for t, f in allocation_of(after, mode, capacity).refused.items() if t in admitted}
 
 
 def with_tenancy_stats(plan: Plan, record: TenantRecord, others: Sequence[TenantRecord], allocation: Allocation,

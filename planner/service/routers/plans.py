@@ -30,6 +30,7 @@ from planner.service.tenants import (
     Replanner,
     current_tenants,
     joint_replans,
+    newly_refused,
     plan_tenant,
     plan_with_room,
     registration_for,
@@ -127,7 +128,9 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     A newcomer (not a reused placement) may have running tenants planned again beside it
     (``joint_replans``, unless ``settings.joint_min_gain`` is None): their new plans are stored,
     registered and bound to them, and the newcomer's ``stats.tenancy.replaced`` names them, so
-    the plugin re-places them drained.
+    the plugin re-places them drained. A running tenant the newcomer leaves without its minimum is
+    released from the ledger and named in ``stats.tenancy.evicted`` (unless
+    ``settings.evict_refused`` is off), so the plugin frees its slots, as Storm's RAS evicts.
     """
     async def plan_on(cluster, entries):
         return await planner.plan(request.topology, cluster, entries, request.strategy, options)
@@ -137,20 +140,21 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     kept = request.model_copy(update={"plan_id": None, "profiles": ProfileRef(name=profiles.ref.name, version=profiles.ref.version)
                                       if profiles.ref is not None else request.profiles})
     record = record.model_copy(update={"request": kept})
+    others = [r for r in await anyio.to_thread.run_sync(current_tenants, storage, settings, time.time())
+              if r.topology != record.topology]
+    capacity = {**capacities(others + [record]), **request_limits(request.cluster, options, worker_load)}
     replaced: list[JointReplan] = []
     if reused is None and settings.joint_min_gain is not None:
-        records = [r for r in await anyio.to_thread.run_sync(current_tenants, storage, settings, time.time())
-                   if r.topology != record.topology] + [record]
-        capacity = {**capacities(records), **request_limits(request.cluster, options, worker_load)}
-        replaced = await joint_replans(records, record.topology, capacity, settings.share_mode,
+        replaced = await joint_replans(others + [record], record.topology, capacity, settings.share_mode,
                                        settings.joint_min_gain, _replanner(storage, settings, planner.pool),
                                        request.cluster)
-        if replaced:
-            moved = {j.topology: j.record for j in replaced}
-            final = [moved.get(r.topology, r) for r in records]
-            others = [r for r in final if r.topology != record.topology]
-            plan = with_tenancy_stats(plan, record, others, allocation_of(final, settings.share_mode, capacity),
-                                      settings.share_mode)
+    moved = {j.topology: j.record for j in replaced}
+    after = [moved.get(r.topology, r) for r in others]
+    evicted = newly_refused(others, after + [record], capacity, settings.share_mode) if settings.evict_refused else {}
+    after = [r for r in after if r.topology not in evicted]
+    if replaced or evicted:
+        plan = with_tenancy_stats(plan, record, after, allocation_of(after + [record], settings.share_mode, capacity),
+                                  settings.share_mode)
     summaries = []
     for j in replaced:
         stored = await anyio.to_thread.run_sync(storage.save_plan, j.plan)
@@ -161,8 +165,16 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
         await anyio.to_thread.run_sync(storage.bind, j.topology, stored.id, reason)
         summaries.append({**j.summary(), "plan_id": stored.id})
         log.info("tenant %s: plan %s bound (%s); the plugin re-places it", j.topology, stored.id, reason)
+    for name, refusal in evicted.items():
+        await anyio.to_thread.run_sync(storage.delete_tenant, name)
+        log.info("tenant %s evicted beside %s: %s", name, record.topology, refusal.reason)
+    tenancy = {**plan.stats["tenancy"]}
     if summaries:
-        plan = plan.model_copy(update={"stats": {**plan.stats, "tenancy": {**plan.stats["tenancy"], "replaced": summaries}}})
+        tenancy["replaced"] = summaries
+    if evicted:
+        tenancy["evicted"] = [{"topology": name, "reason": f.reason, "fits_rate": round(f.fits_rate, 3)}
+                              for name, f in sorted(evicted.items())]
+    plan = plan.model_copy(update={"stats": {**plan.stats, "tenancy": tenancy}})
     plan = await anyio.to_thread.run_sync(storage.save_plan, plan.model_copy(update={"profiles": plan.profiles or profiles.ref}))
     await anyio.to_thread.run_sync(storage.put_tenant, record.model_copy(update={"plan_id": plan.id}))
     log.info("tenant %s registered: plan %s, rate %s tuples/s, priority %d", record.topology, plan.id,

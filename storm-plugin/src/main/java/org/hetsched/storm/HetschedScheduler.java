@@ -490,7 +490,31 @@ public class HetschedScheduler implements IScheduler {
         if (answer.source() == Source.PLANNED && !plan.replaced().isEmpty()) {
             status += replaceBeside(topology.getName(), plan.replaced(), cluster);
         }
+        if (answer.source() == Source.PLANNED && !plan.evicted().isEmpty()) {
+            status += evictBeside(topology.getName(), plan.evicted(), cluster);
+        }
         return status;
+    }
+
+    /**
+     * The running topologies the newcomer leaves without their minimum (released from the planner's ledger): their
+     * slots are freed in this round, as Storm's RAS evicts; each later round asks the planner to admit them again.
+     */
+    private String evictBeside(String newcomer, List<Plan.Evicted> evicted, Cluster cluster) {
+        List<String> said = new ArrayList<>();
+        for (Plan.Evicted e : evicted) {
+            TopologyDetails running = cluster.getTopologies().getByName(e.topology());
+            if (running == null) {
+                continue;
+            }
+            cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(running.getId())));
+            String outcome = "not admitted beside " + newcomer + " at " + clockTime(nowMillis.getAsLong()) + " ("
+                    + e.reason() + "): evicted, its slots freed; the next round asks again";
+            cluster.setStatus(running.getId(), STATUS + outcome);
+            LOG.info("hetsched: topology {}: {}", running.getId(), outcome);
+            said.add(e.topology());
+        }
+        return said.isEmpty() ? "" : "; evicted " + String.join(", ", said) + " (not admitted beside it)";
     }
 
     /**

@@ -16,13 +16,15 @@ import java.util.Map;
  * @param inputRate    the plan's predicted largest sustainable input rate R, tuples/s (NaN when it gives none)
  * @param replaced     running topologies the planner planned again beside this one ({@code stats.tenancy.replaced}),
  *                     each bound to its new plan: the plugin re-places them drained
+ * @param evicted      running topologies this one leaves without their minimum ({@code stats.tenancy.evicted}),
+ *                     released from the planner's ledger: the plugin frees their slots
  */
 public record Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes,
-                   double inputRate, List<Replaced> replaced) {
+                   double inputRate, List<Replaced> replaced, List<Evicted> evicted) {
 
     public Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes,
                 double inputRate) {
-        this(id, strategy, assignments, machineTypes, inputRate, List.of());
+        this(id, strategy, assignments, machineTypes, inputRate, List.of(), List.of());
     }
 
     public Plan(String id, String strategy, List<InstanceAssignment> assignments) {
@@ -45,6 +47,10 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
 
     /** A running topology planned again beside this plan's: its new plan and its predicted rates before and after. */
     public record Replaced(String topology, String planId, double rateBefore, double rateAfter) {
+    }
+
+    /** A running topology not admitted beside this plan's, and why. */
+    public record Evicted(String topology, String reason) {
     }
 
     /** Instance {@code index} of {@code component} runs on supervisor (or host) {@code machine}. */
@@ -75,7 +81,27 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
         JsonNode rate = body.get("input_rate");
         return new Plan(text(body.get("id")), text(body.get("strategy")), List.copyOf(assignments),
                 machineTypes(body.get("machines")), rate != null && rate.isNumber() ? rate.asDouble() : Double.NaN,
-                replaced(body.path("stats").path("tenancy").path("replaced")));
+                replaced(body.path("stats").path("tenancy").path("replaced")),
+                evicted(body.path("stats").path("tenancy").path("evicted")));
+    }
+
+    /** {@code stats.tenancy.evicted}; an entry without a text topology is the planner's fault. */
+    private static List<Evicted> evicted(JsonNode list) throws PlanFault {
+        if (list.isMissingNode() || list.isNull()) {
+            return List.of();
+        }
+        if (!list.isArray()) {
+            throw malformed("stats.tenancy.evicted is not a list");
+        }
+        List<Evicted> evicted = new ArrayList<>(list.size());
+        for (int i = 0; i < list.size(); i++) {
+            JsonNode topology = list.get(i).get("topology");
+            if (topology == null || !topology.isTextual()) {
+                throw malformed("stats.tenancy.evicted entry " + i + " lacks a text 'topology'");
+            }
+            evicted.add(new Evicted(topology.asText(), list.get(i).path("reason").asText("")));
+        }
+        return List.copyOf(evicted);
     }
 
     /** {@code stats.tenancy.replaced}; an entry without a text topology and plan id is the planner's fault. */

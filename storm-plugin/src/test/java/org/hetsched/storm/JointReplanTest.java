@@ -126,6 +126,32 @@ class JointReplanTest {
     }
 
     @Test
+    void theTopologiesANewcomerLeavesWithoutTheirMinimumAreEvicted() {
+        planner.answerWith(call -> {
+            String name = call.body().get("topology").get("name").asText();
+            ObjectNode plan = FakePlanner.planFor(call.body(), "p-" + name, HetschedSchedulerTest.HIGH_ON_FAST, true);
+            if (name.equals("second")) {
+                plan.putObject("stats").putObject("tenancy").putArray("evicted").addObject()
+                        .put("topology", "linear").put("reason", "its minimum rate 5 tuples/s needs 60% of machine small-1");
+            }
+            return FakePlanner.Answer.json(201, plan);
+        });
+        HetschedScheduler scheduler = scheduler();
+        TopologyDetails linear = tenant("linear-1");
+        TopologyDetails second = tenant("second-2");
+        round(scheduler, linear);
+
+        Cluster cluster = round(scheduler, linear, second);
+
+        assertTrue(placement(cluster, "linear-1").isEmpty(), "its slots are freed");
+        assertEquals(second.getExecutors(), placement(cluster, "second-2").keySet());
+        assertTrue(statuses.get("linear-1").startsWith("hetsched: not admitted beside second at 00:16:40 UTC (its minimum "
+                + "rate 5 tuples/s needs 60% of machine small-1): evicted"), statuses.get("linear-1"));
+        assertTrue(statuses.get("second-2").endsWith("; evicted linear (not admitted beside it)"), statuses.get("second-2"));
+        assertTrue(rebalances.isEmpty());
+    }
+
+    @Test
     void aReplacedEntryWithoutATopologyIsThePlannersFault() {
         ObjectNode plan = FakePlanner.JSON.createObjectNode();
         plan.putArray("assignments");
