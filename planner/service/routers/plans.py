@@ -143,6 +143,8 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     others = [r for r in await anyio.to_thread.run_sync(current_tenants, storage, settings, time.time())
               if r.topology != record.topology]
     capacity = {**capacities(others + [record]), **request_limits(request.cluster, options, worker_load)}
+    evicted = newly_refused(others, others + [record], capacity, settings.share_mode) if settings.evict_refused else {}
+    others = [r for r in others if r.topology not in evicted]
     replaced: list[JointReplan] = []
     if reused is None and settings.joint_min_gain is not None:
         replaced = await joint_replans(others + [record], record.topology, capacity, settings.share_mode,
@@ -150,8 +152,6 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
                                        request.cluster)
     moved = {j.topology: j.record for j in replaced}
     after = [moved.get(r.topology, r) for r in others]
-    evicted = newly_refused(others, after + [record], capacity, settings.share_mode) if settings.evict_refused else {}
-    after = [r for r in after if r.topology not in evicted]
     if replaced or evicted:
         plan = with_tenancy_stats(plan, record, after, allocation_of(after + [record], settings.share_mode, capacity),
                                   settings.share_mode)
