@@ -280,6 +280,7 @@ class _LocalSearch:
         ``global`` has no per-instance share), so they never offer it; seed 19 of benchmarks/planner_quality.py
         needs it, after a count jump frees room on the machine of instance 0.
         """
+        carried = bool(first_machine[c] == w and hosts[c, w] == 1)  # c's instance 0 leaves w: it keeps its role
         for c2 in np.flatnonzero(current.rates.first_extra > 0):
             m = int(first_machine[c2])
             if c2 == c or m == w:
@@ -291,10 +292,12 @@ class _LocalSearch:
             trial[c2, w] += 1
             trial_first = first_machine.copy()
             trial_first[c2] = w
+            if carried:
+                trial_first[c] = m
             scored = self.model.max_rate(trial, trial_first)
             new_rate = np.full(self.problem.n_machines, -np.inf)
             new_rate[m] = scored.rate
-            choice.offer(_swapped_first(c, int(c2), w, m), new_rate, scored.machine_limits,
+            choice.offer(_swapped_first(c, int(c2), w, m, carried), new_rate, scored.machine_limits,
                          np.full(self.problem.n_machines, scored.machine_limits[w]))
 
 
@@ -313,9 +316,10 @@ def _swapped(c: int, c2: int, w: int) -> Callable[[int], Move]:
     return lambda m: [InstanceChange(c, w, -1), InstanceChange(c, m, 1), InstanceChange(c2, m, -1), InstanceChange(c2, w, 1)]
 
 
-def _swapped_first(c: int, c2: int, w: int, m: int) -> Callable[[int], Move]:
-    """One instance of c from w to m, the instance 0 of c2 from m to w (still instance 0 there)."""
-    return lambda _: [InstanceChange(c, w, -1), InstanceChange(c, m, 1), InstanceChange(c2, m, -1),
+def _swapped_first(c: int, c2: int, w: int, m: int, carried: bool) -> Callable[[int], Move]:
+    """One instance of c from w to m (``carried``: it is c's instance 0 and stays so), the instance 0 of c2 from m
+    to w (still instance 0 there)."""
+    return lambda _: [InstanceChange(c, w, -1), InstanceChange(c, m, 1, first=carried), InstanceChange(c2, m, -1),
                       InstanceChange(c2, w, 1, first=True)]
 
 
