@@ -278,7 +278,7 @@ class _LocalSearch:
 
         The per-instance estimates of ``_best_move`` see such an instance as idle (a component fed only by
         ``global`` has no per-instance share), so they never offer it; seed 19 of benchmarks/planner_quality.py
-        needs it, after a count jump frees room on the machine of instance 0.
+        needs it, after a count jump (one instance fewer of another component) has moved the bottleneck.
         """
         carried = bool(first_machine[c] == w and hosts[c, w] == 1)  # c's instance 0 leaves w: it keeps its role
         for c2 in np.flatnonzero(current.rates.first_extra > 0):
