@@ -31,7 +31,8 @@ closed-form ``R_max`` (planner.simulator) repairs.
    least loaded machines; a bisection on the target keeps the packing with the
    highest closed-form rate.
 4. Polish: while it helps, add an instance of a component on the bottleneck,
-   or move or swap one off the bottleneck machine, whichever raises the
+   or move or swap one off the bottleneck machine (on small requests also with
+   a ``global``-fed instance 0, scored by the closed form), whichever raises the
    closed-form R_max most; on a plateau (several machines tied) take the move
    that relieves the bottleneck without making a new one. Where the bottleneck
    is the thread cap of an instance 0 that a ``global`` stream feeds whole,

@@ -1,7 +1,8 @@
 """Step 4 of ``fast``: a local search on the closed-form R_max of an instance-count matrix.
 
 While it helps, add an instance of a component on the bottleneck, or move or
-swap one off the bottleneck machine, whichever raises the closed-form R_max
+swap one off the bottleneck machine (on small requests also with a ``global``-fed
+instance 0, scored by the closed form), whichever raises the closed-form R_max
 most; on a plateau (several machines tied) take the move that relieves the
 bottleneck without making a new one. Where the bottleneck is the thread cap of
 an instance 0 that a ``global`` stream feeds whole, first move that instance to
@@ -42,6 +43,8 @@ class InstanceChange:
     component: int
     machine: int
     delta: int
+    first: bool = False
+    """The instance added here becomes instance 0 of its component (it takes the ``global`` streams along)."""
 
 
 Move = list[InstanceChange]
@@ -78,16 +81,20 @@ def polish(model: HostedModel, start: Layout, free: np.ndarray, move_first: bool
     ``free``: components whose instance count may grow. ``move_first``: may move a
     component's instance 0 off its thread cap (see ``_first_instance_move``).
     """
-    return _LocalSearch(model, free, move_first, deadline).run(start, max_iterations, tuning)
+    small = model.problem.n_components * model.problem.n_machines <= tuning.polish_all_max_cells
+    return _LocalSearch(model, free, move_first, deadline, small).run(start, max_iterations, tuning)
 
 
 class _LocalSearch:
-    def __init__(self, model: HostedModel, free: np.ndarray, move_first: bool, deadline: Deadline):
+    def __init__(self, model: HostedModel, free: np.ndarray, move_first: bool, deadline: Deadline,
+                 swap_first: bool = False):
         self.model = model
         self.problem = model.problem
         self.free = free
         self.move_first = move_first
         self.deadline = deadline
+        self.swap_first = swap_first
+        """Small requests: also swap an instance off the bottleneck with a ``global``-fed instance 0 (scored exactly)."""
 
     def run(self, start: Layout, max_iterations: int, tuning: FastTuning) -> tuple[Layout, int]:
         problem = self.problem
@@ -106,13 +113,15 @@ class _LocalSearch:
             if moved_first is not None:
                 trial, trial_first = moved_first.hosts, moved_first.first_machine
             else:
-                move = self._best_move(hosts, current)
+                move = self._best_move(hosts, first_machine, current)
                 if move is None:
                     break
                 trial = hosts.copy()
+                trial_first = first_machine.copy()
                 for change in move:
                     trial[change.component, change.machine] += change.delta
-                trial_first = first_machine.copy()
+                    if change.first:
+                        trial_first[change.component] = change.machine
                 lost = trial[np.arange(len(trial_first)), trial_first] == 0
                 trial_first[lost] = np.argmax(trial[lost] > 0, axis=1)
             scored = self.model.max_rate(trial, trial_first)
@@ -169,12 +178,14 @@ class _LocalSearch:
                     best = (rate, Layout(trial.copy(), trial_first))
         return None if best is None else best[1]
 
-    def _best_move(self, hosts: np.ndarray, current: HostedRate) -> Move | None:
+    def _best_move(self, hosts: np.ndarray, first_machine: np.ndarray, current: HostedRate) -> Move | None:
         """The change that raises R the most, else a plateau move, else None.
 
         Candidates: one more instance of a component on the bottleneck (anywhere);
         one instance moved off the bottleneck machine (anywhere); one swapped
-        with an instance of another component on another machine.
+        with an instance of another component on another machine; on small requests, one swapped with the
+        instance 0 a ``global`` stream feeds (its load is not its component's per-instance share, so it is
+        scored with the closed form: a few candidates a step).
 
         A plateau move keeps R, strictly relieves the bottleneck and does not
         make its destination a new bottleneck, so a run of them ends.
@@ -256,7 +267,38 @@ class _LocalSearch:
                         fits[:] = False
                     new_rate = np.where(fits, new_rate, -np.inf)
                 choice.offer(_swapped(c, c2, w), new_rate, r_dst2, np.full(n_machines, r_src2))
+            if self.swap_first:
+                self._offer_first_swaps(choice, hosts, first_machine, current, c, w)
         return choice.best()
+
+    def _offer_first_swaps(self, choice: _MoveChoice, hosts: np.ndarray, first_machine: np.ndarray,
+                           current: HostedRate, c: int, w: int) -> None:
+        """Offer each swap of one instance of c off the bottleneck machine w with the instance 0 of a component
+        that a ``global`` stream feeds, which takes its role (and the stream) to w.
+
+        The per-instance estimates of ``_best_move`` see such an instance as idle (a component fed only by
+        ``global`` has no per-instance share), so they never offer it; seed 19 of benchmarks/planner_quality.py
+        needs it, after a count jump (one instance fewer of another component) has moved the bottleneck.
+        """
+        carried = bool(first_machine[c] == w and hosts[c, w] == 1)  # c's instance 0 leaves w: it keeps its role
+        for c2 in np.flatnonzero(current.rates.first_extra > 0):
+            m = int(first_machine[c2])
+            if c2 == c or m == w:
+                continue
+            trial = hosts.copy()
+            trial[c, w] -= 1
+            trial[c, m] += 1
+            trial[c2, m] -= 1
+            trial[c2, w] += 1
+            trial_first = first_machine.copy()
+            trial_first[c2] = w
+            if carried:
+                trial_first[c] = m
+            scored = self.model.max_rate(trial, trial_first)
+            new_rate = np.full(self.problem.n_machines, -np.inf)
+            new_rate[m] = scored.rate
+            choice.offer(_swapped_first(c, int(c2), w, m, carried), new_rate, scored.machine_limits,
+                         np.full(self.problem.n_machines, scored.machine_limits[w]))
 
 
 def _one_more(c: int) -> Callable[[int], Move]:
@@ -272,6 +314,13 @@ def _moved(c: int, w: int) -> Callable[[int], Move]:
 def _swapped(c: int, c2: int, w: int) -> Callable[[int], Move]:
     """One instance of c from w to the destination machine, one of c2 from there to w."""
     return lambda m: [InstanceChange(c, w, -1), InstanceChange(c, m, 1), InstanceChange(c2, m, -1), InstanceChange(c2, w, 1)]
+
+
+def _swapped_first(c: int, c2: int, w: int, m: int, carried: bool) -> Callable[[int], Move]:
+    """One instance of c from w to m (``carried``: it is c's instance 0 and stays so), the instance 0 of c2 from m
+    to w (still instance 0 there)."""
+    return lambda _: [InstanceChange(c, w, -1), InstanceChange(c, m, 1, first=carried), InstanceChange(c2, m, -1),
+                      InstanceChange(c2, w, 1, first=True)]
 
 
 def _min_excluding(order: np.ndarray, smallest: list[float], w: int, idx: np.ndarray) -> np.ndarray:
