@@ -78,9 +78,19 @@ def registration_for(request: PlanRequest, entries: list[ProfileEntry], plan: Pl
     return registration_of(problem, placement_of_plan(plan), request.tenant, plan.id, worker_load)
 
 
+@dataclass(frozen=True)
+class TenantPlan:
+    """A tenant's plan and registration, with the other registrations and the machines' limits it was admitted on."""
+
+    plan: Plan
+    record: TenantRecord
+    others: list[TenantRecord]
+    capacity: dict[str, float]
+
+
 async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused: Plan | None, plan_on: PlanOn,
                       storage: Storage, settings: ServiceSettings,
-                      worker_load: Mapping[str, float] | None = None) -> tuple[Plan, TenantRecord]:
+                      worker_load: Mapping[str, float] | None = None) -> TenantPlan:
     """Plan (or take the reused placement of) a tenant on what the others leave; 409 when it is not admitted.
 
     First on what the others use at their shares now; if that cannot hold its minimum, on what
@@ -158,7 +168,8 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
         log.info("tenant %s: %d placements tried; kept the one %s (weighted rate %.3f)", name, len(candidates),
                  f"without {', '.join(plan.stats['left_out_types'])}" if "left_out_types" in plan.stats
                  else "on every machine with room", best[0])
-    return with_tenancy_stats(plan, record, others, allocation, settings.share_mode), record
+    return TenantPlan(with_tenancy_stats(plan, record, others, allocation, settings.share_mode), record, others,
+                      capacity)
 
 
 def newly_refused(before: Sequence[TenantRecord], after: Sequence[TenantRecord], capacity: Mapping[str, float],

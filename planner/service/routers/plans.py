@@ -9,7 +9,7 @@ import anyio
 from fastapi import APIRouter, Body, Depends, Response
 
 from planner.errors import PlanningError
-from planner.ledger import TenantRecord, allocation_of, capacities
+from planner.ledger import TenantRecord, allocation_of
 from planner.model import Plan, PlanOptions, PlanRequest, ProfileRef, TenantSpec
 from planner.profiles import machine_base_load
 from planner.service import examples
@@ -28,13 +28,11 @@ from planner.service.settings import ServiceSettings
 from planner.service.tenants import (
     JointReplan,
     Replanner,
-    current_tenants,
     joint_replans,
     newly_refused,
     plan_tenant,
     plan_with_room,
     registration_for,
-    request_limits,
     with_tenancy_stats,
 )
 from planner.service.workers import PlanningPool
@@ -136,13 +134,11 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
         return await planner.plan(request.topology, cluster, entries, request.strategy, options)
 
     worker_load = await anyio.to_thread.run_sync(_base_load, profiles, storage)
-    plan, record = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings, worker_load)
+    placed = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings, worker_load)
+    plan, others, capacity = placed.plan, placed.others, placed.capacity
     kept = request.model_copy(update={"plan_id": None, "profiles": ProfileRef(name=profiles.ref.name, version=profiles.ref.version)
                                       if profiles.ref is not None else request.profiles})
-    record = record.model_copy(update={"request": kept})
-    others = [r for r in await anyio.to_thread.run_sync(current_tenants, storage, settings, time.time())
-              if r.topology != record.topology]
-    capacity = {**capacities(others + [record]), **request_limits(request.cluster, options, worker_load)}
+    record = placed.record.model_copy(update={"request": kept})
     evicted = newly_refused(others, others + [record], capacity, settings.share_mode) if settings.evict_refused else {}
     others = [r for r in others if r.topology not in evicted]
     replaced: list[JointReplan] = []

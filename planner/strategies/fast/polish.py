@@ -116,14 +116,7 @@ class _LocalSearch:
                 move = self._best_move(hosts, first_machine, current)
                 if move is None:
                     break
-                trial = hosts.copy()
-                trial_first = first_machine.copy()
-                for change in move:
-                    trial[change.component, change.machine] += change.delta
-                    if change.first:
-                        trial_first[change.component] = change.machine
-                lost = trial[np.arange(len(trial_first)), trial_first] == 0
-                trial_first[lost] = np.argmax(trial[lost] > 0, axis=1)
+                trial, trial_first = _applied(move, hosts, first_machine)
             scored = self.model.max_rate(trial, trial_first)
             if scored.rate < current.rate * (1 - RATE_REL_TOL):
                 break
@@ -285,20 +278,11 @@ class _LocalSearch:
             m = int(first_machine[c2])
             if c2 == c or m == w:
                 continue
-            trial = hosts.copy()
-            trial[c, w] -= 1
-            trial[c, m] += 1
-            trial[c2, m] -= 1
-            trial[c2, w] += 1
-            trial_first = first_machine.copy()
-            trial_first[c2] = w
-            if carried:
-                trial_first[c] = m
-            scored = self.model.max_rate(trial, trial_first)
+            swap = _swapped_first(c, int(c2), w, m, carried)
+            scored = self.model.max_rate(*_applied(swap(m), hosts, first_machine))
             new_rate = np.full(self.problem.n_machines, -np.inf)
             new_rate[m] = scored.rate
-            choice.offer(_swapped_first(c, int(c2), w, m, carried), new_rate, scored.machine_limits,
-                         np.full(self.problem.n_machines, scored.machine_limits[w]))
+            choice.offer(swap, new_rate, scored.machine_limits, np.full(self.problem.n_machines, scored.machine_limits[w]))
 
 
 def _one_more(c: int) -> Callable[[int], Move]:
@@ -314,6 +298,20 @@ def _moved(c: int, w: int) -> Callable[[int], Move]:
 def _swapped(c: int, c2: int, w: int) -> Callable[[int], Move]:
     """One instance of c from w to the destination machine, one of c2 from there to w."""
     return lambda m: [InstanceChange(c, w, -1), InstanceChange(c, m, 1), InstanceChange(c2, m, -1), InstanceChange(c2, w, 1)]
+
+
+def _applied(move: Move, hosts: np.ndarray, first_machine: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The instance counts and instance-0 machines after ``move``; a component whose instance 0's machine is left
+    empty gets its first machine with an instance as instance 0's."""
+    trial = hosts.copy()
+    trial_first = first_machine.copy()
+    for change in move:
+        trial[change.component, change.machine] += change.delta
+        if change.first:
+            trial_first[change.component] = change.machine
+    lost = trial[np.arange(len(trial_first)), trial_first] == 0
+    trial_first[lost] = np.argmax(trial[lost] > 0, axis=1)
+    return trial, trial_first
 
 
 def _swapped_first(c: int, c2: int, w: int, m: int, carried: bool) -> Callable[[int], Move]:

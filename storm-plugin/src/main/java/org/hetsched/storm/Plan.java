@@ -87,11 +87,8 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
 
     /** {@code stats.tenancy.evicted}; an entry without a text topology is the planner's fault. */
     private static List<Evicted> evicted(JsonNode list) throws PlanFault {
-        if (list.isMissingNode() || list.isNull()) {
+        if (absentList(list, "evicted")) {
             return List.of();
-        }
-        if (!list.isArray()) {
-            throw malformed("stats.tenancy.evicted is not a list");
         }
         List<Evicted> evicted = new ArrayList<>(list.size());
         for (int i = 0; i < list.size(); i++) {
@@ -104,13 +101,21 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
         return List.copyOf(evicted);
     }
 
-    /** {@code stats.tenancy.replaced}; an entry without a text topology and plan id is the planner's fault. */
-    private static List<Replaced> replaced(JsonNode list) throws PlanFault {
+    /** True where {@code stats.tenancy.<name>} is not given; anything else than a list there is the planner's fault. */
+    private static boolean absentList(JsonNode list, String name) throws PlanFault {
         if (list.isMissingNode() || list.isNull()) {
-            return List.of();
+            return true;
         }
         if (!list.isArray()) {
-            throw malformed("stats.tenancy.replaced is not a list");
+            throw malformed("stats.tenancy." + name + " is not a list");
+        }
+        return false;
+    }
+
+    /** {@code stats.tenancy.replaced}; an entry without a text topology and plan id is the planner's fault. */
+    private static List<Replaced> replaced(JsonNode list) throws PlanFault {
+        if (absentList(list, "replaced")) {
+            return List.of();
         }
         List<Replaced> replaced = new ArrayList<>(list.size());
         for (int i = 0; i < list.size(); i++) {

@@ -121,6 +121,15 @@ final class FakePlanner implements AutoCloseable {
         return set;
     }
 
+    /** {@code GET /v1/plans/{id}} answered from {@code stored} (404 for an unknown id); null for any other call. */
+    static Answer storedPlanRead(Call call, java.util.Map<String, ObjectNode> stored) {
+        if (!call.method().equals("GET") || !call.path().startsWith("/v1/plans/")) {
+            return null;
+        }
+        ObjectNode plan = stored.get(call.path().substring("/v1/plans/".length()));
+        return plan == null ? Answer.raw(404, "{\"detail\": \"no such plan\"}") : Answer.json(200, plan);
+    }
+
     /** Binds a plan to a topology as {@code PUT /v1/assignments/{topology}} would. */
     void bind(String topologyName, String planId) {
         bindings.put(topologyName, planId);

@@ -44,9 +44,9 @@ class JointReplanTest {
 
     /** Linear's first plan puts high on the fast machine; the second topology's plan names linear planned again. */
     private FakePlanner.Answer answer(FakePlanner.Call call) {
-        if (call.method().equals("GET") && call.path().startsWith("/v1/plans/")) {
-            ObjectNode plan = storedPlans.get(call.path().substring("/v1/plans/".length()));
-            return plan == null ? FakePlanner.Answer.raw(404, "{\"detail\": \"no such plan\"}") : FakePlanner.Answer.json(200, plan);
+        FakePlanner.Answer read = FakePlanner.storedPlanRead(call, storedPlans);
+        if (read != null) {
+            return read;
         }
         String name = call.body().get("topology").get("name").asText();
         if (name.equals("linear")) {
@@ -75,13 +75,8 @@ class JointReplanTest {
     }
 
     private HetschedScheduler scheduler() {
-        Map<String, Object> yaml = new HashMap<>();
-        yaml.put(SchedulerSettings.PLANNER_URL, planner.url().toString());
-        yaml.put(SchedulerSettings.PLANNER_TIMEOUT_MS, 60_000);
-        HetschedScheduler scheduler = new HetschedScheduler(clock::get, Runnable::run,
+        return StormFixtures.scheduler(planner.url(), Map.of(), clock::get,
                 (name, waitSecs) -> rebalances.add(name + " wait " + waitSecs));
-        scheduler.prepare(yaml, new org.apache.storm.metric.StormMetricsRegistry());
-        return scheduler;
     }
 
     private static TopologyDetails tenant(String id) {
@@ -149,6 +144,15 @@ class JointReplanTest {
                 + "rate 5 tuples/s needs 60% of machine small-1): evicted"), statuses.get("linear-1"));
         assertTrue(statuses.get("second-2").endsWith("; evicted linear (not admitted beside it)"), statuses.get("second-2"));
         assertTrue(rebalances.isEmpty());
+    }
+
+    @Test
+    void anEvictedFieldThatIsNotAListIsThePlannersFault() {
+        ObjectNode plan = FakePlanner.JSON.createObjectNode();
+        plan.putArray("assignments");
+        plan.putObject("stats").putObject("tenancy").put("evicted", "linear");
+        PlanFault fault = assertThrows(PlanFault.class, () -> Plan.parse(plan));
+        assertTrue(fault.reason().contains("stats.tenancy.evicted is not a list"), fault.reason());
     }
 
     @Test

@@ -60,9 +60,9 @@ class ReplanningTest {
     /** A planner that keeps its plans: new plans by HIGH_ON_FAST, repairs spread over the machines the request has. */
     private FakePlanner.Answer answer(FakePlanner.Call call) {
         String path = call.path();
-        if (call.method().equals("GET") && path.startsWith("/v1/plans/")) {
-            ObjectNode plan = storedPlans.get(path.substring("/v1/plans/".length()));
-            return plan == null ? FakePlanner.Answer.raw(404, "{\"detail\": \"no such plan\"}") : FakePlanner.Answer.json(200, plan);
+        FakePlanner.Answer read = FakePlanner.storedPlanRead(call, storedPlans);
+        if (read != null) {
+            return read;
         }
         if (path.equals("/v1/evaluations")) {
             return FakePlanner.Answer.json(200, FakePlanner.JSON.createObjectNode().put("input_rate", runningRate.get()));
@@ -91,14 +91,8 @@ class ReplanningTest {
     }
 
     private HetschedScheduler scheduler(Map<String, Object> extra) {
-        Map<String, Object> yaml = new HashMap<>();
-        yaml.put(SchedulerSettings.PLANNER_URL, planner.url().toString());
-        yaml.put(SchedulerSettings.PLANNER_TIMEOUT_MS, 60_000);
-        yaml.putAll(extra);
-        HetschedScheduler scheduler = new HetschedScheduler(clock::get, Runnable::run,
+        return StormFixtures.scheduler(planner.url(), extra, clock::get,
                 (name, waitSecs) -> rebalances.add(name + " wait " + waitSecs));
-        scheduler.prepare(yaml, new org.apache.storm.metric.StormMetricsRegistry());
-        return scheduler;
     }
 
     private static TopologyDetails linearTopology() {

@@ -140,6 +140,21 @@ final class StormFixtures {
         return scheduler;
     }
 
+    /**
+     * The scheduler prepared with the planner at {@code plannerUrl} (60 s timeout) and the given storm.yaml entries,
+     * asking the planner within the round, with {@code rebalancer} in place of Nimbus's rebalance.
+     */
+    static HetschedScheduler scheduler(java.net.URI plannerUrl, Map<String, Object> extra,
+                                       java.util.function.LongSupplier clock, Rebalancer rebalancer) {
+        Map<String, Object> yaml = new HashMap<>();
+        yaml.put(SchedulerSettings.PLANNER_URL, plannerUrl.toString());
+        yaml.put(SchedulerSettings.PLANNER_TIMEOUT_MS, 60_000);
+        yaml.putAll(extra);
+        HetschedScheduler scheduler = new HetschedScheduler(clock, Runnable::run, rebalancer);
+        scheduler.prepare(yaml, new StormMetricsRegistry());
+        return scheduler;
+    }
+
     /** Where every executor of a topology runs, or an empty map. */
     static Map<ExecutorDetails, WorkerSlot> placement(Cluster cluster, String topologyId) {
         SchedulerAssignment assignment = cluster.getAssignmentById(topologyId);
