@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from planner.model import SYSTEM_PREFIX, InstanceAssignment, Plan, Placement
+from planner.model import SYSTEM_PREFIX, Component, InstanceAssignment, Plan, Placement, Topology
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,17 @@ class ActualPlacement:
     def assignments(self) -> list[InstanceAssignment]:
         """The user components' instances as an EvaluationRequest's assignments (instance order kept)."""
         return [InstanceAssignment(component=c, machine=m) for c, ms in self.user_placement().items() for m in ms]
+
+    def with_system(self, topology: Topology) -> tuple[Topology, list[InstanceAssignment]]:
+        """The topology with the system executors Storm placed (``__acker``, ...) added as profile-less bolts, and
+        every instance's assignment: the model charges each system executor its machine type's idle thread."""
+        system = {c: ms for c, ms in self.executors.items() if c.startswith(SYSTEM_PREFIX) and ms}
+        known = {c.id for c in topology.components}
+        added = [Component(id=c, kind="bolt", parallelism=len(ms)) for c, ms in system.items() if c not in known]
+        with_system = topology.model_copy(update={"components": [*topology.components, *added]})
+        ids = known | set(system)
+        return with_system, [InstanceAssignment(component=c, machine=m) for c, ms in self.executors.items()
+                             if c in ids for m in ms]
 
     def machines_used(self) -> dict[str, list[str]]:
         """Machine -> the components (with repeats) placed on it, system ones included."""

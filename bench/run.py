@@ -285,11 +285,12 @@ def _cpu_seconds(ctx: RunContext) -> dict[str, float]:
 
 def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult) -> None:
     """The placement's largest rate as the planner predicts it: every run is free-running, so its spouts are held
-    by max.spout.pending at that rate and charged no idle polling (``spouts_held``, docs/model.md)."""
+    by max.spout.pending at that rate and charged no idle polling (``spouts_held``, docs/model.md); Storm's ackers
+    are in it, each charged its machine type's idle executor thread (docs/model.md, "Idle executor threads")."""
+    topology, assignments = placement.with_system(planner_topology(entry))
     request = EvaluationRequest(
-        topology=planner_topology(entry), cluster=ctx.cluster.spec.planner_cluster(ctx.base_load),
-        profiles=ProfileRef(name=ctx.profile_set), assignments=placement.assignments(),
-        options=PlanOptions(spouts_held=True),
+        topology=topology, cluster=ctx.cluster.spec.planner_cluster(ctx.base_load),
+        profiles=ProfileRef(name=ctx.profile_set), assignments=assignments, options=PlanOptions(spouts_held=True),
     )
     with PlannerClient(ctx.planner_url) as client:
         evaluation = client.evaluate(request)

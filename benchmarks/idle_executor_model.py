@@ -97,7 +97,8 @@ def idle_entries(entries: list[ProfileEntry], c_core_pct: dict[str, float], core
         met = 0.0 if entry.profile in held_profiles else entry.met
         k = cores[entry.machine_type]
         e = entry.e * (1.0 - c / 100.0 / (k if of_machine else 1.0)) if busy_scaled else entry.e
-        out.append(entry.model_copy(update={"met": max(met, c / k) if net_of_met else met + c / k, "e": e}))
+        # idle_met cleared: the variants are the idle charges tried before the planner took one (docs/model.md)
+        out.append(entry.model_copy(update={"met": max(met, c / k) if net_of_met else met + c / k, "e": e, "idle_met": 0.0}))
     return out
 
 

@@ -123,6 +123,12 @@ class ProfileEntry(_Model):
     machine_type: Name
     e: NonNegativeFloat = Field(description="Seconds of the machine's whole CPU per tuple.")
     met: NonNegativeFloat = Field(default=0.0, description="Fixed CPU percent of one running instance.")
+    idle_met: NonNegativeFloat = Field(
+        default=0.0, le=100.0,
+        description="Percent of the machine an instance's executor thread takes with nothing to do on a machine at its "
+        "quota (its wait strategy's wake-ups): the least an instance is charged, and all a held spout is; 0: not "
+        "measured (docs/model.md, \"Idle executor threads\").",
+    )
     alpha: NonNegativeFloat = Field(default=1.0, description="Output tuples per input tuple.")
     remote_send: NonNegativeFloat = Field(
         default=0.0,
@@ -137,6 +143,10 @@ class ProfileEntry(_Model):
     r2: FiniteFloat | None = None
     samples: int | None = Field(default=None, ge=0)
     rate_range: tuple[NonNegativeFloat, NonNegativeFloat] | None = None
+
+    def charged_met(self, held: bool = False) -> float:
+        """The fixed percent the model charges an instance: at least its idle thread's; a held spout only that."""
+        return self.idle_met if held else max(self.met, self.idle_met)
 
 
 VersionNumber = Annotated[int, Field(ge=1, le=2**62)]

@@ -186,13 +186,14 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
     remote_send = np.zeros_like(cost)
     remote_receive = np.zeros_like(cost)
     for ci, comp in enumerate(components):
-        if comp.profile is None:
+        if comp.profile is None:  # a system executor (validated): its thread's idle wake-ups, nothing per tuple
+            met[ci] = [profiles.idle_met(tname) for tname in type_names]
             continue
         for ti, tname in enumerate(type_names):
             entry = profiles.get(comp.profile, tname)
             if entry is not None:
                 cost[ci, ti] = 100.0 * entry.e
-                met[ci, ti] = 0.0 if options.spouts_held and comp.kind == "spout" else entry.met
+                met[ci, ti] = entry.charged_met(held=options.spouts_held and comp.kind == "spout")
                 remote_send[ci, ti] = 100.0 * entry.remote_send
                 remote_receive[ci, ti] = 100.0 * entry.remote_receive
     sources = {s.source for s in topology.streams}

@@ -19,6 +19,9 @@ class ProfileTable:
         self._types_of: dict[str, list[str]] = {}
         for profile, machine_type in self._by_pair:
             self._types_of.setdefault(profile, []).append(machine_type)
+        self._idle_met: dict[str, float] = {}
+        for (_, machine_type), entry in self._by_pair.items():
+            self._idle_met[machine_type] = max(self._idle_met.get(machine_type, 0.0), entry.idle_met)
         self._alpha = {
             profile: sum(self._by_pair[(profile, t)].alpha for t in types) / len(types)
             for profile, types in self._types_of.items()
@@ -53,6 +56,11 @@ class ProfileTable:
             return self._alpha[profile]
         except KeyError:
             raise PlanningError(f"no profile for {profile} on any machine type") from None
+
+    def idle_met(self, machine_type: str) -> float:
+        """An idle executor thread's percent of a machine of this type (the most any entry of the type gives; 0 where
+        none does): what a system executor without a profile, such as ``__acker``, is charged."""
+        return self._idle_met.get(machine_type, 0.0)
 
     def machine_types_of(self, profile: str) -> list[str]:
         """Machine types that have an entry for this profile key, in entry order."""
@@ -94,3 +102,22 @@ def machine_base_load(profile_set: ProfileSet) -> dict[str, float]:
             )
         loads[str(machine_type)] = float(value)
     return loads
+
+
+IDLE_MET = "idle_met"
+"""Key of a ProfileSet's ``source``: where its entries' ``idle_met`` came from (machine type -> percent of the
+machine, and the run that measured it; docs/model.md, "Idle executor threads")."""
+
+
+def with_idle_met(profile_set: ProfileSet, idle_met: dict[str, float], measured_in: str) -> ProfileSet:
+    """The set with every entry of a machine type given that type's ``idle_met`` (percent of the machine), and the
+    levels recorded in ``source.idle_met``; a type not named keeps its entries' own value."""
+    bad = {t: v for t, v in idle_met.items() if isinstance(v, bool) or not isinstance(v, (int, float))
+           or not 0.0 <= v <= 100.0}
+    if bad:
+        raise PlanningError(f"idle_met must be a percent from 0 to 100 per machine type, not {bad!r}")
+    entries = [e.model_copy(update={"idle_met": round(float(idle_met[e.machine_type]), 4)}) if e.machine_type in idle_met else e
+               for e in profile_set.entries]
+    source = {**profile_set.source, IDLE_MET: {"percent_of_machine": {t: round(v, 4) for t, v in sorted(idle_met.items())},
+                                               "measured_in": measured_in}}
+    return profile_set.model_copy(update={"entries": entries, "source": source})

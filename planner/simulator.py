@@ -112,12 +112,12 @@ def instance_cpu_pct(cost_pct, met_pct, input_rate):
 
 def entry_cpu_pct(entry: ProfileEntry, input_rate: float) -> float:
     """TCU = 100 e IR + MET: CPU percent of one instance of a profiled key fed ``input_rate`` tuples/s."""
-    return instance_cpu_pct(100.0 * entry.e, entry.met, input_rate)
+    return instance_cpu_pct(100.0 * entry.e, entry.charged_met(), input_rate)
 
 
 def entry_rate_at_cpu(entry: ProfileEntry, cpu_pct: float) -> float:
     """Tuples/s at which one instance of a profiled key uses ``cpu_pct`` percent (inf where e = 0)."""
-    return float(rate_limits(np.array([cpu_pct]), np.array([100.0 * entry.e]), np.array([entry.met]))[0])
+    return float(rate_limits(np.array([cpu_pct]), np.array([100.0 * entry.e]), np.array([entry.charged_met()]))[0])
 
 
 def rate_limits(limit_pct: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

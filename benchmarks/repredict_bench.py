@@ -1,0 +1,108 @@
+"""Stored ``hetsched bench`` runs predicted again with a profile set, as the bench predicts them now (offline).
+
+Each run's placement (the one Storm ran, Storm's ackers included) is scored as ``bench/run.py`` scores it:
+spouts held, the profile set's base load off every capacity, the cluster of the bench itself. Prints each run's
+measured input rate R and sink throughput next to the prediction stored with the bench and the one now, and the
+issue-18 summary (every run within 15 %, ``planned`` within 5 %).
+
+    .venv/bin/python benchmarks/repredict_bench.py BENCH_JSON [BENCH_JSON ...]
+        [--profiles profiles/default-cluster.json] [--out FILE.txt]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench.measure import predicted_throughputs, relative_error  # noqa: E402
+from bench.placement import ActualPlacement  # noqa: E402
+from bench.profiles import fill_pass_through_alphas  # noqa: E402
+from cluster.spec import ClusterSpec, load_spec  # noqa: E402
+from planner.api import evaluate_assignments  # noqa: E402
+from planner.model import PlanOptions, ProfileSet  # noqa: E402
+from planner.profiles import machine_base_load  # noqa: E402
+from topologies.catalog import lookup, planner_topology  # noqa: E402
+
+PROFILES = REPO / "profiles/default-cluster.json"
+WITHIN, PLANNED_WITHIN = 0.15, 0.05
+
+
+def predict(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec) -> tuple[float, float]:
+    """(R, sink throughput) the bench would predict now for the run's placement."""
+    entry = lookup(run["topology"])
+    placement = ActualPlacement(executors=run["placement"]["executors"])
+    topology, assignments = placement.with_system(planner_topology(entry, run.get("parallelism")))
+    cluster = spec.planner_cluster(machine_base_load(profile_set))
+    evaluation = evaluate_assignments(topology, cluster, profile_set.entries, assignments, PlanOptions(spouts_held=True))
+    throughputs = predicted_throughputs(evaluation, entry.spout_ids)
+    return throughputs.input_rate, throughputs.sink_throughput
+
+
+def summary(errors: list[tuple[str, float]]) -> str:
+    planned = [e for s, e in errors if s == "planned"]
+    within = sum(abs(e) <= WITHIN for _, e in errors)
+    return (f"{within}/{len(errors)} runs within {WITHIN:.0%} (largest |error| {max(abs(e) for _, e in errors):.1%}); "
+            f"planned {sum(abs(e) <= PLANNED_WITHIN for e in planned)}/{len(planned)} within {PLANNED_WITHIN:.0%} "
+            f"(largest {max((abs(e) for e in planned), default=0.0):.1%})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("bench", type=Path, nargs="+")
+    parser.add_argument("--profiles", type=Path, default=PROFILES)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    console = Console(record=True, width=160)
+    profile_set = ProfileSet.model_validate_json(args.profiles.read_text())
+    for path in args.bench:
+        bench = json.loads(path.read_text())
+        spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
+        sets, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in bench["runs"]}))
+        runs = [r for r in bench["runs"] if r.get("status") == "ok" and r.get("placement") and r.get("measured")]
+        table = Table(title=f"{path} ({bench.get('started_at', '?')}), profiles {args.profiles.name}", title_justify="left")
+        for column in ("run", "measured R", "stored prediction", "error", "prediction now", "error now",
+                       "sink measured", "sink now", "sink error now"):
+            table.add_column(column, justify="right")
+        stored_errors, errors, sink_errors = [], [], []
+        for run in runs:
+            rate, sink = predict(run, sets, spec)
+            measured = run["measured"]
+            stored = (run.get("predicted") or {}).get("input_rate")
+            e_stored = relative_error(measured["input_rate"], stored) if stored else None
+            e_now = relative_error(measured["input_rate"], rate)
+            e_sink = relative_error(measured["sink_throughput"], sink)
+            if e_stored is not None:
+                stored_errors.append((run["scheduler"], e_stored))
+            if e_now is not None:
+                errors.append((run["scheduler"], e_now))
+            if e_sink is not None:
+                sink_errors.append((run["scheduler"], e_sink))
+            table.add_row(f"{run['topology']}-{run['scheduler']}", f"{measured['input_rate']:.2f}",
+                          "-" if stored is None else f"{stored:.2f}", _pct(e_stored), f"{rate:.2f}", _pct(e_now),
+                          f"{measured['sink_throughput']:.2f}", f"{sink:.2f}", _pct(e_sink))
+        console.print(table)
+        if stored_errors:
+            console.print(f"stored predictions: {summary(stored_errors)}")
+        if errors:
+            console.print(f"predictions now:    {summary(errors)}")
+            console.print(f"sink, now:          {summary(sink_errors)}")
+        console.print()
+    if args.out:
+        args.out.write_text(console.export_text())
+    return 0
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
