@@ -3,7 +3,8 @@
 Each run's placement (the one Storm ran, Storm's ackers included) is scored as ``bench/run.py`` scores it:
 spouts held, the profile set's base load off every capacity, the cluster of the bench itself. Prints each run's
 measured input rate R and sink throughput next to the prediction stored with the bench and the one now, and the
-issue-18 summary (every run within 15 %, ``planned`` within 5 %).
+issue-18 summary (every run within 15 %, ``planned`` within 5 %); given several benches, each run's median error
+over them, and the summary of those medians.
 
     .venv/bin/python benchmarks/repredict_bench.py BENCH_JSON [BENCH_JSON ...]
         [--profiles profiles/default-cluster.json] [--out FILE.txt]
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(record=True, width=160)
     profile_set = ProfileSet.model_validate_json(args.profiles.read_text())
+    per_run: dict[tuple[str, str], list[float]] = {}  # (topology, scheduler) -> its error now in every bench
     for path in args.bench:
         bench = json.loads(path.read_text())
         spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         for column in ("run", "measured R", "stored prediction", "error", "prediction now", "error now",
                        "sink measured", "sink now", "sink error now"):
             table.add_column(column, justify="right")
-        stored_errors, errors, sink_errors = [], [], []
+        stored_errors, errors, sink_errors = [], [], []  # (scheduler, error) of this bench
         for run in runs:
             rate, sink = predict(run, sets, spec)
             measured = run["measured"]
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 stored_errors.append((run["scheduler"], e_stored))
             if e_now is not None:
                 errors.append((run["scheduler"], e_now))
+                per_run.setdefault((run["topology"], run["scheduler"]), []).append(e_now)
             if e_sink is not None:
                 sink_errors.append((run["scheduler"], e_sink))
             table.add_row(f"{run['topology']}-{run['scheduler']}", f"{measured['input_rate']:.2f}",
@@ -95,9 +99,25 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"predictions now:    {summary(errors)}")
             console.print(f"sink, now:          {summary(sink_errors)}")
         console.print()
+    if len(args.bench) > 1:
+        console.print(across(per_run, len(args.bench)))
+        medians = [(scheduler, statistics.median(errors)) for (_, scheduler), errors in sorted(per_run.items())]
+        console.print(f"median over the benches, per run: {summary(medians)}")
     if args.out:
         args.out.write_text(console.export_text())
     return 0
+
+
+def across(per_run: dict[tuple[str, str], list[float]], benches: int) -> Table:
+    """Each run's error now over the benches: median and range (a placement of Storm's differs from bench to bench,
+    each is predicted for the placement it had)."""
+    table = Table(title=f"error now over {benches} benches, per run", title_justify="left")
+    for column in ("run", "benches", "median", "range"):
+        table.add_column(column, justify="right")
+    for (topology, scheduler), errors in sorted(per_run.items()):
+        table.add_row(f"{topology}-{scheduler}", str(len(errors)), _pct(statistics.median(errors)),
+                      f"{min(errors):+.1%} to {max(errors):+.1%}")
+    return table
 
 
 def _pct(value: float | None) -> str:

@@ -31,12 +31,14 @@ def _fail(message: str) -> typer.Exit:
 
 def _entries_table(profile_set) -> Table:
     table = Table(title=f"profile set {profile_set.name}")
-    for column in ("profile", "machine type", "e (s/tuple)", "MET (%)", "alpha", "R²", "samples", "rates (tuples/s)"):
+    for column in ("profile", "machine type", "e (s/tuple)", "MET (%)", "idle MET (%)", "alpha", "R²", "samples",
+                   "rates (tuples/s)"):
         table.add_column(column, justify="left" if column in ("profile", "machine type") else "right")
     for e in profile_set.entries:
         low, high = e.rate_range or (0.0, 0.0)
         table.add_row(
-            e.profile, e.machine_type, f"{e.e:.6g}", f"{e.met:.3f}", f"{e.alpha:.3f}",
+            e.profile, e.machine_type, f"{e.e:.6g}", f"{e.met:.3f}", f"{e.idle_met:.3f}" if e.idle_met else "-",
+            f"{e.alpha:.3f}",
             "-" if e.r2 is None else f"{e.r2:.3f}", str(e.samples), f"{low:.1f}..{high:.1f}",
         )
     return table
