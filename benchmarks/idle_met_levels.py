@@ -54,8 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profiles", type=Path, default=PROFILES)
     parser.add_argument("--out", type=Path, help="where the set goes (default: --profiles, rewritten)")
     args = parser.parse_args(argv)
-    runs = [run for path in args.saturated for run in json.loads(path.read_text())["runs"]]
-    levels = saturated_levels(runs, args.component, args.min_utilization)
+    try:
+        runs = [run for path in args.saturated for run in json.loads(path.read_text())["runs"]]
+        levels = saturated_levels(runs, args.component, args.min_utilization)
+        profile_set = ProfileSet.model_validate_json(args.profiles.read_text())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        parser.error(f"cannot read the saturated runs ({', '.join(map(str, args.saturated))}) or the profile set "
+                     f"{args.profiles}: {str(exc).splitlines()[0]}")
     if not levels:
         print(f"no {args.component} executor ran on a machine at {args.min_utilization:g}% of its quota or more in "
               f"{', '.join(map(str, args.saturated))}", file=sys.stderr)
@@ -64,7 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     for t, values in sorted(levels.items()):
         print(f"{t}: idle_met {medians[t]:.3f} % of the machine (median of {len(values)}: "
               + ", ".join(f"{v:.3f}" for v in sorted(values)) + ")")
-    profile_set = ProfileSet.model_validate_json(args.profiles.read_text())
     measured_in = ", ".join(str(p.resolve().relative_to(REPO)) if p.resolve().is_relative_to(REPO) else str(p)
                             for p in args.saturated)
     updated = with_idle_met(profile_set, medians, f"{measured_in}: median thread CPU of {args.component}'s executors "

@@ -63,10 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     console = Console(record=True, width=160)
-    profile_set = ProfileSet.model_validate_json(args.profiles.read_text())
+    try:
+        profile_set = ProfileSet.model_validate_json(args.profiles.read_text())
+        benches = [(path, json.loads(path.read_text())) for path in args.bench]
+    except (OSError, ValueError) as exc:
+        parser.error(f"cannot read the profile set {args.profiles} or a bench result: {str(exc).splitlines()[0]}")
     per_run: dict[tuple[str, str], list[float]] = {}  # (topology, scheduler) -> its error now in every bench
-    for path in args.bench:
-        bench = json.loads(path.read_text())
+    for path, bench in benches:
         spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
         sets, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in bench["runs"]}))
         runs = [r for r in bench["runs"] if r.get("status") == "ok" and r.get("placement") and r.get("measured")]

@@ -104,3 +104,13 @@ def test_the_bench_predicts_a_placement_with_the_ackers_storm_placed():
     assert topology.component("__acker").parallelism == 1 and topology.component("__acker").profile is None
     assert sorted(a.component for a in assignments) == ["__acker", "spout", "work", "work", "work"]
     assert _fixed_load(topology, assignments, held=True) == pytest.approx(5 * 2.0)
+
+
+def test_the_levels_script_says_which_file_it_cannot_read(tmp_path, capsys):
+    from benchmarks.idle_met_levels import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--saturated", str(tmp_path / "missing.json"), "--profiles", str(tmp_path / "set.json")])
+    assert exit_info.value.code == 2
+    assert "cannot read the saturated runs" in capsys.readouterr().err
+    assert not (tmp_path / "set.json").exists()
