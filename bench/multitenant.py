@@ -16,7 +16,10 @@ weighted throughput. Then Star becomes priority 0, the way each scheduler allows
 Under ``planned`` (the planner's weighted shares) and ``planned-strict`` (its strict shares; the bench
 restarts its planning service in that mode) every tenant's spout is paced at the rate the ledger gives
 it, as docs/model.md says a share must be kept to: the bench reads ``GET /v1/ledger`` every few seconds
-and writes each tenant's rate into its ``hetsched.spout.rate.file``. The baselines' spouts are free
+and writes each tenant's rate into its ``hetsched.spout.rate.file``. A tenant whose machines no other
+tenant uses (``isolated_tenants``) is not paced (``{"rate": null}`` in its rate file): pacing keeps a share from the others,
+and alone on its machines it takes from no one, so flow control sets its pace as it does for the
+baselines, and the ledger's rate is the least it is planned to get. The baselines' spouts are free
 (flow control sets their pace), as those schedulers expect. The cluster is the spec's with 3 worker
 slots per machine (``slots``), so that slots never decide who runs: every scheduler can place all three.
 
@@ -59,7 +62,7 @@ from planner.profiles import machine_base_load
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 from topologies.measure import roles
-from topologies.rate_control import RATE_FILE, write_rate
+from topologies.rate_control import RATE_FILE, UNPACED, write_rate
 
 RESULT_FILE = "multi-tenant.json"
 TENANTS = (("linear", 0), ("diamond", 1), ("star", 2))
@@ -236,6 +239,16 @@ def ledger_rates(ledger: dict[str, Any], names: list[str]) -> dict[str, float]:
     return rates
 
 
+def isolated_tenants(ledger: dict[str, Any]) -> set[str]:
+    """The admitted tenants that share none of their machines (by the ledger's loads) with another tenant."""
+    users: dict[str, set[str]] = {}
+    for m in ledger.get("machines", []):
+        users[m["id"]] = {t for t, load in m.get("loads", {}).items() if load > 0}
+    admitted = {t["topology"] for t in ledger.get("tenants", []) if t["status"] != "refused"}
+    return {t for t in admitted
+            if any(t in u for u in users.values()) and all(u == {t} for u in users.values() if t in u)}
+
+
 def weighted_throughput(rates: dict[str, float], priorities: dict[str, int]) -> float:
     """Sum over tenants of priority_weight(priority) x input rate, tuples/s."""
     return round(sum(priority_weight(priorities[t]) * r for t, r in rates.items()), 3)
@@ -297,7 +310,7 @@ class TenantRun:
     rate_file: Path | None = None
     """Planned entries: the spout's ``hetsched.spout.rate.file``, which the bench keeps at the ledger's rate."""
     paced: list[tuple[float, float]] = field(default_factory=list)
-    """(monotonic time, tuples/s) of every rate written into ``rate_file``."""
+    """(monotonic time, tuples/s) of every rate written into ``rate_file``; UNPACED where it was left unpaced."""
     joint: list[dict[str, Any]] = field(default_factory=list)
     """Each time the planner planned it again beside a newcomer: the plugin's status then, and when it was
     placed by the new plan (monotonic seconds; None while not yet)."""
@@ -325,9 +338,10 @@ class LedgerPacer:
             self.fault = f"reading the ledger failed: {exc}"
             return
         rates = ledger_rates(self.last, [t.name for t in self.tenants])
+        alone = isolated_tenants(self.last)
         for t in self.tenants:
-            rate = rates.get(t.name)
-            if rate is not None and (not t.paced or abs(t.paced[-1][1] - rate) > 1e-3):
+            rate = UNPACED if t.name in alone else rates.get(t.name)
+            if rate is not None and (not t.paced or t.paced[-1][1] != round(rate, 3)):
                 write_rate(t.rate_file, rate)
                 t.paced.append((now, round(rate, 3)))
 
@@ -518,7 +532,8 @@ def run_scheduler(scheduler: str, cluster: LocalCluster, planner_url: str, profi
     record.update({
         "tenants": rows, "cores": cores, "window_s": round(window_end - window_start, 1),
         "machine_cpu": machine_cpu, "ledger": ledgers,
-        "paced": {t.topology: [(round(at - origin, 1), r) for at, r in t.paced] for t in tenants if t.rate_file},
+        "paced": {t.topology: [(round(at - origin, 1), r if r != UNPACED else None) for at, r in t.paced]
+                  for t in tenants if t.rate_file},
         "change": {"topology": CHANGED[0], "priority": CHANGED[1], "how": change_note,
                    "at_s": round(changed_at - origin, 1)},
         "weighted_throughput": weighted_throughput({r["topology"]: r["input_rate"] for r in rows},

@@ -81,7 +81,16 @@ def test_registrations_without_a_heartbeat_expire(tmp_path):
         assert c.get("/v1/ledger").json()["tenants"] == []
 
 
-def test_priority_change_names_the_affected_topologies(client):
+@pytest.fixture
+def sharing_client(tmp_path):
+    """Tenants left where they come: no running tenant planned again (a joint re-plan may part two copies)."""
+    with TestClient(create_app(ServiceSettings(db_path=tmp_path / "db.sqlite", tenant_ttl_s=3600,
+                                               joint_min_gain=None))) as c:
+        yield c
+
+
+def test_priority_change_names_the_affected_topologies(sharing_client):
+    client = sharing_client
     plan(client, tenant_request("a", priority=5))
     plan(client, tenant_request("b", priority=5))
     before = {t["topology"]: t["rate"] for t in client.get("/v1/ledger").json()["tenants"]}

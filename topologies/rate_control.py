@@ -5,11 +5,13 @@ resubmitting it for every step would cost a worker start each time. With
 ``hetsched.spout.rate.file`` in the topology config, a paced spout checks the
 file's modification time about twice a second and, when it changed, takes
 ``{"rate": R}`` (tuples/s for the whole component, R >= 0; 0 pauses it) as its
-new rate. The file must be on the machine the spout runs on (a local cluster).
+new rate; ``{"rate": null}`` leaves it unpaced (Storm's ``topology.max.spout.pending``
+sets its pace). The file must be on the machine the spout runs on (a local cluster).
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from topologies.conf import SPOUT_RATE_FILE
@@ -20,11 +22,15 @@ RATE_FILE = SPOUT_RATE_FILE
 CHECK_EVERY_S = 0.5
 
 
+UNPACED = math.inf
+"""What ``RateFile.poll`` gives for ``{"rate": null}``, and what ``write_rate`` takes to write it."""
+
+
 def write_rate(path: str | os.PathLike, rate: float) -> None:
-    """Set the rate (tuples/s, whole component) atomically, so a spout never reads half a file."""
+    """Set the rate (tuples/s, whole component; UNPACED for none) atomically, so a spout never reads half a file."""
     tmp = f"{os.fspath(path)}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"rate": float(rate)}, f)
+        json.dump({"rate": None if rate == UNPACED else float(rate)}, f)
     os.replace(tmp, path)
 
 
@@ -47,7 +53,8 @@ class RateFile:
             if mtime == self._mtime:
                 return None
             with open(self.path) as f:
-                rate = float(json.load(f)["rate"])
+                value = json.load(f)["rate"]
+            rate = UNPACED if value is None else float(value)
         except (OSError, ValueError, KeyError, TypeError):
             return None
         self._mtime = mtime

@@ -10,7 +10,7 @@ from streamparse import ReliableSpout
 from topologies import conf, inputs
 from topologies.context import own_tasks, task_index
 from topologies.pacing import Pacer
-from topologies.rate_control import RATE_FILE, RateFile
+from topologies.rate_control import RATE_FILE, UNPACED, RateFile
 
 MAX_IDLE_SLEEP_S = 0.05
 """Longest a paced spout sleeps inside one ``next_tuple`` call, so acks are never held up for long.
@@ -68,7 +68,7 @@ class BenchmarkSpout(ReliableSpout):
         rate = self.rate_file.poll(now)
         if rate is not None:
             self.paused = rate == 0
-            self.pacer = Pacer(rate, now) if rate > 0 else None
+            self.pacer = Pacer(rate, now) if 0 < rate < UNPACED else None
 
     def emit_one(self) -> None:
         self.seq += 1

@@ -80,12 +80,19 @@ def registration_for(request: PlanRequest, entries: list[ProfileEntry], plan: Pl
 
 @dataclass(frozen=True)
 class TenantPlan:
-    """A tenant's plan and registration, with the other registrations and the machines' limits it was admitted on."""
+    """A tenant's plan and registration, with the other registrations and the machines' limits it was admitted on.
+
+    ``alternatives`` are its other placements (empty for a reused placement): those under which it
+    is admitted, best weighted rate first, then those under which it is admitted only once the
+    running tenants move. The route plans the running tenants again beside each
+    (``joint_replans``), since which one is best can change once they move.
+    """
 
     plan: Plan
     record: TenantRecord
     others: list[TenantRecord]
     capacity: dict[str, float]
+    alternatives: tuple[tuple[Plan, TenantRecord], ...] = ()
 
 
 async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused: Plan | None, plan_on: PlanOn,
@@ -130,22 +137,31 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
                                "minimum rates leave no machine with room")
     candidates = [plan]
     if reused is None and others:
-        choices = leave_out_choices(request.cluster, MAX_LEAVE_OUT_PLANS)
+        rooms = [room]
+        at_minimums = used_by(now_shared, others)
+        if settings.joint_min_gain is not None and at_minimums != room:
+            rooms.append(at_minimums)  # the running tenants may be planned again into less (joint_replans)
+        choices = [(r, c) for r in rooms for c in leave_out_choices(request.cluster, MAX_LEAVE_OUT_PLANS)]
         fewer: list[Plan | None] = [None] * len(choices)
 
         async def plan_without(i: int) -> None:
             try:
-                fewer[i] = await plan_with_room(request, entries, room, plan_on, choices[i])
+                fewer[i] = await plan_with_room(request, entries, choices[i][0], plan_on, choices[i][1])
             except PlanningError:
                 pass  # its components do not fit on the other types
 
         async with anyio.create_task_group() as group:  # the pool's processes plan them side by side
             for i in range(len(choices)):
                 group.start_soon(plan_without, i)
-        candidates += [p.model_copy(update={"stats": {**p.stats, "left_out_types": sorted(c)}})
-                       for p, c in zip(fewer, choices) if p is not None]
+        seen = {placement_key(plan)}
+        for p, (_, c) in zip(fewer, choices):
+            if p is not None and placement_key(p) not in seen:
+                seen.add(placement_key(p))
+                candidates.append(p.model_copy(update={"stats": {**p.stats, "left_out_types": sorted(c)}}))
     priorities = {r.topology: r.priority for r in others} | {name: request.tenant.priority}
-    best: tuple[float, Plan, TenantRecord, Allocation] | None = None
+    admitted: list[tuple[float, Plan, TenantRecord, Allocation]] = []
+    waiting: list[tuple[Plan, TenantRecord]] = []
+    """Placements that refuse it beside the others as they run, which may admit it once they are planned again."""
     refusal = None
     for candidate in candidates:
         registration = await anyio.to_thread.run_sync(registration_for, request, entries, candidate, worker_load)
@@ -154,22 +170,34 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
         candidate_allocation = allocation_of(others + [candidate_record], settings.share_mode, capacity)
         if name in candidate_allocation.refused:
             refusal = refusal or candidate_allocation.refused[name]
+            waiting.append((candidate, candidate_record))
             continue
-        score = weighted_rate(candidate_allocation, priorities)
-        if best is None or score > best[0] * (1 + 1e-6) + 1e-9:
-            best = (score, candidate, candidate_record, candidate_allocation)
-    if best is None:
+        admitted.append((weighted_rate(candidate_allocation, priorities), candidate, candidate_record,
+                         candidate_allocation))
+    if not admitted:
         assert refusal is not None
         raise ServiceError(409, "admission_refused", (
             f"topology {name} is not admitted: {refusal.reason}; a min_rate up to {refusal.fits_rate:g} tuples/s "
             "would fit"))
-    _, plan, record, allocation = best
+    admitted.sort(key=lambda a: -a[0])  # stable: of equal rates, the placement on every machine with room first
+    score, plan, record, allocation = admitted[0]
     if len(candidates) > 1:
-        log.info("tenant %s: %d placements tried; kept the one %s (weighted rate %.3f)", name, len(candidates),
-                 f"without {', '.join(plan.stats['left_out_types'])}" if "left_out_types" in plan.stats
-                 else "on every machine with room", best[0])
+        log.info("tenant %s: %d placements tried, %d admit it; best %s (weighted rate %.3f)", name, len(candidates),
+                 len(admitted), placement_label(plan), score)
     return TenantPlan(with_tenancy_stats(plan, record, others, allocation, settings.share_mode), record, others,
-                      capacity)
+                      capacity, tuple((with_tenancy_stats(p, r, others, a, settings.share_mode), r)
+                                      for _, p, r, a in admitted[1:]) + tuple(waiting))
+
+
+def placement_key(plan: Plan) -> frozenset[tuple[str, int, str]]:
+    """Where every instance runs: two plans with the same key are one placement."""
+    return frozenset((a.component, a.index, a.machine) for a in plan.assignments)
+
+
+def placement_label(plan: Plan) -> str:
+    """'without large' or 'on every machine with room': which of a newcomer's placements this is."""
+    left_out = plan.stats.get("left_out_types")
+    return f"without {', '.join(left_out)}" if left_out else "on every machine with room"
 
 
 def newly_refused(before: Sequence[TenantRecord], after: Sequence[TenantRecord], capacity: Mapping[str, float],
@@ -219,7 +247,8 @@ class JointReplan:
 
 
 async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity: Mapping[str, float], mode: ShareMode,
-                        min_gain: float, replan: Replanner, cluster: Cluster) -> list[JointReplan]:
+                        min_gain: float, replan: Replanner, cluster: Cluster,
+                        only: str | None = None) -> list[JointReplan]:
     """Plan the tenants already running again beside a newcomer, most important first.
 
     A running tenant keeps the placement it was given when it came, made for what the cluster
@@ -230,7 +259,8 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
     was admitted. The next tenant is planned beside the kept ones. Under strict shares this hands
     the more important tenants what the less important ones' minimums leave, where their old
     placement could not use it; under weighted shares the fair shares often bind first, and
-    nothing is re-placed.
+    nothing is re-placed. ``only`` names the one tenant to plan again (the newcomer itself, once
+    the others have moved: it was planned on the room they left before).
     """
     current = list(records)
     priorities = {r.topology: r.priority for r in records}
@@ -238,7 +268,7 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
     order = [t.topology for t in importance_order([r.tenant() for r in records])]
     for name in order:
         record = next(r for r in current if r.topology == name)
-        if name == newcomer or record.request is None:
+        if name == newcomer or record.request is None or (only is not None and name != only):
             continue
         allocation = allocation_of(current, mode, capacity)
         if name not in allocation.rates:
@@ -259,13 +289,13 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
             if score >= before * (1 + min_gain) and (best is None or score > best[0]):
                 best = (score, plan, candidate, trial)
         if best is None:
-            log.info("tenant %s keeps its placement beside %s: no new one raises the weighted rate %.3f by %.0f%%",
+            log.debug("tenant %s keeps its placement beside %s: no new one raises the weighted rate %.3f by %.0f%%",
                      name, newcomer, before, min_gain * 100)
             continue
         score, plan, candidate, trial = best
         kept.append(JointReplan(name, plan, candidate, allocation.rates[name], trial.rates[name], before, score))
         current = others + [candidate]
-        log.info("tenant %s planned again beside %s: rate %.3f -> %.3f tuples/s, weighted rate %.3f -> %.3f", name,
+        log.debug("tenant %s planned again beside %s: rate %.3f -> %.3f tuples/s, weighted rate %.3f -> %.3f", name,
                  newcomer, allocation.rates[name], trial.rates[name], before, score)
     return kept
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Annotated
 
 import anyio
@@ -30,13 +31,16 @@ from planner.service.tenants import (
     Replanner,
     joint_replans,
     newly_refused,
+    placement_label,
     plan_tenant,
     plan_with_room,
     registration_for,
+    weighted_rate,
     with_tenancy_stats,
 )
 from planner.service.workers import PlanningPool
 from planner.storage import Storage
+from planner.tenancy import Refusal
 from planner.strategies import DEFAULT_STRATEGY
 
 log = logging.getLogger("hetsched.service")
@@ -124,7 +128,11 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     """A plan on what the other tenants leave, stored and registered in the ledger (409 when not admitted).
 
     A newcomer (not a reused placement) may have running tenants planned again beside it
-    (``joint_replans``, unless ``settings.joint_min_gain`` is None): their new plans are stored,
+    (``joint_replans``, unless ``settings.joint_min_gain`` is None), for each placement under which
+    it is admitted: the newcomer's best placement alone is not always best once the others move
+    (Diamond off large-1 lets Linear have large-1 to itself). The placement with the highest
+    weighted rate after the re-plans is kept; one that re-places tenants must beat the newcomer's
+    own best by ``joint_min_gain``. The kept re-plans' plans are stored,
     registered and bound to them, and the newcomer's ``stats.tenancy.replaced`` names them, so
     the plugin re-places them drained. A running tenant the newcomer leaves without its minimum is
     released from the ledger and named in ``stats.tenancy.evicted`` (unless
@@ -135,20 +143,26 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
 
     worker_load = await anyio.to_thread.run_sync(_base_load, profiles, storage)
     placed = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings, worker_load)
-    plan, others, capacity = placed.plan, placed.others, placed.capacity
     kept = request.model_copy(update={"plan_id": None, "profiles": ProfileRef(name=profiles.ref.name, version=profiles.ref.version)
                                       if profiles.ref is not None else request.profiles})
-    record = placed.record.model_copy(update={"request": kept})
-    evicted = newly_refused(others, others + [record], capacity, settings.share_mode) if settings.evict_refused else {}
-    others = [r for r in others if r.topology not in evicted]
-    replaced: list[JointReplan] = []
-    if reused is None and settings.joint_min_gain is not None:
-        replaced = await joint_replans(others + [record], record.topology, capacity, settings.share_mode,
-                                       settings.joint_min_gain, _replanner(storage, settings, planner.pool),
-                                       request.cluster)
+    joint = reused is None and settings.joint_min_gain is not None
+    choices = [(placed.plan, placed.record), *(placed.alternatives if joint else ())]
+    settled = [await _settle(p, r.model_copy(update={"request": kept}), placed.others, placed.capacity, request,
+                             storage, settings, planner, joint) for p, r in choices]
+    best = base = settled[0]
+    for other in settled[1:]:  # one that re-places tenants must gain what a re-placement must (joint_min_gain)
+        if other.admitted and other.weighted > best.weighted * (1 + 1e-6) and other.weighted >= base.weighted * (
+                1 + ((settings.joint_min_gain or 0.0) if other.replaced else 0.0)):
+            best = other
+    if len(settled) > 1:
+        log.info("tenant %s: %d placements settled with the running tenants planned again; kept the one %s "
+                 "(weighted rate %.3f, %d re-placed)", request.topology.name, len(settled),
+                 placement_label(best.plan), best.weighted, len(best.replaced))
+    plan, record, capacity, evicted, replaced = best.plan, best.record, placed.capacity, best.evicted, best.replaced
+    others = [r for r in placed.others if r.topology not in evicted]
     moved = {j.topology: j.record for j in replaced}
     after = [moved.get(r.topology, r) for r in others]
-    if replaced or evicted:
+    if replaced or evicted or best is not settled[0]:
         plan = with_tenancy_stats(plan, record, after, allocation_of(after + [record], settings.share_mode, capacity),
                                   settings.share_mode)
     summaries = []
@@ -176,6 +190,53 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     log.info("tenant %s registered: plan %s, rate %s tuples/s, priority %d", record.topology, plan.id,
              plan.stats["tenancy"]["rate"], record.priority)
     return plan
+
+
+NEWCOMER_MIN_GAIN = 1e-6
+"""The newcomer planned again once the others moved: it is not placed yet, so any gain is worth taking."""
+
+
+@dataclass(frozen=True)
+class _Settled:
+    """One admitted placement of a newcomer with what follows from it: the tenants it evicts, the running ones
+    planned again beside it, and the tenants' weighted rate after both."""
+
+    plan: Plan
+    record: TenantRecord
+    evicted: dict[str, Refusal]
+    replaced: list[JointReplan]
+    weighted: float
+    admitted: bool
+
+
+async def _settle(plan: Plan, record: TenantRecord, others: list[TenantRecord], capacity: dict[str, float],
+                  request: PlanRequest, storage: Storage, settings: ServiceSettings, planner: Planner,
+                  joint: bool) -> _Settled:
+    """The newcomer on ``plan``: evictions, then (``joint``) the running tenants planned again beside it."""
+    evicted = newly_refused(others, others + [record], capacity, settings.share_mode) if settings.evict_refused else {}
+    staying = [r for r in others if r.topology not in evicted]
+    replaced: list[JointReplan] = []
+    if joint:
+        assert settings.joint_min_gain is not None
+        replaced = await joint_replans(staying + [record], record.topology, capacity, settings.share_mode,
+                                       settings.joint_min_gain, _replanner(storage, settings, planner.pool),
+                                       request.cluster)
+        if replaced:  # the newcomer was planned on the room they left before they moved
+            moved = {j.topology: j.record for j in replaced}
+            itself = await joint_replans([moved.get(r.topology, r) for r in staying] + [record], "", capacity,
+                                         settings.share_mode, NEWCOMER_MIN_GAIN,
+                                         _replanner(storage, settings, planner.pool), request.cluster,
+                                         only=record.topology)
+            if itself:
+                plan = itself[0].plan.model_copy(update={"stats": {**itself[0].plan.stats, **{
+                    k: plan.stats[k] for k in ("left_out_types",) if k in plan.stats}, "planned_again": True}})
+                record = itself[0].record
+    moved = {j.topology: j.record for j in replaced}
+    after = [moved.get(r.topology, r) for r in staying] + [record]
+    priorities = {r.topology: r.priority for r in after}
+    allocation = allocation_of(after, settings.share_mode, capacity)
+    return _Settled(plan, record, evicted, replaced, weighted_rate(allocation, priorities),
+                    record.topology in allocation.rates)
 
 
 def _replanner(storage: Storage, settings: ServiceSettings, pool: PlanningPool) -> Replanner:
