@@ -5,6 +5,7 @@ bench never meets another planner's plans, and it is stopped when the bench ends
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -16,7 +17,7 @@ from pathlib import Path
 from planner.client import PlannerClient, PlannerClientError
 from bench.errors import BenchError
 from planner.durable import open_private_append
-from planner.service.settings import SHARE_MODE_ENV
+from planner.service.settings import SHARE_MODE_ENV, log_config
 
 STARTUP_TIMEOUT_S = 90.0
 _LISTENING = re.compile(r"Uvicorn running on (http://[\d.]+:\d+)")
@@ -39,8 +40,10 @@ class PlannerService:
         env = {**os.environ, "HETSCHED_DB": str(self.db_path), "PYTHONPATH": str(REPO),
                SHARE_MODE_ENV: self.share_mode}
         env.pop("HETSCHED_PLANNER_TOKEN", None)
+        logging_file = self.log_path.with_name(f"{self.log_path.stem}-logging.json")
+        logging_file.write_text(json.dumps(log_config("info")))  # the service's own lines too, not uvicorn's alone
         args = [sys.executable, "-m", "uvicorn", "--factory", "planner.service.app:create_app",
-                "--host", "127.0.0.1", "--port", "0", "--no-access-log"]
+                "--host", "127.0.0.1", "--port", "0", "--no-access-log", "--log-config", str(logging_file)]
         earlier = len(self._log())  # appended to: a service started before in this folder left its address in it
         with open_private_append(self.log_path) as log:
             self.process = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,

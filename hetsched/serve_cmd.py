@@ -1,7 +1,6 @@
 """``hetsched serve``: run the planning service under uvicorn."""
 from __future__ import annotations
 
-import copy
 import ipaddress
 import logging
 import logging.config
@@ -17,6 +16,7 @@ from planner.client import TOKEN_ENV
 from planner.service.settings import (
     DEFAULT_HOST,
     DEFAULT_JOINT_MIN_GAIN,
+    DEFAULT_JOINT_PLACEMENTS,
     DEFAULT_MAX_BODY_MB,
     DEFAULT_MAX_SIZE,
     DEFAULT_PORT,
@@ -30,6 +30,7 @@ from planner.service.settings import (
     SHARE_MODE_ENV,
     ServiceSettings,
     SizeLimit,
+    log_config,
 )
 from planner.records_store import RECORDS_DIR_ENV
 from planner.storage import DB_ENV, StorageError, default_db_path
@@ -48,15 +49,6 @@ class LogLevel(str, Enum):
     info = "info"
     warning = "warning"
     error = "error"
-
-
-def _log_config(level: str) -> dict:
-    """uvicorn's own logging, with the service's logger printed the same way."""
-    from uvicorn.config import LOGGING_CONFIG
-
-    config = copy.deepcopy(LOGGING_CONFIG)
-    config["loggers"]["hetsched"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
-    return config
 
 
 class TokenFileError(ValueError):
@@ -123,6 +115,7 @@ def serve(
     share_mode: str = typer.Option("weighted", envvar=SHARE_MODE_ENV, help="How topologies share what their minimums leave: weighted (by priority, nobody starved) or strict (higher priority first)."),
     joint_replans: bool = typer.Option(True, "--joint-replans/--no-joint-replans", help="Plan running topologies again beside a newcomer and have the plugin re-place them drained, where that raises the tenants' weighted rate by --joint-min-gain."),
     joint_min_gain: float = typer.Option(DEFAULT_JOINT_MIN_GAIN, min=0.0, help="The least rise of the tenants' weighted rate (0.05: 5%) worth re-placing a running topology beside a newcomer."),
+    joint_placements: int = typer.Option(DEFAULT_JOINT_PLACEMENTS, min=1, max=50, help="How many of a newcomer's placements are tried with the running topologies planned again beside each (more finds better partings of the machines and plans longer)."),
     evict_refused: bool = typer.Option(True, "--evict-refused/--keep-refused", help="A running topology a more important newcomer leaves without its minimum is released from the ledger and evicted by the plugin (Storm's RAS evicts so too); --keep-refused keeps it running idle, charged."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
@@ -151,13 +144,14 @@ def serve(
         max_size=SizeLimit(placement_cells=max_components_x_machines, lp_cells=max_components2_x_types),
         keep_plans_days=keep_plans_days, keep_profile_versions=keep_profile_versions,
         nimbus=nimbus, records_dir=records_dir, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
-        joint_min_gain=joint_min_gain if joint_replans else None, evict_refused=evict_refused,
+        joint_min_gain=joint_min_gain if joint_replans else None, joint_placements=joint_placements,
+        evict_refused=evict_refused,
     )
     try:
         service = create_app(settings)
     except StorageError as exc:
         _refuse(str(exc))
-    logging.config.dictConfig(_log_config(log_level.value))
+    logging.config.dictConfig(log_config(log_level.value))
     log.info("planner: db %s, %s, body limit %g MB, time limit %g s, size limit %s components x machines and %s "
              "components^2 x machine types, keeping %s and %s", settings.db_path,
              "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s,
@@ -167,7 +161,7 @@ def serve(
     log.info("page at /ui: plans and profile sets%s", f", and the live cluster of Nimbus {nimbus}" if nimbus else "")
     if not _is_loopback(host) and not settings.token:
         log.warning("listening on %s without a token (--insecure-no-token): anyone who can reach this address can plan and overwrite profiles", host)
-    uvicorn.run(service, host=host, port=port, log_config=_log_config(log_level.value), log_level=log_level.value,
+    uvicorn.run(service, host=host, port=port, log_config=log_config(log_level.value), log_level=log_level.value,
                 access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
 
 

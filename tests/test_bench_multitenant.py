@@ -270,6 +270,16 @@ def test_planned_tenants_are_paced_at_their_ledger_rate_refused_ones_paused():
     assert multitenant.ledger_rates({}, names) == {}
 
 
+def test_a_tenant_is_left_unpaced_only_where_no_other_tenant_uses_its_machines():
+    ledger = {"machines": [{"id": "large-1", "loads": {"a": 90.0}},
+                           {"id": "medium-1", "loads": {"b": 50.0, "c": 20.0}},
+                           {"id": "small-1", "loads": {"b": 10.0, "d": 0.0}}],
+              "tenants": [{"topology": t, "status": "admitted"} for t in "abc"]
+              + [{"topology": "d", "status": "refused"}]}
+    assert multitenant.isolated_tenants(ledger) == {"a"}
+    assert multitenant.isolated_tenants({}) == set()
+
+
 def test_the_scenario_gives_every_machine_three_slots(tmp_path):
     spec = multitenant.with_slots(load_spec(), multitenant.DEFAULT_SLOTS)
     assert {t.slots for t in spec.machine_types} == {3}

@@ -179,6 +179,15 @@ def test_a_spout_rate_file_is_read_once_per_change(tmp_path):
     assert missing.poll(0.0) is None
 
 
+def test_a_null_rate_leaves_the_spout_unpaced(tmp_path):
+    from topologies.rate_control import UNPACED
+
+    path = tmp_path / "rate.json"
+    write_rate(path, UNPACED)
+    assert json.loads(path.read_text()) == {"rate": None}
+    assert RateFile(str(path), instances=2).poll(0.0) == UNPACED
+
+
 @pytest.mark.parametrize("args, fault", [
     (["--steps", "0"], "--steps must be from 1 to 50"),
     (["--steps", "a,b"], "neither a number of steps nor a list of rates"),

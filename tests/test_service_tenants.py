@@ -213,15 +213,28 @@ def test_the_share_mode_comes_from_the_environment_when_not_given(monkeypatch, t
 def joint_replanned(tmp_path_factory):
     """Linear (priority 0) then Diamond (1, a quarter of its solo rate) on the default spec, strict shares, with the
     running tenants planned again beside the newcomer and without (``joint_min_gain`` None). The shipped set's
-    ``idle_met`` is cleared: with it, Linear's solo plan has half the ``high`` instances and its placement beside
-    Diamond gains under 5% (docs/model.md), so the case that moves is the set without it."""
-    from bench.profiles import fill_pass_through_alphas, load_profile_set
-    from cluster.spec import load_spec
-    from planner.profiles import machine_base_load
+    ``idle_met`` is cleared: the set the model doc's first joint re-plan figures are for."""
+    from bench.profiles import load_profile_set
 
     shipped = load_profile_set("default-cluster")[0]
     lab = shipped.model_copy(update={"entries": [e.model_copy(update={"idle_met": 0.0}) for e in shipped.entries]})
-    profile_set, _ = fill_pass_through_alphas(lab, ["linear", "diamond"])
+    return _linear_then_diamond(tmp_path_factory, lab)
+
+
+@pytest.fixture(scope="module")
+def shipped_joint(tmp_path_factory):
+    """As ``joint_replanned``, with the shipped set as it is (``idle_met`` charged)."""
+    from bench.profiles import load_profile_set
+
+    return _linear_then_diamond(tmp_path_factory, load_profile_set("default-cluster")[0])
+
+
+def _linear_then_diamond(tmp_path_factory, shipped) -> dict:
+    from bench.profiles import fill_pass_through_alphas
+    from cluster.spec import load_spec
+    from planner.profiles import machine_base_load
+
+    profile_set, _ = fill_pass_through_alphas(shipped, ["linear", "diamond"])
     cluster = load_spec().planner_cluster(machine_base_load(profile_set)).model_dump(mode="json")
     runs = {}
     for gain in (0.05, None):
@@ -302,3 +315,40 @@ def test_a_running_tenant_a_more_important_newcomer_leaves_without_its_minimum_i
         assert "evicted" not in tenancy
         assert ledger["first"]["status"] == "refused" and ledger["first"]["rate"] == 0
     assert ledger["second"]["rate"] >= alone * 0.7 - 1e-3
+
+
+def test_beside_a_newcomer_the_tenants_part_the_machines_when_that_raises_the_weighted_rate(shipped_joint):
+    """With the shipped set, Diamond's best placement beside Linear as it runs gains nothing worth a move; Diamond
+    off large-1 with Linear planned again onto large-1 alone, and Diamond then planned again on the rest, does."""
+    def weighted(ledger):
+        return sum(t["rate"] / (1 + t["priority"]) for t in ledger["tenants"])
+
+    joint, alone = shipped_joint[0.05], shipped_joint[None]
+    machines = {name: {a["machine"] for a in plan["assignments"]}
+                for name, plan in (("linear", joint["bound"]), ("diamond", joint["diamond"]))}
+    assert machines["linear"] and not machines["linear"] & machines["diamond"], machines
+    assert weighted(joint["ledger"]) >= weighted(alone["ledger"]) * 1.05
+    tenants = {t["topology"]: t for t in joint["ledger"]["tenants"]}
+    assert tenants["mt-diamond"]["plan_id"] == joint["diamond"]["id"]
+    assert tenants["mt-diamond"]["rate"] >= joint["minimum"] - 1e-3
+    for machine, (load, capacity) in machine_totals(joint["ledger"]).items():
+        assert load <= capacity + 1e-3, machine
+
+
+def test_the_parted_machines_figures_in_the_model_doc_are_the_services(shipped_joint):
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[1] / "docs" / "model.md").read_text().split())
+    said = re.search(r"the weighted rate rises from ([\d.]+) to ([\d.]+) \(Linear ([\d.]+) tuples/s alone on "
+                     r"(\S+), Diamond ([\d.]+) on", text)
+    assert said, "docs/model.md states the parted placement's figures"
+
+    def weighted(ledger):
+        return sum(t["rate"] / (1 + t["priority"]) for t in ledger["tenants"])
+
+    rates = {t["topology"]: t["rate"] for t in shipped_joint[0.05]["ledger"]["tenants"]}
+    computed = (weighted(shipped_joint[None]["ledger"]), weighted(shipped_joint[0.05]["ledger"]), rates["mt-linear"],
+                rates["mt-diamond"])
+    assert [float(said.group(i)) for i in (1, 2, 3, 5)] == pytest.approx(computed, abs=0.006)
+    assert {a["machine"] for a in shipped_joint[0.05]["bound"]["assignments"]} == {said.group(4)}

@@ -19,6 +19,8 @@ DEFAULT_TIME_LIMIT_S = 10.0
 DEFAULT_QUEUE_WAIT_S = 60.0
 DEFAULT_JOINT_MIN_GAIN = 0.05
 """Re-place a running tenant beside a newcomer when the tenants' weighted rate rises by 5% or more."""
+DEFAULT_JOINT_PLACEMENTS = 4
+"""A newcomer's placements settled with the running tenants planned again beside each (its best first)."""
 DEFAULT_TENANT_TTL_S = 60.0
 """Six of Nimbus's default 10 s scheduling rounds: the plugin renews every registration each round."""
 MAX_PLACEMENT_CELLS_ENV = "HETSCHED_MAX_COMPONENTS_X_MACHINES"
@@ -64,6 +66,8 @@ class ServiceSettings:
     ``share_mode``: how tenants share what their minimums leave, ``weighted`` or ``strict`` (planner.tenancy).
     ``joint_min_gain``: a running tenant is planned again and re-placed beside a newcomer when that raises the
     tenants' weighted rate by this fraction (planner.service.tenants.joint_replans); None: never.
+    ``joint_placements``: how many of a newcomer's placements are settled so (each costs a re-plan of every
+    running tenant and of the newcomer on up to 7 sets of machine types; docs/model.md, "Parting the machines").
     ``evict_refused``: a running tenant a more important newcomer leaves without its minimum is released from the
     ledger and named to the plugin, which frees its slots (Storm's RAS evicts so too); off: it stays, idle and charged.
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
@@ -84,6 +88,7 @@ class ServiceSettings:
     tenant_ttl_s: float = DEFAULT_TENANT_TTL_S
     share_mode: ShareMode = field(default_factory=default_share_mode)
     joint_min_gain: float | None = DEFAULT_JOINT_MIN_GAIN
+    joint_placements: int = DEFAULT_JOINT_PLACEMENTS
     evict_refused: bool = True
     records_dir: Path | None = None
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
@@ -91,3 +96,14 @@ class ServiceSettings:
     @property
     def retention(self) -> Retention:
         return Retention(keep_plans_days=self.keep_plans_days, keep_profile_versions=self.keep_profile_versions)
+
+
+def log_config(level: str = "info") -> dict:
+    """uvicorn's own logging, with the service's logger (``hetsched.*``) printed the same way."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["hetsched"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    return config

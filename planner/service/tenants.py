@@ -82,9 +82,9 @@ def registration_for(request: PlanRequest, entries: list[ProfileEntry], plan: Pl
 class TenantPlan:
     """A tenant's plan and registration, with the other registrations and the machines' limits it was admitted on.
 
-    ``alternatives`` are its other placements (empty for a reused placement): those under which it
-    is admitted, best weighted rate first, then those under which it is admitted only once the
-    running tenants move. The route plans the running tenants again beside each
+    ``alternatives`` are its other placements (empty for a reused placement): first those under
+    which it is admitted only once the running tenants move (the ones that part the machines),
+    then those under which it is admitted, best weighted rate first. The route plans the running tenants again beside each
     (``joint_replans``), since which one is best can change once they move.
     """
 
@@ -119,28 +119,35 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
     now_shared = allocation_of(others, settings.share_mode, capacity)
     plan = reused
     room = used_by(now_shared)
+    at_minimums = used_by(now_shared, others)
+    at_important = used_by(now_shared, [r for r in others if r.priority <= request.tenant.priority])
+    """What the minimums of the tenants at least as important leave: the less important may be evicted."""
     if plan is None:
         try:
             plan = await plan_with_room(request, entries, room, plan_on)
         except PlanningError:
             plan = None  # what the others use now cannot host it; what their minimums leave may
-        if plan is None or plan.input_rate < request.tenant.min_rate:
+        important = "the other" if at_important == at_minimums else "the more important"
+        for squeezed_room, whose in ((at_minimums, "the other"), (at_important, important)):
+            if plan is not None and plan.input_rate >= request.tenant.min_rate:
+                break
             try:
-                squeezed = await plan_with_room(request, entries, used_by(now_shared, others), plan_on)
+                squeezed = await plan_with_room(request, entries, squeezed_room, plan_on)
             except PlanningError as exc:
-                raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: what the other "
-                                   f"tenants' minimum rates leave cannot host it ({exc})") from None
+                if squeezed_room is at_important:
+                    raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: what {whose} "
+                                       f"tenants' minimum rates leave cannot host it ({exc})") from None
+                continue
             if squeezed is not None and (plan is None or squeezed.input_rate > plan.input_rate):
-                plan, room = squeezed, used_by(now_shared, others)
+                plan, room = squeezed, squeezed_room
         if plan is None:
             raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: the other tenants' "
                                "minimum rates leave no machine with room")
     candidates = [plan]
     if reused is None and others:
         rooms = [room]
-        at_minimums = used_by(now_shared, others)
-        if settings.joint_min_gain is not None and at_minimums != room:
-            rooms.append(at_minimums)  # the running tenants may be planned again into less (joint_replans)
+        if settings.joint_min_gain is not None:  # the running tenants may be planned again into less, or evicted
+            rooms += [r for r in (at_minimums, at_important) if r not in rooms]
         choices = [(r, c) for r in rooms for c in leave_out_choices(request.cluster, MAX_LEAVE_OUT_PLANS)]
         fewer: list[Plan | None] = [None] * len(choices)
 
@@ -185,8 +192,8 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
         log.info("tenant %s: %d placements tried, %d admit it; best %s (weighted rate %.3f)", name, len(candidates),
                  len(admitted), placement_label(plan), score)
     return TenantPlan(with_tenancy_stats(plan, record, others, allocation, settings.share_mode), record, others,
-                      capacity, tuple((with_tenancy_stats(p, r, others, a, settings.share_mode), r)
-                                      for _, p, r, a in admitted[1:]) + tuple(waiting))
+                      capacity, tuple(waiting) + tuple((with_tenancy_stats(p, r, others, a, settings.share_mode), r)
+                                                       for _, p, r, a in admitted[1:]))
 
 
 def placement_key(plan: Plan) -> frozenset[tuple[str, int, str]]:
@@ -277,8 +284,16 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
         others = [r for r in current if r.topology != name]
         room = used_by(allocation_of(others, mode, capacity), others)
         best: tuple[float, Plan, TenantRecord, Allocation] | None = None
-        for leave_out in [frozenset[str](), *leave_out_choices(cluster, MAX_LEAVE_OUT_PLANS)]:
-            got = await replan(record, room, leave_out)
+        choices = [frozenset[str](), *leave_out_choices(cluster, MAX_LEAVE_OUT_PLANS)]
+        planned: list[tuple[Plan, TenantRecord] | None] = [None] * len(choices)
+
+        async def plan_choice(i: int) -> None:
+            planned[i] = await replan(record, room, choices[i])
+
+        async with anyio.create_task_group() as group:  # the pool's processes plan them side by side
+            for i in range(len(choices)):
+                group.start_soon(plan_choice, i)
+        for got in planned:
             if got is None:
                 continue
             plan, candidate = got
