@@ -128,10 +128,11 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     """A plan on what the other tenants leave, stored and registered in the ledger (409 when not admitted).
 
     A newcomer (not a reused placement) may have running tenants planned again beside it
-    (``joint_replans``, unless ``settings.joint_min_gain`` is None), for each placement under which
-    it is admitted: the newcomer's best placement alone is not always best once the others move
-    (Diamond off large-1 lets Linear have large-1 to itself). The placement with the highest
-    weighted rate after the re-plans is kept; one that re-places tenants must beat the newcomer's
+    (``joint_replans``, unless ``settings.joint_min_gain`` is None), for each of its placements up to
+    ``settings.joint_placements`` (``_settle``): its best placement beside the others as they run is
+    not always best once they move (Diamond off large-1 lets Linear have large-1 to itself, and is
+    admitted only then). The placement with the highest weighted rate after the re-plans, under
+    which the newcomer is admitted, is kept; one that re-places tenants must beat the newcomer's
     own best by ``joint_min_gain``. The kept re-plans' plans are stored,
     registered and bound to them, and the newcomer's ``stats.tenancy.replaced`` names them, so
     the plugin re-places them drained. A running tenant the newcomer leaves without its minimum is
@@ -198,8 +199,8 @@ NEWCOMER_MIN_GAIN = 1e-6
 
 @dataclass(frozen=True)
 class _Settled:
-    """One admitted placement of a newcomer with what follows from it: the tenants it evicts, the running ones
-    planned again beside it, and the tenants' weighted rate after both."""
+    """One placement of a newcomer with what follows from it: the tenants it evicts, the running ones planned
+    again beside it, the tenants' weighted rate after both, and whether the newcomer is admitted then."""
 
     plan: Plan
     record: TenantRecord
