@@ -5,10 +5,12 @@ admission and shares come from :mod:`planner.tenancy` over every registration an
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import anyio
 
@@ -33,12 +35,26 @@ from planner.storage import Storage
 from planner.tenancy import Allocation, Refusal, ShareMode, importance_order, priority_weight
 
 log = logging.getLogger("hetsched.service")
+T = TypeVar("T")
 
 PlanOn = Callable[[Cluster, list[ProfileEntry]], Awaitable[Plan]]
 """Plans the request's topology on a cluster (the service's worker pool)."""
 MAX_LEAVE_OUT_PLANS = 6
 """A newcomer beside others is also planned without some machine types, at most this many plans more
 (3 types: each one and each pair); the placement under which the tenants' weighted rate is highest is kept."""
+
+
+async def side_by_side(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Every call's answer, in order, the calls run concurrently (the planning pool's processes plan side by side)."""
+    answers: list[T | None] = [None] * len(calls)
+
+    async def run(i: int) -> None:
+        answers[i] = await calls[i]()
+
+    async with anyio.create_task_group() as group:
+        for i in range(len(calls)):
+            group.start_soon(run, i)
+    return answers  # type: ignore[return-value]  # every slot was filled by its call
 
 
 def current_tenants(storage: Storage, settings: ServiceSettings, now: float) -> list[TenantRecord]:
@@ -85,7 +101,8 @@ class TenantPlan:
     ``alternatives`` are its other placements (empty for a reused placement): first those under
     which it is admitted only once the running tenants move (the ones that part the machines),
     then those under which it is admitted, best weighted rate first. The route plans the running tenants again beside each
-    (``joint_replans``), since which one is best can change once they move.
+    (``joint_replans``), since which one is best can change once they move; their
+    ``stats.tenancy`` is written once one is kept.
     """
 
     plan: Plan
@@ -149,17 +166,14 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
         if settings.joint_min_gain is not None:  # the running tenants may be planned again into less, or evicted
             rooms += [r for r in (at_minimums, at_important) if r not in rooms]
         choices = [(r, c) for r in rooms for c in leave_out_choices(request.cluster, MAX_LEAVE_OUT_PLANS)]
-        fewer: list[Plan | None] = [None] * len(choices)
 
-        async def plan_without(i: int) -> None:
+        async def plan_without(used: Mapping[str, float], leave_out: frozenset[str]) -> Plan | None:
             try:
-                fewer[i] = await plan_with_room(request, entries, choices[i][0], plan_on, choices[i][1])
+                return await plan_with_room(request, entries, used, plan_on, leave_out)
             except PlanningError:
-                pass  # its components do not fit on the other types
+                return None  # its components do not fit on the other types
 
-        async with anyio.create_task_group() as group:  # the pool's processes plan them side by side
-            for i in range(len(choices)):
-                group.start_soon(plan_without, i)
+        fewer = await side_by_side([functools.partial(plan_without, r, c) for r, c in choices])
         seen = {placement_key(plan)}
         for p, (_, c) in zip(fewer, choices):
             if p is not None and placement_key(p) not in seen:
@@ -192,8 +206,7 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
         log.info("tenant %s: %d placements tried, %d admit it; best %s (weighted rate %.3f)", name, len(candidates),
                  len(admitted), placement_label(plan), score)
     return TenantPlan(with_tenancy_stats(plan, record, others, allocation, settings.share_mode), record, others,
-                      capacity, tuple(waiting) + tuple((with_tenancy_stats(p, r, others, a, settings.share_mode), r)
-                                                       for _, p, r, a in admitted[1:]))
+                      capacity, tuple(waiting) + tuple((p, r) for _, p, r, _ in admitted[1:]))
 
 
 def placement_key(plan: Plan) -> frozenset[tuple[str, int, str]]:
@@ -285,15 +298,7 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
         room = used_by(allocation_of(others, mode, capacity), others)
         best: tuple[float, Plan, TenantRecord, Allocation] | None = None
         choices = [frozenset[str](), *leave_out_choices(cluster, MAX_LEAVE_OUT_PLANS)]
-        planned: list[tuple[Plan, TenantRecord] | None] = [None] * len(choices)
-
-        async def plan_choice(i: int) -> None:
-            planned[i] = await replan(record, room, choices[i])
-
-        async with anyio.create_task_group() as group:  # the pool's processes plan them side by side
-            for i in range(len(choices)):
-                group.start_soon(plan_choice, i)
-        for got in planned:
+        for got in await side_by_side([functools.partial(replan, record, room, c) for c in choices]):
             if got is None:
                 continue
             plan, candidate = got

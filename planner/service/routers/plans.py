@@ -148,8 +148,9 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
                                       if profiles.ref is not None else request.profiles})
     joint = reused is None and settings.joint_min_gain is not None
     choices = [(placed.plan, placed.record), *(placed.alternatives if joint else ())][:settings.joint_placements]
+    replan = _replanner(storage, settings, planner.pool)
     settled = [await _settle(p, r.model_copy(update={"request": kept}), placed.others, placed.capacity, request,
-                             storage, settings, planner, joint) for p, r in choices]
+                             settings, replan if joint else None) for p, r in choices]
     best = base = settled[0]
     for other in settled[1:]:  # one that re-places tenants must gain what a re-placement must (joint_min_gain)
         if other.admitted and other.weighted > best.weighted * (1 + 1e-6) and other.weighted >= base.weighted * (
@@ -211,29 +212,25 @@ class _Settled:
 
 
 async def _settle(plan: Plan, record: TenantRecord, others: list[TenantRecord], capacity: dict[str, float],
-                  request: PlanRequest, storage: Storage, settings: ServiceSettings, planner: Planner,
-                  joint: bool) -> _Settled:
-    """The newcomer on ``plan``: evictions, then (``joint``) the running tenants planned again beside it."""
+                  request: PlanRequest, settings: ServiceSettings, replan: Replanner | None) -> _Settled:
+    """The newcomer on ``plan``: evictions, then (with ``replan``) the running tenants planned again beside it."""
     evicted = newly_refused(others, others + [record], capacity, settings.share_mode) if settings.evict_refused else {}
     staying = [r for r in others if r.topology not in evicted]
     replaced: list[JointReplan] = []
-    if joint:
+    if replan is not None:
         assert settings.joint_min_gain is not None
         replaced = await joint_replans(staying + [record], record.topology, capacity, settings.share_mode,
-                                       settings.joint_min_gain, _replanner(storage, settings, planner.pool),
-                                       request.cluster)
-        if replaced:  # the newcomer was planned on the room they left before they moved
-            moved = {j.topology: j.record for j in replaced}
-            itself = await joint_replans([moved.get(r.topology, r) for r in staying] + [record], "", capacity,
-                                         settings.share_mode, NEWCOMER_MIN_GAIN,
-                                         _replanner(storage, settings, planner.pool), request.cluster,
-                                         only=record.topology)
-            if itself:
-                plan = itself[0].plan.model_copy(update={"stats": {**itself[0].plan.stats, **{
-                    k: plan.stats[k] for k in ("left_out_types",) if k in plan.stats}, "planned_again": True}})
-                record = itself[0].record
+                                       settings.joint_min_gain, replan, request.cluster)
     moved = {j.topology: j.record for j in replaced}
-    after = [moved.get(r.topology, r) for r in staying] + [record]
+    staying = [moved.get(r.topology, r) for r in staying]
+    if replan is not None and replaced:  # the newcomer was planned on the room they left before they moved
+        itself = await joint_replans(staying + [record], "", capacity, settings.share_mode, NEWCOMER_MIN_GAIN,
+                                     replan, request.cluster, only=record.topology)
+        if itself:
+            plan = itself[0].plan.model_copy(update={"stats": {**itself[0].plan.stats, **{
+                k: plan.stats[k] for k in ("left_out_types",) if k in plan.stats}, "planned_again": True}})
+            record = itself[0].record
+    after = staying + [record]
     priorities = {r.topology: r.priority for r in after}
     allocation = allocation_of(after, settings.share_mode, capacity)
     return _Settled(plan, record, evicted, replaced, weighted_rate(allocation, priorities),
@@ -241,16 +238,26 @@ async def _settle(plan: Plan, record: TenantRecord, others: list[TenantRecord], 
 
 
 def _replanner(storage: Storage, settings: ServiceSettings, pool: PlanningPool) -> Replanner:
-    """Plans a registered tenant again from its stored request, on the room it is given (``joint_replans``)."""
+    """Plans a registered tenant again from its stored request, on the room it is given (``joint_replans``).
+
+    A tenant's profile set and base load are read once per replanner (one newcomer's planning), not per plan.
+    """
+    resolved: dict[str, tuple[ResolvedProfiles, dict[str, float]]] = {}
+
+    async def profiles_of(record: TenantRecord, request: PlanRequest) -> tuple[ResolvedProfiles, dict[str, float]]:
+        if record.topology not in resolved:
+            profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+            resolved[record.topology] = (profiles, await anyio.to_thread.run_sync(_base_load, profiles, storage))
+        return resolved[record.topology]
+
     async def replan(record: TenantRecord, used, leave_out) -> tuple[Plan, TenantRecord] | None:
         assert record.request is not None
         request = record.request.model_copy(update={"tenant": TenantSpec(
             priority=record.priority, min_rate=record.min_rate, target_rate=record.target_rate)})
         try:
-            profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+            profiles, worker_load = await profiles_of(record, request)
             options = limited_options(request.options, settings.time_limit_s)
             planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
-            worker_load = await anyio.to_thread.run_sync(_base_load, profiles, storage)
 
             async def plan_on(cluster, entries):
                 return await planner.plan(request.topology, cluster, entries, request.strategy, options)
