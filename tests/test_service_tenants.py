@@ -352,3 +352,11 @@ def test_the_parted_machines_figures_in_the_model_doc_are_the_services(shipped_j
                 rates["mt-diamond"])
     assert [float(said.group(i)) for i in (1, 2, 3, 5)] == pytest.approx(computed, abs=0.006)
     assert {a["machine"] for a in shipped_joint[0.05]["bound"]["assignments"]} == {said.group(4)}
+
+
+def test_a_joint_placements_below_one_still_plans_the_newcomer_on_its_best_placement(tmp_path):
+    with TestClient(create_app(ServiceSettings(db_path=tmp_path / "db.sqlite", tenant_ttl_s=3600,
+                                               joint_placements=0))) as c:
+        plan(c, tenant_request("a", priority=0))
+        second = plan(c, tenant_request("b", priority=1))
+    assert second["stats"]["tenancy"]["others"] == ["a"]

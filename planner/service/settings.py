@@ -66,7 +66,7 @@ class ServiceSettings:
     ``share_mode``: how tenants share what their minimums leave, ``weighted`` or ``strict`` (planner.tenancy).
     ``joint_min_gain``: a running tenant is planned again and re-placed beside a newcomer when that raises the
     tenants' weighted rate by this fraction (planner.service.tenants.joint_replans); None: never.
-    ``joint_placements``: how many of a newcomer's placements are settled so (each costs a re-plan of every
+    ``joint_placements``: how many (at least 1) of a newcomer's placements are settled so (each costs a re-plan of every
     running tenant and of the newcomer on up to 7 sets of machine types; docs/model.md, "Parting the machines").
     ``evict_refused``: a running tenant a more important newcomer leaves without its minimum is released from the
     ledger and named to the plugin, which frees its slots (Storm's RAS evicts so too); off: it stays, idle and charged.

@@ -147,7 +147,7 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     kept = request.model_copy(update={"plan_id": None, "profiles": ProfileRef(name=profiles.ref.name, version=profiles.ref.version)
                                       if profiles.ref is not None else request.profiles})
     joint = reused is None and settings.joint_min_gain is not None
-    choices = [(placed.plan, placed.record), *(placed.alternatives if joint else ())][:settings.joint_placements]
+    choices = [(placed.plan, placed.record), *(placed.alternatives if joint else ())][:max(1, settings.joint_placements)]
     replan = _replanner(storage, settings, planner.pool)
     settled = [await _settle(p, r.model_copy(update={"request": kept}), placed.others, placed.capacity, request,
                              settings, replan if joint else None) for p, r in choices]
