@@ -118,13 +118,16 @@ def test_a_target_below_the_minimum_is_refused_naming_both(client):
     assert "target_rate 2 is below min_rate 5" in response.json()["detail"]
 
 
-def test_the_ledger_and_priority_on_the_command_line(planner_service):
+def test_the_ledger_and_priority_on_the_command_line(start_planner_service):
+    """On a server of its own: the session's server hears the live cluster's plugin, whose heartbeats
+    (``POST /v1/tenants/alive``) release every registration Nimbus does not run."""
     from typer.testing import CliRunner
 
     from hetsched.cli import _register, app
 
     _register()
     runner = CliRunner()
+    planner_service = start_planner_service()
     with planner_service.http() as http:
         plan(http, tenant_request("cli-first", priority=1, target_rate=20))
         plan(http, tenant_request("cli-second", priority=4))
