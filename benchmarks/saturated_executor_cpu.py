@@ -15,7 +15,7 @@ The records' intervals used are those after ``--warmup-s`` of each executor's fi
 5 s before its last (the run's kill). Each machine's measured total is the bench's own cgroup window.
 
     .venv/bin/python benchmarks/saturated_executor_cpu.py --home CLUSTER_HOME --store RECORDS_DIR
-        [--topology linear] [--schedulers default-naive,planned] [--window-s 60] [--warmup-s 40]
+        [--topology linear] [--schedulers default-naive,planned] [--machines large-1] [--window-s 60] [--warmup-s 40]
         [--out FILE.txt]
 
 Needs a local cluster started with ``--scheduler plugin --conf hetsched.planner.url=URL`` whose planner
@@ -44,7 +44,7 @@ from cluster import running_cluster  # noqa: E402
 from cluster.handle import LocalClusterHandle  # noqa: E402
 from observe.progress import QuietReporter  # noqa: E402
 from planner.client import PlannerClient  # noqa: E402
-from planner.model import PlanRequest, ProfileRef, ProfileSet  # noqa: E402
+from planner.model import Cluster, PlanRequest, ProfileRef, ProfileSet  # noqa: E402
 from planner.profiles import ProfileTable, machine_base_load  # noqa: E402
 from planner.simulator import entry_cpu_pct  # noqa: E402
 from spark_profiling.collector.workflow import nimbus_planner_url  # noqa: E402
@@ -102,6 +102,18 @@ def charge(row: dict[str, Any], table: ProfileTable, profiles: dict[str, str], s
         return None
     rate = row["emitted_per_s"] if row["component"] in spouts else row["executed_per_s"]
     return {"met": entry.met, "per_tuple": entry_cpu_pct(entry, rate) - entry.met}
+
+
+def machine_subset(cluster: Cluster, ids: list[str]) -> Cluster:
+    """Only the machines named, and their types."""
+    unknown = sorted(set(ids) - {m.id for m in cluster.machines})
+    if unknown:
+        raise SystemExit(f"error: --machines names {', '.join(unknown)}, which the cluster does not have "
+                         f"(it has {', '.join(m.id for m in cluster.machines)})")
+    machines = [m for m in cluster.machines if m.id in ids]
+    types = {m.type for m in machines}
+    return cluster.model_copy(update={"machines": machines,
+                                      "machine_types": [t for t in cluster.machine_types if t.name in types]})
 
 
 def run_header(result: RunResult, name: str) -> dict[str, Any]:
@@ -180,6 +192,9 @@ def main() -> int:
     parser.add_argument("--planner", help="the planner's URL (default: Nimbus's hetsched.planner.url)")
     parser.add_argument("--topology", default="linear")
     parser.add_argument("--schedulers", default="default-naive,planned")
+    parser.add_argument("--machines", help="plan only on these machines (comma-separated ids), with the instance counts "
+                                           "of the plan on the whole cluster: a topology alone on some machines, "
+                                           "as a parted tenant runs")
     parser.add_argument("--window-s", type=float, default=60.0)
     parser.add_argument("--warmup-s", type=float, default=40.0)
     parser.add_argument("--out", type=Path, help="write the tables here (and the raw numbers beside it as .json)")
@@ -205,8 +220,13 @@ def main() -> int:
     entry = lookup(args.topology)
     with PlannerClient(planner_url) as client:
         client.put_profile_set(profile_set)
-        plan = client.plan(PlanRequest(topology=planner_topology(entry), cluster=local.spec.planner_cluster(base_load),
+        cluster = local.spec.planner_cluster(base_load)
+        plan = client.plan(PlanRequest(topology=planner_topology(entry), cluster=cluster,
                                        profiles=ProfileRef(name=profile_set.name)))
+        if args.machines:
+            plan = client.plan(PlanRequest(topology=planner_topology(entry, plan.instances),
+                                           cluster=machine_subset(cluster, args.machines.split(",")),
+                                           profiles=ProfileRef(name=profile_set.name)))
     ctx = RunContext(cluster=local, planner_url=planner_url, profile_set=profile_set.name, window_s=args.window_s,
                      warmup_s=args.warmup_s, start_timeout_s=240.0, reporter=QuietReporter(), base_load=base_load)
     settings = BenchSettings(out_dir=args.out.parent if args.out else Path('.'), schedulers=tuple(schedulers))
@@ -231,7 +251,7 @@ def main() -> int:
                        base_load, args.warmup_s)
         results.append(data)
         report(console, data, len(records))
-    save(args, console, {"topology": args.topology, "profiles": str(PROFILES.relative_to(REPO)), "base_load": base_load,
+    save(args, console, {"topology": args.topology, "machines": args.machines, "profiles": str(PROFILES.relative_to(REPO)), "base_load": base_load,
                          "plan": plan.id, "window_s": args.window_s, "warmup_s": args.warmup_s, "runs": results})
     return 0 if results else 1
 
