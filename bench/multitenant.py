@@ -77,8 +77,9 @@ DEFAULT_SLOTS = 3
 tenant per machine), so slots, not the schedulers, would decide; 3 lets every scheduler place all three."""
 PLANNER_TIMEOUT_MS = 60_000
 """Nimbus's ``hetsched.planner.timeout.ms`` under the planned entries: one plan takes 1 to 3 s on this busy 2-core
-host and a tenant beside others is planned up to 7 times (docs/model.md, "Placement of a newcomer"); the plugin's
-2 s default would fall back to even placement. The bench scores placements, not planning latency."""
+host and a tenant beside others is planned many times (docs/model.md, "Parting the machines"), up to 9 s here;
+the plugin's 30 s default would do, 60 s leaves room for a slower host. The bench scores placements, not planning
+latency."""
 LEDGER_EVERY_S = 5.0
 """How often the bench reads the ledger and re-paces the planned tenants' spouts."""
 DEFAULT_MIN_SHARE = 0.25

@@ -31,7 +31,7 @@ from observe.progress import QuietReporter, Reporter
 from observe.rates import ComponentRate, component_rates, unmeasured
 from observe.window import sample_window
 from planner.client import PlannerClient, PlannerClientError
-from planner.model import EvaluationRequest, Plan, PlanOptions, ProfileRef
+from planner.model import Cluster, EvaluationRequest, Plan, PlanOptions, ProfileRef
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 from topologies.jar import build_jar
@@ -283,15 +283,20 @@ def _cpu_seconds(ctx: RunContext) -> dict[str, float]:
     return {m.id: ctx.handle.cpu_seconds(m.id) for m in ctx.handle.machines()}
 
 
+def prediction_request(entry, placement: ActualPlacement, cluster: Cluster, profiles: ProfileRef,
+                       parallelism: dict[str, int] | None = None) -> EvaluationRequest:
+    """What scores a run's placement: every run is free-running, so its spouts are held by max.spout.pending at
+    its largest rate and charged no idle polling (``spouts_held``, docs/model.md); Storm's ackers are in it, each
+    charged its machine type's idle executor thread (docs/model.md, "Idle executor threads")."""
+    topology, assignments = placement.with_system(planner_topology(entry, parallelism))
+    return EvaluationRequest(topology=topology, cluster=cluster, profiles=profiles, assignments=assignments,
+                             options=PlanOptions(spouts_held=True))
+
+
 def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult) -> None:
-    """The placement's largest rate as the planner predicts it: every run is free-running, so its spouts are held
-    by max.spout.pending at that rate and charged no idle polling (``spouts_held``, docs/model.md); Storm's ackers
-    are in it, each charged its machine type's idle executor thread (docs/model.md, "Idle executor threads")."""
-    topology, assignments = placement.with_system(planner_topology(entry))
-    request = EvaluationRequest(
-        topology=topology, cluster=ctx.cluster.spec.planner_cluster(ctx.base_load),
-        profiles=ProfileRef(name=ctx.profile_set), assignments=assignments, options=PlanOptions(spouts_held=True),
-    )
+    """The placement's largest rate as the planner predicts it (:func:`prediction_request`)."""
+    request = prediction_request(entry, placement, ctx.cluster.spec.planner_cluster(ctx.base_load),
+                                 ProfileRef(name=ctx.profile_set))
     with PlannerClient(ctx.planner_url) as client:
         evaluation = client.evaluate(request)
     result.predicted = measure.predicted_throughputs(evaluation, entry.spout_ids)

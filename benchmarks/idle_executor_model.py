@@ -52,6 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.measure import predicted_throughputs, relative_error  # noqa: E402
+from benchmarks.idle_met_levels import saturated_executors  # noqa: E402
 from bench.profiles import fill_pass_through_alphas  # noqa: E402
 from cluster.spec import ClusterSpec, load_spec  # noqa: E402
 from planner.api import evaluate_assignments, placement_of  # noqa: E402
@@ -121,12 +122,8 @@ def saturated_thread_levels(runs: list[dict[str, Any]], component: str = "high",
                             min_utilization: float = 90.0) -> list[tuple[str, float]]:
     """(machine type, thread CPU in percent of one core) of ``component``'s executors on machines at or over
     ``min_utilization`` percent of their quota, from ``benchmarks/saturated_executor_cpu.py`` runs."""
-    out = []
-    for run in runs:
-        busy = {m["machine"] for m in run["machines"] if m["measured_pct"] >= min_utilization}
-        out += [(x["machine_type"], x["thread_pct"] * x["cores"]) for x in run["executors"]
-                if x["component"] == component and x["machine"] in busy]
-    return out
+    return [(x["machine_type"], x["thread_pct"] * x["cores"])
+            for x in saturated_executors(runs, component, min_utilization)]
 
 
 def step_thread_levels(intervals: list[dict[str, Any]], start: float, end: float,

@@ -22,7 +22,7 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -34,15 +34,20 @@ SATURATED = REPO / "docs/results/measurements/issue18/saturated-executor-cpu-lin
 PROFILES = REPO / "profiles/default-cluster.json"
 
 
+def saturated_executors(runs: list[dict[str, Any]], component: str, min_utilization: float) -> Iterator[dict[str, Any]]:
+    """``component``'s executor rows, in ``benchmarks/saturated_executor_cpu.py`` runs, on machines at or over
+    ``min_utilization`` percent of their quota."""
+    for run in runs:
+        busy = {m["machine"] for m in run["machines"] if m["measured_pct"] >= min_utilization}
+        yield from (x for x in run["executors"] if x["component"] == component and x["machine"] in busy)
+
+
 def saturated_levels(runs: list[dict[str, Any]], component: str, min_utilization: float) -> dict[str, list[float]]:
     """Machine type -> the thread CPU (percent of the machine) of ``component``'s executors on machines at or over
     ``min_utilization`` percent of their quota."""
     levels: dict[str, list[float]] = defaultdict(list)
-    for run in runs:
-        busy = {m["machine"] for m in run["machines"] if m["measured_pct"] >= min_utilization}
-        for x in run["executors"]:
-            if x["component"] == component and x["machine"] in busy:
-                levels[x["machine_type"]].append(float(x["thread_pct"]))
+    for x in saturated_executors(runs, component, min_utilization):
+        levels[x["machine_type"]].append(float(x["thread_pct"]))
     return dict(levels)
 
 

@@ -26,12 +26,13 @@ from rich.table import Table  # noqa: E402
 
 from bench.measure import predicted_throughputs, relative_error  # noqa: E402
 from bench.placement import ActualPlacement  # noqa: E402
+from bench.run import prediction_request  # noqa: E402
 from bench.profiles import fill_pass_through_alphas  # noqa: E402
 from cluster.spec import ClusterSpec, load_spec  # noqa: E402
 from planner.api import evaluate_assignments  # noqa: E402
-from planner.model import PlanOptions, ProfileSet  # noqa: E402
+from planner.model import ProfileRef, ProfileSet  # noqa: E402
 from planner.profiles import machine_base_load  # noqa: E402
-from topologies.catalog import lookup, planner_topology  # noqa: E402
+from topologies.catalog import lookup  # noqa: E402
 
 PROFILES = REPO / "profiles/default-cluster.json"
 WITHIN, PLANNED_WITHIN = 0.15, 0.05
@@ -41,9 +42,10 @@ def predict(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec) -> 
     """(R, sink throughput) the bench would predict now for the run's placement."""
     entry = lookup(run["topology"])
     placement = ActualPlacement(executors=run["placement"]["executors"])
-    topology, assignments = placement.with_system(planner_topology(entry, run.get("parallelism")))
-    cluster = spec.planner_cluster(machine_base_load(profile_set))
-    evaluation = evaluate_assignments(topology, cluster, profile_set.entries, assignments, PlanOptions(spouts_held=True))
+    request = prediction_request(entry, placement, spec.planner_cluster(machine_base_load(profile_set)),
+                                 ProfileRef(name=profile_set.name), run.get("parallelism"))
+    evaluation = evaluate_assignments(request.topology, request.cluster, profile_set.entries, request.assignments,
+                                      request.options)
     throughputs = predicted_throughputs(evaluation, entry.spout_ids)
     return throughputs.input_rate, throughputs.sink_throughput
 

@@ -96,7 +96,7 @@ def plan_request(topology: Topology, cluster: Cluster, profiles: str, capped: Ma
                        strategy=strategy)
 
 
-def over_task_counts(plan: Plan, tasks: Mapping[str, int]) -> dict[str, int]:
+def task_count_caps(plan: Plan, tasks: Mapping[str, int]) -> dict[str, int]:
     """Components whose instance count a rebalance cannot apply as the model sees it, each with the count it can.
 
     More instances than tasks: the task count. A count that does not divide the task count: the
@@ -133,10 +133,10 @@ def plan_within_tasks(ask: Callable[[PlanRequest], Plan], topology: Topology, cl
                       tasks: Mapping[str, int], strategy: str | None = None,
                       keep_counts: Mapping[str, int] | None = None) -> tuple[Plan, dict[str, int]]:
     """A plan a rebalance can apply, and the components capped on the way: ``ask`` (the planner's ``POST /v1/plans``)
-    is asked again with every component :func:`over_task_counts` names fixed at the count it gives."""
+    is asked again with every component :func:`task_count_caps` names fixed at the count it gives."""
     capped: dict[str, int] = {}
     plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts))
-    while over := over_task_counts(plan, tasks):
+    while over := task_count_caps(plan, tasks):
         capped.update(over)
         plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts))
     return plan, capped

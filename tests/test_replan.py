@@ -13,7 +13,7 @@ from hetsched.replan import (
     RunningPlacement,
     current_evaluation_request,
     gain,
-    over_task_counts,
+    task_count_caps,
     placement_of_plan,
     plan_request,
     planner_cluster,
@@ -59,7 +59,7 @@ def test_a_plan_over_the_task_counts_is_capped_and_evaluations_use_the_running_c
     request = current_evaluation_request(s.topology, s.cluster, "paper", running)
     assert {c.id: c.parallelism for c in request.topology.components} == running.executors
     free = make_plan(s.topology, s.cluster, s.profiles.entries, "paper")
-    over = over_task_counts(free, running.tasks)
+    over = task_count_caps(free, running.tasks)
     assert over and all(free.instances[c] > running.tasks[c] == n for c, n in over.items())
     capped = plan_request(s.topology, s.cluster, "paper", over, "paper")
     replanned = make_plan(capped.topology, s.cluster, s.profiles.entries, "paper")
@@ -73,13 +73,13 @@ def test_a_count_that_does_not_divide_the_task_count_is_lowered_to_one_that_does
     plan = make_plan(s.topology, s.cluster, s.profiles.entries, "paper")
     counts = dict(plan.instances)
     tasks = {c: n for c, n in counts.items()}  # each at its count: nothing to fix
-    assert over_task_counts(plan, tasks) == {}
+    assert task_count_caps(plan, tasks) == {}
     c = next(iter(counts))
     uneven = plan.model_copy(update={"instances": {**counts, c: 6}})
-    assert over_task_counts(uneven, {**tasks, c: 8}) == {c: 4}  # 8 tasks on 6 executors: two would get 2 tasks
-    assert over_task_counts(uneven, {**tasks, c: 12}) == {}
-    assert over_task_counts(uneven, {**tasks, c: 5}) == {c: 5}  # over the task count: the task count
-    assert over_task_counts(uneven, {**tasks, c: 7}) == {c: 1}
+    assert task_count_caps(uneven, {**tasks, c: 8}) == {c: 4}  # 8 tasks on 6 executors: two would get 2 tasks
+    assert task_count_caps(uneven, {**tasks, c: 12}) == {}
+    assert task_count_caps(uneven, {**tasks, c: 5}) == {c: 5}  # over the task count: the task count
+    assert task_count_caps(uneven, {**tasks, c: 7}) == {c: 1}
 
 
 def test_gain_is_relative_and_infinite_from_nothing():

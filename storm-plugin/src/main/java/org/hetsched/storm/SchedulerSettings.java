@@ -106,7 +106,9 @@ public record SchedulerSettings(
         if (token != null && tokenFile != null) {
             throw new IllegalArgumentException("set " + PLANNER_TOKEN_FILE + " or " + PLANNER_TOKEN + ", not both");
         }
-        Duration timeout = Duration.ofMillis(positiveLong(conf, PLANNER_TIMEOUT_MS, 2_000));
+        // a newcomer beside running tenants is several plans of up to the service's 10 s each, and the request
+        // runs in the background (the topology waits, Nimbus does not), so a short budget only forces fallbacks
+        Duration timeout = Duration.ofMillis(positiveLong(conf, PLANNER_TIMEOUT_MS, 30_000));
         Long slowMillis = positiveLongOrNull(conf, PLANNER_SLOW_MS);
         Duration slow = Duration.ofMillis(slowMillis != null ? slowMillis : Math.max(1, timeout.toMillis() / 2));
         if (slow.compareTo(timeout) > 0) {

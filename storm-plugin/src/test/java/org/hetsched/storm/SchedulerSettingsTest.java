@@ -17,7 +17,7 @@ class SchedulerSettingsTest {
     void defaultsWithoutAPlanner() {
         SchedulerSettings settings = SchedulerSettings.fromConf(Map.of());
         assertFalse(settings.hasPlanner());
-        assertEquals(Duration.ofMillis(2_000), settings.timeout());
+        assertEquals(Duration.ofMillis(30_000), settings.timeout());
         assertEquals(SchedulerSettings.Fallback.EVEN, settings.fallback());
         assertEquals("machine-type", settings.machineTypeKey());
         assertNull(settings.token());
@@ -64,8 +64,8 @@ class SchedulerSettingsTest {
 
     @Test
     void badValuesAreNamed() {
-        assertMessage("hetsched.planner.slow.ms must be at most hetsched.planner.timeout.ms (2000)",
-                Map.of("hetsched.planner.slow.ms", 5_000));
+        assertMessage("hetsched.planner.slow.ms must be at most hetsched.planner.timeout.ms (30000)",
+                Map.of("hetsched.planner.slow.ms", 35_000));
         assertMessage("hetsched.round.budget.ms must be positive, got 0", Map.of("hetsched.round.budget.ms", 0));
         assertMessage("hetsched.fallback must be 'even' or 'none', got 'random'", Map.of("hetsched.fallback", "random"));
         assertMessage("hetsched.planner.timeout.ms must be positive, got 0", Map.of("hetsched.planner.timeout.ms", 0));

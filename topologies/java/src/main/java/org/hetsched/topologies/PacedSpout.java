@@ -19,15 +19,17 @@ import org.apache.storm.tuple.Values;
  * Storm's own: the point of {@link RemotePairTopology}, which measures what moving a tuple costs.
  *
  * <p>The rate (tuples/s for the whole component, each instance its share) follows the JSON file named by
- * {@code hetsched.spout.rate.file} ({@code {"rate": R}}, 0 pauses), re-read when its modification time changes, as
- * the Python spouts do ({@code topologies/rate_control.py}); without the file, the constructor's rate holds.
+ * {@code hetsched.spout.rate.file} ({@code {"rate": R}}, 0 pauses, {@code null} unpaced), re-read when its
+ * modification time changes, as the Python spouts do ({@code topologies/rate_control.py}); without the file, the
+ * constructor's rate holds. Unpaced, it emits at most {@code MOST_PER_CALL} per call, as fast as Storm calls it
+ * ({@code topology.max.spout.pending} holds it when acking is on).
  */
 public class PacedSpout extends BaseRichSpout {
     private static final long serialVersionUID = 1L;
     static final String RATE_FILE = "hetsched.spout.rate.file";
     private static final long CHECK_EVERY_NANOS = 500_000_000L;
     private static final int MOST_PER_CALL = 200;
-    private static final Pattern RATE = Pattern.compile("\"rate\"\\s*:\\s*([0-9.eE+-]+)");
+    private static final Pattern RATE = Pattern.compile("\"rate\"\\s*:\\s*(null|[0-9.eE+-]+)");
 
     private final double initialRate;
     private final int payloadBytes;
@@ -92,11 +94,17 @@ public class PacedSpout extends BaseRichSpout {
         }
     }
 
-    /** The rate in {@code {"rate": R}}, or null when the text holds none (R below 0 is none). */
+    /**
+     * The rate in {@code {"rate": R}}, infinite for {@code {"rate": null}} (unpaced), or null when the text holds
+     * none (R below 0 is none).
+     */
     static Double parseRate(String text) {
         Matcher m = RATE.matcher(text);
         if (!m.find()) {
             return null;
+        }
+        if (m.group(1).equals("null")) {
+            return Double.POSITIVE_INFINITY;
         }
         try {
             double rate = Double.parseDouble(m.group(1));
@@ -123,6 +131,9 @@ public class PacedSpout extends BaseRichSpout {
         }
 
         int due(long nowNanos) {
+            if (Double.isInfinite(perNano)) {
+                return Integer.MAX_VALUE;
+            }
             long allowed = (long) Math.floor(perNano * (nowNanos - start));
             return (int) Math.max(0, Math.min(Integer.MAX_VALUE, allowed - sent));
         }

@@ -24,6 +24,15 @@ class RemotePairTopologyTest {
         assertEquals(0.0, PacedSpout.parseRate("{\"rate\":0}"));
         assertNull(PacedSpout.parseRate("{\"rate\": -1}"));
         assertNull(PacedSpout.parseRate("{}"));
+        assertEquals(Double.POSITIVE_INFINITY, PacedSpout.parseRate("{\"rate\": null}"), "null: unpaced");
+    }
+
+    @Test
+    void anUnpacedPacerAlwaysHasTuplesDue() {
+        PacedSpout.Pacer pacer = new PacedSpout.Pacer(Double.POSITIVE_INFINITY, 0L);
+        assertEquals(Integer.MAX_VALUE, pacer.due(0L), "at once, capped by the spout's most per call");
+        pacer.sent(200);
+        assertEquals(Integer.MAX_VALUE, pacer.due(1L));
     }
 
     @Test
