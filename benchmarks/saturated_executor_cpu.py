@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.profiles import fill_pass_through_alphas  # noqa: E402
 from bench.run import RunContext, RunResult, run  # noqa: E402
 from bench.schedulers import RunSpec, run_specs  # noqa: E402
 from bench.settings import BenchSettings  # noqa: E402
@@ -215,7 +216,7 @@ def main() -> int:
     if not planner_url:
         raise SystemExit("error: the cluster's Nimbus has no hetsched.planner.url; give --planner")
 
-    profile_set = ProfileSet.model_validate_json(PROFILES.read_text())
+    profile_set, _ = fill_pass_through_alphas(ProfileSet.model_validate_json(PROFILES.read_text()), [args.topology])
     base_load = machine_base_load(profile_set)
     entry = lookup(args.topology)
     with PlannerClient(planner_url) as client:
@@ -259,8 +260,9 @@ def main() -> int:
 def report(console: Console, data: dict[str, Any], records: int) -> None:
     measured = data["measured"]["sink_throughput"] if data["measured"] else float("nan")
     predicted = data["predicted"]["sink_throughput"] if data["predicted"] else float("nan")
+    error = f"{measured / predicted - 1:+.0%}" if predicted > 0 else "no rate predicted"
     console.print(f"{data['scheduler']}: sink {measured:.2f} tuples/s measured, {predicted:.2f} predicted "
-                  f"({measured / predicted - 1:+.0%}); {records} records")
+                  f"({error}); {records} records")
     console.print(machine_table(data))
     console.print(executor_table(data))
 
@@ -274,7 +276,8 @@ def save(args: argparse.Namespace, console: Console, data: dict[str, Any]) -> No
 
 def reanalyse(args: argparse.Namespace) -> int:
     earlier = json.loads(args.reanalyse.read_text())
-    profile_set = ProfileSet.model_validate_json((REPO / earlier["profiles"]).read_text())
+    profile_set, _ = fill_pass_through_alphas(ProfileSet.model_validate_json((REPO / earlier["profiles"]).read_text()),
+                                              [earlier["topology"]])
     table = ProfileTable.from_entries(profile_set.entries)
     entry = lookup(earlier["topology"])
     console = Console(width=180, record=True)
