@@ -198,7 +198,8 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 ctx = RunContext(cluster, result.planner_url, result.profile_set.name, settings.window_s,
                                  settings.warmup_s, settings.start_timeout_s, reporter,
                                  machine_base_load(result.profile_set),
-                                 cluster_planner_url=getattr(cluster, "cluster_planner_url", None))
+                                 cluster_planner_url=getattr(cluster, "cluster_planner_url", None),
+                                 settle_max_s=settings.settle_max_s)
                 for s in phase_specs:
                     reporter.log(f"run {len(result.runs) + 1}/{len(specs)}: {s.topology} with {s.scheduler} ({s.note})")
                     result.runs.append(run(s, ctx, result.plans.get(s.topology)))

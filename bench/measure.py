@@ -94,6 +94,25 @@ def relative_error(measured: float, predicted: float) -> float | None:
     return (measured - predicted) / predicted
 
 
+STEADY_WITHIN = 0.05
+"""Largest :func:`flow_imbalance` of a run whose window is taken as steady."""
+
+
+def flow_imbalance(measured: Throughputs, predicted: Throughputs) -> float | None:
+    """How far the sinks' share of what the spouts emitted strays from the placement's own flow:
+    (measured sink / spout emit rate) / (predicted sink / spout emit rate) - 1. None without a prediction.
+
+    The share is structural (fan-outs and pass-through ratios), so in a steady window it is the
+    predicted one. Away from it, tuples pile up somewhere inside the topology: a multi-lang bolt on a
+    machine at its quota is handed tuples (and counts them executed) faster than its subprocess takes
+    them from the pipe, until the spouts' ``max.spout.pending`` fills. Its rates are then a transient
+    (issue18/star-default-naive-20261126).
+    """
+    if min(measured.spout_emit_rate, predicted.spout_emit_rate, predicted.sink_throughput) <= 0:
+        return None
+    return (measured.sink_throughput / measured.spout_emit_rate) / (predicted.sink_throughput / predicted.spout_emit_rate) - 1
+
+
 def speedup(value: float, baseline: float) -> float | None:
     return value / baseline if baseline > 0 else None
 

@@ -53,6 +53,7 @@ def run_dict(run: RunResult) -> dict[str, Any]:
         "placement": run.placement.as_dict() if run.placement else None,
         "plan_mismatches": run.plan_mismatches,
         "start_s": run.start_s,
+        "settle_s": run.settle_s,
         "measured": measured,
         "predicted": predicted,
         "relative_error": errors,
@@ -70,6 +71,8 @@ def run_dict(run: RunResult) -> dict[str, Any]:
             for m in run.machines
         ],
         "failed_share": round(run.failed_share, 4),
+        "flow_imbalance": (_round(measure.flow_imbalance(run.measured, run.predicted), 4)
+                           if run.measured and run.predicted else None),
         "load_average": run.load_average,
         "topology_conf": run.conf,
     }
@@ -87,7 +90,7 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
         "interrupted": result.interrupted,
         "settings": {
             "topologies": list(s.topologies), "schedulers": list(s.schedulers), "window_s": s.window_s,
-            "warmup_s": s.warmup_s, "max_spout_pending": s.max_spout_pending,
+            "warmup_s": s.warmup_s, "settle_max_s": s.settle_max_s, "max_spout_pending": s.max_spout_pending,
             "message_timeout_s": s.message_timeout_s, "load_aware_shuffle": s.load_aware,
             "strategy": s.strategy or "planner default", "start_timeout_s": s.start_timeout_s,
             "profile_now": s.profile_now, "profiles": s.profiles, "topology_conf": s.topology_conf,
@@ -117,6 +120,9 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
                          "options.spouts_held (every run is free-running: its spouts are held by max.spout.pending "
                          "and do not poll); its input_rate is the largest sustainable rate of that placement",
             "relative_error": "(measured - predicted) / predicted",
+            "flow_imbalance": "(measured sink / spout emit rate) / (predicted sink / spout emit rate) - 1: 0 in a "
+                              f"steady window; beyond {measure.STEADY_WITHIN:.0%} either way the run is a transient "
+                              "(a queue grows inside the topology)",
         },
     }
     data["comparison"] = comparisons(data)
@@ -247,14 +253,28 @@ def ordered_runs(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def failure_lines(data: dict[str, Any]) -> list[str]:
-    """Failed runs with their reason, and planned runs Storm did not place as planned."""
+    """Failed runs with their reason, planned runs Storm did not place as planned, and runs not steady."""
     lines = []
     for r in ordered_runs(data):
         if not _ok(r):
             lines.append(f"{r['topology']}/{r['scheduler']} failed: {r.get('reason')}")
-        elif r.get("plan_mismatches"):
+            continue
+        if r.get("plan_mismatches"):
             lines.append(f"{r['topology']}/{r['scheduler']} does not run as planned: {'; '.join(r['plan_mismatches'])}")
+        if (sentence := unsteady_line(r)) is not None:
+            lines.append(sentence)
     return lines
+
+
+def unsteady_line(run: dict[str, Any]) -> str | None:
+    """A sentence for a run whose window was not steady (:func:`bench.measure.flow_imbalance`), else None."""
+    imbalance = run.get("flow_imbalance")
+    if imbalance is None or abs(imbalance) <= measure.STEADY_WITHIN:
+        return None
+    where = "below" if imbalance < 0 else "above"
+    return (f"{run['topology']}/{run['scheduler']} was not steady: its sinks ran {abs(imbalance):.0%} {where} what its "
+            f"spouts emitted, against the placement's flow (tuples piled up inside the topology while its spouts' "
+            f"pending tuples filled), so its measured rates are a transient, not what the placement sustains")
 
 
 def targets_table(data: dict[str, Any]) -> Table:

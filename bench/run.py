@@ -78,6 +78,8 @@ class RunResult:
     failed_share: float = 0.0
     start_s: float | None = None
     """From submit until every component handled tuples."""
+    settle_s: float = 0.0
+    """Waited after the warm-up for a steady window (:func:`_settle`), seconds."""
     load_average: dict[str, list[float]] = field(default_factory=dict)
     conf: dict[str, Any] = field(default_factory=dict)
     unschedulable: bool = False
@@ -101,6 +103,8 @@ class RunContext:
     cluster_planner_url: str | None = None
     """The planner as Nimbus and the workers reach it, where that differs from ``planner_url`` (the compose
     cluster's planner by service name); what goes into the topology's conf."""
+    settle_max_s: float = 0.0
+    """After the warm-up, the longest a run waits for a steady window (:func:`_settle`); 0: no wait."""
 
     @property
     def handle(self) -> ClusterHandle:
@@ -159,7 +163,11 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
         result.plan_mismatches = plan_mismatches(placement, plan)
     ctx.reporter.log(f"{spec.topology}/{spec.scheduler}: running after {result.start_s:g} s on "
                      + ", ".join(f"{m} ({len(cs)} executors)" for m, cs in sorted(placement.machines_used().items())))
-    _sleep(ctx, ctx.warmup_s, f"{spec.topology}/{spec.scheduler}: warming up")
+    _predict(ctx, entry, placement, result)
+    label = f"{spec.topology}/{spec.scheduler}"
+    _sleep(ctx, ctx.warmup_s, f"{label}: warming up")
+    if result.predicted is not None:
+        result.settle_s = _settle(ctx, result.topology_id, roles(entry), result.predicted, label)
 
     load_start = list(os.getloadavg())
     cpu_before = _cpu_seconds(ctx)
@@ -181,7 +189,45 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     result.measured = measure.measured_throughputs(rates)
     result.failed_share = measure.failed_share(rates)
     result.machines = measure.machine_cpu(cpu_before, cpu_after, window, ctx.machines)
-    _predict(ctx, entry, placement, result)
+    imbalance = measure.flow_imbalance(result.measured, result.predicted) if result.predicted else None
+    if imbalance is not None and abs(imbalance) > measure.STEADY_WITHIN:
+        ctx.reporter.log(f"[yellow]{spec.topology}/{spec.scheduler}: not steady[/yellow]: its sinks ran "
+                         f"{imbalance:+.0%} off the placement's flow from what its spouts emitted; its rates are a "
+                         "transient (tuples piled up inside the topology)")
+
+
+SETTLE_STEP_S = 30.0
+"""The windows in which :func:`_settle` looks at the flow: three of Nimbus' 10 s count steps."""
+
+
+def _settle(ctx: RunContext, topology_id: str, component_roles: dict[str, str], predicted: measure.Throughputs,
+            label: str) -> float:
+    """Wait until a :data:`SETTLE_STEP_S` window's flow is steady (:func:`bench.measure.flow_imbalance` within
+    :data:`bench.measure.STEADY_WITHIN`), at most ``ctx.settle_max_s``; the seconds waited.
+
+    A placement that leaves a multi-lang bolt short of CPU fills a queue in front of it while the spouts still
+    have pending tuples to spare: until ``max.spout.pending`` binds, the spouts emit faster than the placement
+    sustains, for minutes where the pending tuples are many (issue18/star-default-naive-20261126).
+    """
+    if ctx.settle_max_s <= 0:
+        return 0.0
+    started = time.monotonic()
+    imbalance: float | None = None
+    with Nimbus(ctx.handle.nimbus) as nimbus:
+        while (waited := time.monotonic() - started) < ctx.settle_max_s:
+            step = min(SETTLE_STEP_S, max(15.0, ctx.settle_max_s - waited))
+            samples = sample_window(nimbus, topology_id, step, component_roles, on_sample=lambda _s, elapsed, length:
+                                    ctx.reporter.status(f"{label}: waiting for a steady flow ({waited + elapsed:.0f} s)"))
+            rates = component_rates(samples, component_roles)
+            if unmeasured(rates):
+                continue
+            imbalance = measure.flow_imbalance(measure.measured_throughputs(rates), predicted)
+            if imbalance is None or abs(imbalance) <= measure.STEADY_WITHIN:
+                return round(time.monotonic() - started, 1)
+            ctx.reporter.log(f"{label}: not steady yet after {time.monotonic() - started:.0f} s (the sinks' flow "
+                             f"{imbalance:+.0%} off the spouts'); waiting up to {ctx.settle_max_s:g} s")
+    ctx.reporter.log(f"[yellow]{label}: not steady after {ctx.settle_max_s:g} s[/yellow]; measuring anyway")
+    return round(time.monotonic() - started, 1)
 
 
 def _window_rates(ctx: RunContext, topology_id: str, component_roles: dict[str, str], label: str) -> list[ComponentRate]:

@@ -43,6 +43,8 @@ class BenchSettings:
     """Measure a profile set on the cluster first (``hetsched profile``) instead of using ``profiles``."""
     window_s: float = 60.0
     warmup_s: float = 30.0
+    settle_max_s: float = 300.0
+    """After the warm-up, the longest a run waits for a steady flow before its window (bench/run.py ``_settle``)."""
     max_spout_pending: int = DEFAULT_MAX_SPOUT_PENDING
     message_timeout_s: int = DEFAULT_MESSAGE_TIMEOUT_S
     load_aware: bool = False
@@ -73,7 +75,7 @@ def check(settings: BenchSettings) -> None:
     if unknown:
         raise BenchError(f"unknown scheduler {', '.join(unknown)}; known schedulers: {', '.join(KNOWN_SCHEDULERS)}")
     for name, value, low in (("--window", settings.window_s, 0.0), ("--warmup", settings.warmup_s, 0.0),
-                             ("--start-timeout", settings.start_timeout_s, 10.0)):
+                             ("--settle-max", settings.settle_max_s, 0.0), ("--start-timeout", settings.start_timeout_s, 10.0)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
             raise BenchError(f"{name} must be a number of seconds of at least {low:g}, not {value!r}")
     if settings.window_s < 15.0:

@@ -3,8 +3,9 @@
 Each run's placement (the one Storm ran, Storm's ackers included) is scored as ``bench/run.py`` scores it:
 spouts held, the profile set's base load off every capacity, the cluster of the bench itself. Prints each run's
 measured input rate R and sink throughput next to the prediction stored with the bench and the one now, and the
-issue-18 summary (every run within 15 %, ``planned`` within 5 %); given several benches, each run's median error
-over them, and the summary of those medians.
+issue-18 summary (every run within 15 %, ``planned`` within 5 %), also over the runs whose window was steady
+(``bench.measure.flow_imbalance`` within 5 %); given several benches, each run's median error over them, and the
+summary of those medians.
 
     .venv/bin/python benchmarks/repredict_bench.py BENCH_JSON [BENCH_JSON ...]
         [--profiles profiles/default-cluster.json] [--out FILE.txt]
@@ -24,7 +25,7 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.measure import predicted_throughputs, relative_error  # noqa: E402
+from bench.measure import STEADY_WITHIN, Throughputs, flow_imbalance, predicted_throughputs, relative_error  # noqa: E402
 from bench.placement import ActualPlacement  # noqa: E402
 from bench.run import prediction_request  # noqa: E402
 from bench.profiles import fill_pass_through_alphas  # noqa: E402
@@ -38,16 +39,15 @@ PROFILES = REPO / "profiles/default-cluster.json"
 WITHIN, PLANNED_WITHIN = 0.15, 0.05
 
 
-def predict(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec) -> tuple[float, float]:
-    """(R, sink throughput) the bench would predict now for the run's placement."""
+def predict(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec) -> Throughputs:
+    """What the bench would predict now for the run's placement."""
     entry = lookup(run["topology"])
     placement = ActualPlacement(executors=run["placement"]["executors"])
     request = prediction_request(entry, placement, spec.planner_cluster(machine_base_load(profile_set)),
                                  ProfileRef(name=profile_set.name), run.get("parallelism"))
     evaluation = evaluate_assignments(request.topology, request.cluster, profile_set.entries, request.assignments,
                                       request.options)
-    throughputs = predicted_throughputs(evaluation, entry.spout_ids)
-    return throughputs.input_rate, throughputs.sink_throughput
+    return predicted_throughputs(evaluation, entry.spout_ids)
 
 
 def summary(errors: list[tuple[str, float]]) -> str:
@@ -71,18 +71,21 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         parser.error(f"cannot read the profile set {args.profiles} or a bench result: {str(exc).splitlines()[0]}")
     per_run: dict[tuple[str, str], list[float]] = {}  # (topology, scheduler) -> its error now in every bench
+    steady_per_run: dict[tuple[str, str], list[float]] = {}  # the same, steady windows only
     for path, bench in benches:
         spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
         sets, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in bench["runs"]}))
         runs = [r for r in bench["runs"] if r.get("status") == "ok" and r.get("placement") and r.get("measured")]
         table = Table(title=f"{path} ({bench.get('started_at', '?')}), profiles {args.profiles.name}", title_justify="left")
         for column in ("run", "measured R", "stored prediction", "error", "prediction now", "error now",
-                       "sink measured", "sink now", "sink error now"):
+                       "sink measured", "sink now", "sink error now", "flow"):
             table.add_column(column, justify="right")
-        stored_errors, errors, sink_errors = [], [], []  # (scheduler, error) of this bench
+        stored_errors, errors, sink_errors, steady_errors = [], [], [], []  # (scheduler, error) of this bench
         for run in runs:
-            rate, sink = predict(run, sets, spec)
+            now = predict(run, sets, spec)
+            rate, sink = now.input_rate, now.sink_throughput
             measured = run["measured"]
+            imbalance = flow_imbalance(Throughputs(**measured), now)
             stored = (run.get("predicted") or {}).get("input_rate")
             e_stored = relative_error(measured["input_rate"], stored) if stored else None
             e_now = relative_error(measured["input_rate"], rate)
@@ -92,22 +95,32 @@ def main(argv: list[str] | None = None) -> int:
             if e_now is not None:
                 errors.append((run["scheduler"], e_now))
                 per_run.setdefault((run["topology"], run["scheduler"]), []).append(e_now)
+                if imbalance is not None and abs(imbalance) <= STEADY_WITHIN:
+                    steady_errors.append((run["scheduler"], e_now))
+                    steady_per_run.setdefault((run["topology"], run["scheduler"]), []).append(e_now)
             if e_sink is not None:
                 sink_errors.append((run["scheduler"], e_sink))
             table.add_row(f"{run['topology']}-{run['scheduler']}", f"{measured['input_rate']:.2f}",
                           "-" if stored is None else f"{stored:.2f}", _pct(e_stored), f"{rate:.2f}", _pct(e_now),
-                          f"{measured['sink_throughput']:.2f}", f"{sink:.2f}", _pct(e_sink))
+                          f"{measured['sink_throughput']:.2f}", f"{sink:.2f}", _pct(e_sink),
+                          _pct(imbalance) + ("" if imbalance is None or abs(imbalance) <= STEADY_WITHIN else " not steady"))
         console.print(table)
         if stored_errors:
             console.print(f"stored predictions: {summary(stored_errors)}")
         if errors:
             console.print(f"predictions now:    {summary(errors)}")
             console.print(f"sink, now:          {summary(sink_errors)}")
+            if steady_errors:
+                console.print(f"steady runs, now:   {summary(steady_errors)} (flow within {STEADY_WITHIN:.0%})")
         console.print()
     if len(args.bench) > 1:
         console.print(across(per_run, len(args.bench)))
         medians = [(scheduler, statistics.median(errors)) for (_, scheduler), errors in sorted(per_run.items())]
         console.print(f"median over the benches, per run: {summary(medians)}")
+        steady = [(scheduler, statistics.median(errors)) for (_, scheduler), errors in sorted(steady_per_run.items())]
+        if steady:
+            console.print(f"median over the steady runs only: {summary(steady)} "
+                          f"({len(steady)} of {len(medians)} runs had a steady window in some bench)")
     if args.out:
         args.out.write_text(console.export_text())
     return 0

@@ -107,6 +107,9 @@ def bench(
     profile_now: bool = typer.Option(False, "--profile-now", help="Measure the profile set on the cluster first (hetsched profile) instead."),
     window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),
     warmup: float = typer.Option(30.0, "--warmup", help="Seconds after every component handles tuples, before the window."),
+    settle_max: float = typer.Option(300.0, "--settle-max", help="After the warm-up, the longest a run waits for a steady "
+                                                                 "flow (the sinks' share of the spouts' tuples as the placement "
+                                                                 "gives it, within 5%) before its window, seconds; 0: no wait."),
     max_spout_pending: int = typer.Option(100, "--max-spout-pending", help="topology.max.spout.pending of every run (flow control)."),
     load_aware: bool = typer.Option(False, "--load-aware", help="Keep Storm's load-aware, locality-preferring shuffle (default: plain even shuffle, as the planner models it)."),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="Planner strategy of 'planned' [default: the planner's best]."),
@@ -167,7 +170,7 @@ def bench(
             out_dir=out or _default_out("bench"),
             topologies=parse_names(topologies, TOPOLOGIES, "topology"),
             schedulers=parse_names(schedulers, KNOWN_SCHEDULERS, "scheduler") if schedulers else SCHEDULERS,
-            profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup,
+            profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup, settle_max_s=settle_max,
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
             start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base, cluster=cluster,
         )

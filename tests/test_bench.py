@@ -101,6 +101,22 @@ def test_machine_utilisation_is_cpu_over_window_over_quota():
     assert [round(m.utilization, 6) for m in cpu] == [100.0, 37.5]
 
 
+def test_a_window_is_steady_when_the_sinks_take_the_share_of_the_spouts_the_placement_gives():
+    predicted = measure.Throughputs(input_rate=5.0, spout_emit_rate=10.0, sink_throughput=20.0, bolt_throughput=30.0,
+                                    total_throughput=40.0)
+    steady = measure.Throughputs(6.0, 12.0, 24.3, 36.0, 48.0)
+    assert measure.flow_imbalance(steady, predicted) == pytest.approx(0.0125)
+    # Star under default-naive (issue18/bench-s11-idle-met): the spouts emit into a backlog the sinks never see
+    piling_up = measure.Throughputs(7.19, 14.38, 24.48, 38.75, 53.13)
+    assert measure.flow_imbalance(piling_up, predicted) == pytest.approx(24.48 / 14.38 / 2 - 1)
+    assert measure.flow_imbalance(piling_up, measure.Throughputs(0.0, 0.0, 0.0, 0.0, 0.0)) is None
+    run = {"topology": "star", "scheduler": "default-naive", "status": "ok",
+           "flow_imbalance": round(measure.flow_imbalance(piling_up, predicted), 4)}
+    assert report.unsteady_line(run).startswith("star/default-naive was not steady: its sinks ran 15% below what its spouts")
+    assert report.unsteady_line({**run, "flow_imbalance": 0.04}) is None
+    assert report.unsteady_line({**run, "flow_imbalance": None}) is None
+
+
 def test_errors_and_speedups_without_a_baseline_are_none():
     assert measure.relative_error(9.0, 10.0) == pytest.approx(-0.1)
     assert measure.relative_error(9.0, 0.0) is None
@@ -240,6 +256,8 @@ def test_tables_show_every_run_and_failures_with_their_reason(linear_plan):
     text = console.export_text()
     assert "failed (below)" in text
     assert report.failure_lines(data) == ["linear/resource_aware failed: Storm placed no executor within 300 s"]
+    data["runs"][0]["flow_imbalance"] = 0.11
+    assert report.failure_lines(data)[0].startswith("linear/default was not steady: its sinks ran 11% above")
     assert "2.00" in text and "planned" in text and "default" in text
     assert any("load average" in line for line in report.settings_lines(data))
 
@@ -280,6 +298,7 @@ def test_names_parse_and_unknown_ones_are_refused():
     ({"window_s": 10.0}, "too short: Nimbus' counts move every 10 s"),
     ({"window_s": float("nan")}, "--window must be a number of seconds"),
     ({"warmup_s": -1.0}, "--warmup must be a number of seconds of at least 0"),
+    ({"settle_max_s": -1.0}, "--settle-max must be a number of seconds of at least 0"),
     ({"max_spout_pending": 0}, "--max-spout-pending must be a whole number of at least 1"),
     ({"schedulers": ()}, "no scheduler to run"),
 ])

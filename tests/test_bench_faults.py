@@ -136,3 +136,59 @@ def test_ras_that_never_fits_fails_with_the_schedulers_reason(monkeypatch):
                      start_timeout_s=10)
     result = run_module.run(spec, ctx)
     assert not result.ok and result.reason == "Storm did not place it: Not enough resources to schedule"
+
+
+def _flow(spout_per_s: float, sink_per_s: float):
+    from observe.rates import ComponentRate
+
+    return [ComponentRate("spout", "spout", 1, 1, int(spout_per_s * 30), 0, 0, 30.0, spout_per_s),
+            ComponentRate("high", "sink", 1, 1, int(sink_per_s * 30), 0, 0, 30.0, sink_per_s)]
+
+
+class _Nimbus:
+    def __init__(self, address):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _settle(monkeypatch, flows: list, settle_max_s: float):
+    from bench import measure
+
+    windows = iter(flows)
+    clock = [0.0]
+    logged: list[str] = []
+
+    def one_window(nimbus, topology_id, window_s, roles, **kw):
+        clock[0] += window_s
+        return []
+
+    monkeypatch.setattr(run_module, "Nimbus", _Nimbus)
+    monkeypatch.setattr(run_module, "sample_window", one_window)
+    monkeypatch.setattr(run_module, "component_rates", lambda samples, roles: next(windows))
+    monkeypatch.setattr(run_module.time, "monotonic", lambda: clock[0])
+    ctx = RunContext(cluster=None, planner_url="http://127.0.0.1:1", profile_set="x", window_s=20, warmup_s=0,
+                     start_timeout_s=10, settle_max_s=settle_max_s)
+    monkeypatch.setattr(RunContext, "handle", property(lambda self: type("H", (), {"nimbus": "127.0.0.1:1"})()))
+    ctx.reporter.log = logged.append  # type: ignore[method-assign]
+    predicted = measure.Throughputs(input_rate=10.0, spout_emit_rate=10.0, sink_throughput=10.0, bolt_throughput=10.0,
+                                    total_throughput=20.0)
+    waited = run_module._settle(ctx, "t-1", {"spout": "spout", "high": "sink"}, predicted, "linear/default-naive")
+    return waited, logged
+
+
+def test_a_run_waits_for_a_steady_flow_before_its_window(monkeypatch):
+    # the spouts emit into a queue the sinks do not see yet, then the pending tuples bind
+    waited, logged = _settle(monkeypatch, [_flow(14.0, 11.0), _flow(12.0, 11.0), _flow(11.1, 11.0)], 300.0)
+    assert waited == 90.0
+    assert len(logged) == 2 and "not steady yet after 30 s (the sinks' flow -21% off the spouts')" in logged[0]
+
+
+def test_a_run_never_steady_is_measured_after_the_longest_wait_and_says_so(monkeypatch):
+    waited, logged = _settle(monkeypatch, [_flow(14.0, 11.0)] * 10, 60.0)
+    assert waited == 60.0 and logged[-1].endswith("not steady after 60 s[/yellow]; measuring anyway")
+    assert _settle(monkeypatch, [], 0.0) == (0.0, []), "0: no wait"
