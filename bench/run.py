@@ -202,8 +202,9 @@ SETTLE_STEP_S = 30.0
 
 def _settle(ctx: RunContext, topology_id: str, component_roles: dict[str, str], predicted: measure.Throughputs,
             label: str) -> float:
-    """Wait until a :data:`SETTLE_STEP_S` window's flow is steady (:func:`bench.measure.flow_imbalance` within
-    :data:`bench.measure.STEADY_WITHIN`), at most ``ctx.settle_max_s``; the seconds waited.
+    """Wait until two :data:`SETTLE_STEP_S` windows in a row have a steady flow (:func:`bench.measure.flow_imbalance`
+    within :data:`bench.measure.STEADY_WITHIN`; one alone passes by chance near the edge), at most
+    ``ctx.settle_max_s``; the seconds waited.
 
     A placement that leaves a multi-lang bolt short of CPU fills a queue in front of it while the spouts still
     have pending tuples to spare: until ``max.spout.pending`` binds, the spouts emit faster than the placement
@@ -213,6 +214,7 @@ def _settle(ctx: RunContext, topology_id: str, component_roles: dict[str, str], 
         return 0.0
     started = time.monotonic()
     imbalance: float | None = None
+    steady_windows = 0
     with Nimbus(ctx.handle.nimbus) as nimbus:
         while (waited := time.monotonic() - started) < ctx.settle_max_s:
             step = min(SETTLE_STEP_S, max(15.0, ctx.settle_max_s - waited))
@@ -223,7 +225,11 @@ def _settle(ctx: RunContext, topology_id: str, component_roles: dict[str, str], 
                 continue
             imbalance = measure.flow_imbalance(measure.measured_throughputs(rates), predicted)
             if imbalance is None or abs(imbalance) <= measure.STEADY_WITHIN:
-                return round(time.monotonic() - started, 1)
+                steady_windows += 1
+                if steady_windows == 2:
+                    return round(time.monotonic() - started, 1)
+                continue
+            steady_windows = 0
             ctx.reporter.log(f"{label}: not steady yet after {time.monotonic() - started:.0f} s (the sinks' flow "
                              f"{imbalance:+.0%} off the spouts'); waiting up to {ctx.settle_max_s:g} s")
     ctx.reporter.log(f"[yellow]{label}: not steady after {ctx.settle_max_s:g} s[/yellow]; measuring anyway")

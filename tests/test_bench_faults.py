@@ -183,8 +183,9 @@ def _settle(monkeypatch, flows: list, settle_max_s: float):
 
 def test_a_run_waits_for_a_steady_flow_before_its_window(monkeypatch):
     # the spouts emit into a queue the sinks do not see yet, then the pending tuples bind
-    waited, logged = _settle(monkeypatch, [_flow(14.0, 11.0), _flow(12.0, 11.0), _flow(11.1, 11.0)], 300.0)
-    assert waited == 90.0
+    flows = [_flow(14.0, 11.0), _flow(11.1, 11.0), _flow(12.0, 11.0), _flow(11.1, 11.0), _flow(11.0, 11.2)]
+    waited, logged = _settle(monkeypatch, flows, 300.0)
+    assert waited == 150.0, "two steady windows in a row"
     assert len(logged) == 2 and "not steady yet after 30 s (the sinks' flow -21% off the spouts')" in logged[0]
 
 
