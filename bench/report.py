@@ -71,8 +71,7 @@ def run_dict(run: RunResult) -> dict[str, Any]:
             for m in run.machines
         ],
         "failed_share": round(run.failed_share, 4),
-        "flow_imbalance": (_round(measure.flow_imbalance(run.measured, run.predicted), 4)
-                           if run.measured and run.predicted else None),
+        "flow_imbalance": _round(run.flow_imbalance, 4),
         "load_average": run.load_average,
         "topology_conf": run.conf,
     }

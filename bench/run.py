@@ -88,6 +88,11 @@ class RunResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def flow_imbalance(self) -> float | None:
+        """:func:`bench.measure.flow_imbalance` of the window, None without a measurement and a prediction."""
+        return measure.flow_imbalance(self.measured, self.predicted) if self.measured and self.predicted else None
+
 
 @dataclass
 class RunContext:
@@ -189,7 +194,7 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     result.measured = measure.measured_throughputs(rates)
     result.failed_share = measure.failed_share(rates)
     result.machines = measure.machine_cpu(cpu_before, cpu_after, window, ctx.machines)
-    imbalance = measure.flow_imbalance(result.measured, result.predicted) if result.predicted else None
+    imbalance = result.flow_imbalance
     if imbalance is not None and abs(imbalance) > measure.STEADY_WITHIN:
         ctx.reporter.log(f"[yellow]{spec.topology}/{spec.scheduler}: not steady[/yellow]: its sinks ran "
                          f"{imbalance:+.0%} off the placement's flow from what its spouts emitted; its rates are a "
