@@ -1,13 +1,13 @@
 """PNG figures of a bench result (its JSON form): throughput (paper Fig. 8), CPU per machine (Fig. 9), predicted vs measured."""
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 
-from planner.durable import private_folder, write_atomic
+from bench.scenario_plots import save_png
+from planner.durable import private_folder
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  the backend must be chosen first
@@ -117,11 +117,4 @@ def all_plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 def _save(fig, path: Path) -> Path:
-    """The figure as a PNG, written whole (a reader never sees half a picture), owner-only like every result."""
-    try:
-        fig.tight_layout()
-        picture = io.BytesIO()
-        fig.savefig(picture, format="png", dpi=120)
-    finally:
-        plt.close(fig)
-    return write_atomic(path, picture.getvalue())
+    return save_png(fig, path, dpi=120)

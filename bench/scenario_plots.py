@@ -1,9 +1,13 @@
-"""What the scenario reports' figures (machine-loss, multi-tenant) draw alike: rates over time in panels one above
-the other, labelled the same way, saved as 110 dpi PNGs. matplotlib is imported only when a figure is drawn."""
+"""What the bench's figures draw alike: rates over time in panels one above the other, labelled the same way
+(machine-loss, multi-tenant), and every figure saved as a PNG the same way. matplotlib is imported only when a
+figure is drawn."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
+
+from planner.durable import write_atomic
 
 
 def pyplot() -> Any:
@@ -29,9 +33,13 @@ def label_panel(ax: Any, title: str, ylabel: str) -> None:
     ax.legend(fontsize=7)
 
 
-def save_png(fig: Any, path: Path) -> Path:
-    """The figure laid out tight, written to ``path`` (110 dpi) and closed."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    pyplot().close(fig)
-    return path
+def save_png(fig: Any, path: Path, dpi: int = 110) -> Path:
+    """The figure laid out tight and closed, written whole (a reader never sees half a picture), owner-only like
+    every result."""
+    try:
+        fig.tight_layout()
+        picture = io.BytesIO()
+        fig.savefig(picture, format="png", dpi=dpi)
+    finally:
+        pyplot().close(fig)
+    return write_atomic(path, picture.getvalue())

@@ -5,10 +5,12 @@ spouts held, the profile set's base load off every capacity, the cluster of the 
 measured input rate R and sink throughput next to the prediction stored with the bench and the one now, and the
 issue-18 summary (every run within 15 %, ``planned`` within 5 %), also over the runs whose window was steady
 (``bench.measure.flow_imbalance`` within 5 %); given several benches, each run's median error over them, and the
-summary of those medians.
+summary of those medians. ``--machines`` adds, per run, each machine's measured CPU against what the model charges
+it at the rate the run measured (``planner.api.machine_cpu_at``): where a machine below its quota measured less
+than its charge, its profiles over-charge it, whatever held the run's rate.
 
     .venv/bin/python benchmarks/repredict_bench.py BENCH_JSON [BENCH_JSON ...]
-        [--profiles profiles/default-cluster.json] [--out FILE.txt]
+        [--profiles profiles/default-cluster.json] [--machines] [--out FILE.txt]
 """
 from __future__ import annotations
 
@@ -30,24 +32,65 @@ from bench.placement import ActualPlacement  # noqa: E402
 from bench.run import prediction_request  # noqa: E402
 from bench.profiles import fill_pass_through_alphas  # noqa: E402
 from cluster.spec import ClusterSpec, load_spec  # noqa: E402
-from planner.api import evaluate_assignments  # noqa: E402
+from planner.api import evaluate_assignments, machine_cpu_at  # noqa: E402
 from planner.model import ProfileRef, ProfileSet  # noqa: E402
 from planner.profiles import machine_base_load  # noqa: E402
 from topologies.catalog import lookup  # noqa: E402
 
 PROFILES = REPO / "profiles/default-cluster.json"
 WITHIN, PLANNED_WITHIN = 0.15, 0.05
+AT_QUOTA = 95.0
+"""A machine measured at this percent of its quota or more was held there: its charge may be above what it used."""
+
+
+def _request(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec):
+    entry = lookup(run["topology"])
+    placement = ActualPlacement(executors=run["placement"]["executors"])
+    return prediction_request(entry, placement, spec.planner_cluster(machine_base_load(profile_set)),
+                              ProfileRef(name=profile_set.name), run.get("parallelism"))
 
 
 def predict(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec) -> Throughputs:
     """What the bench would predict now for the run's placement."""
-    entry = lookup(run["topology"])
-    placement = ActualPlacement(executors=run["placement"]["executors"])
-    request = prediction_request(entry, placement, spec.planner_cluster(machine_base_load(profile_set)),
-                                 ProfileRef(name=profile_set.name), run.get("parallelism"))
+    request = _request(run, profile_set, spec)
     evaluation = evaluate_assignments(request.topology, request.cluster, profile_set.entries, request.assignments,
                                       request.options)
-    return predicted_throughputs(evaluation, entry.spout_ids)
+    return predicted_throughputs(evaluation, lookup(run["topology"]).spout_ids)
+
+
+def charged_at_measured_rate(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec) -> dict[str, float]:
+    """Machine -> the percent of its quota the model charges it at the run's measured input rate (base load in)."""
+    request = _request(run, profile_set, spec)
+    base = machine_base_load(profile_set)
+    types = {m.id: m.type for m in request.cluster.machines}
+    charged = machine_cpu_at(request.topology, request.cluster, profile_set.entries, request.assignments,
+                             run["measured"]["input_rate"], request.options)
+    return {m: cpu + base.get(types[m], 0.0) for m, cpu in charged.items()}
+
+
+def machines_table(title: str, runs: list[dict[str, Any]], profile_set: ProfileSet, spec: ClusterSpec) -> tuple[Table, dict[str, list[float]]]:
+    """Each run's machines, measured / charged at the measured rate; and per machine type, measured - charged
+    (points) of the machines below :data:`AT_QUOTA`."""
+    machine_ids = list(dict.fromkeys(m["machine"] for r in runs for m in r["machines"]))
+    table = Table(title=title, title_justify="left")
+    for column in ("run", "measured R", *[f"{m}: measured / charged %" for m in machine_ids]):
+        table.add_column(column, justify="right")
+    below: dict[str, list[float]] = {}
+    for run in runs:
+        charged = charged_at_measured_rate(run, profile_set, spec)
+        cells = []
+        for m in machine_ids:
+            measured = next((x for x in run["machines"] if x["machine"] == m), None)
+            if measured is None or m not in charged:
+                cells.append("-")
+                continue
+            gap = measured["utilization"] - charged[m]
+            held = measured["utilization"] >= AT_QUOTA
+            if not held:
+                below.setdefault(measured["type"], []).append(gap)
+            cells.append(f"{measured['utilization']:.1f} / {charged[m]:.1f} ({gap:+.1f}{', at quota' if held else ''})")
+        table.add_row(f"{run['topology']}-{run['scheduler']}", f"{run['measured']['input_rate']:.2f}", *cells)
+    return table, below
 
 
 def summary(errors: list[tuple[str, float]]) -> str:
@@ -62,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("bench", type=Path, nargs="+")
     parser.add_argument("--profiles", type=Path, default=PROFILES)
+    parser.add_argument("--machines", action="store_true",
+                        help="also each machine's measured CPU against the model's charge at the measured rate")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     console = Console(record=True, width=160)
@@ -72,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"cannot read the profile set {args.profiles} or a bench result: {str(exc).splitlines()[0]}")
     per_run: dict[tuple[str, str], list[float]] = {}  # (topology, scheduler) -> its error now in every bench
     steady_per_run: dict[tuple[str, str], list[float]] = {}  # the same, steady windows only
+    gaps: dict[str, list[float]] = {}  # machine type -> measured - charged, points, below the quota, every bench
     for path, bench in benches:
         spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
         sets, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in bench["runs"]}))
@@ -112,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"sink, now:          {summary(sink_errors)}")
             if steady_errors:
                 console.print(f"steady runs, now:   {summary(steady_errors)} (flow within {STEADY_WITHIN:.0%})")
+        if args.machines and runs:
+            table, below = machines_table(f"{path}: machine CPU, measured / charged at the measured R, % of the quota",
+                                          runs, sets, spec)
+            console.print(table)
+            for machine_type, values in below.items():
+                gaps.setdefault(machine_type, []).extend(values)
         console.print()
     if len(args.bench) > 1:
         console.print(across(per_run, len(args.bench)))
@@ -121,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         if steady:
             console.print(f"median over the steady runs only: {summary(steady)} "
                           f"({len(steady)} of {len(medians)} runs had a steady window in some bench)")
+    for machine_type, values in sorted(gaps.items()):
+        console.print(f"{machine_type}, below {AT_QUOTA:g} % of its quota: measured - charged at the measured R, median "
+                      f"{statistics.median(values):+.1f} points ({min(values):+.1f} to {max(values):+.1f}, {len(values)} runs)")
     if args.out:
         args.out.write_text(console.export_text())
     return 0

@@ -21,7 +21,7 @@ from planner.model import (
 )
 from planner.problem import compile_problem
 from planner.profiles import ProfileTable
-from planner.simulator import evaluate_problem
+from planner.simulator import evaluate_problem, instance_cpu_pct, linear_loads
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
 from planner.validation import (
     validate,
@@ -58,6 +58,31 @@ def make_plan(
     evaluation = evaluate_problem(problem, result.placement, stats)
     evaluation.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0
     return Plan(**evaluation.model_dump(), strategy=name)
+
+
+def machine_cpu_at(
+    topology: Topology,
+    cluster: Cluster,
+    entries: Iterable[ProfileEntry],
+    assignments: Iterable[InstanceAssignment],
+    input_rate: float,
+    options: PlanOptions | None = None,
+) -> dict[str, float]:
+    """Machine id -> the CPU percent the model charges it with the placement fed ``input_rate`` tuples/s.
+
+    The rate need not be sustainable: a measured rate's charges, set against the machine's measured CPU, show
+    where the model is off (a machine charged over 100 % ran cheaper than its profiles say). Percent of the
+    machine's capacity as the request gives it, so a base load taken off the capacity is not in it.
+    """
+    options = options or PlanOptions()
+    profiles = ProfileTable.from_entries(entries)
+    validate_topology(topology)
+    validate_cluster(cluster, options)
+    validate_profiles(topology, cluster, profiles)
+    problem = compile_problem(topology, cluster, profiles, options)
+    loads = linear_loads(problem, placement_of(assignments, topology, cluster))
+    cpu = instance_cpu_pct(loads.a_w, loads.b_w, input_rate)
+    return {problem.machine_ids[w]: float(cpu[w]) for w in range(problem.n_machines)}
 
 
 def placement_of(assignments: Iterable[InstanceAssignment], topology: Topology, cluster: Cluster) -> Placement:

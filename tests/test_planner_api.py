@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import hetsched.plan_cmd  # noqa: F401  registers plan and demo on the app
 from hetsched.cli import app
-from planner.api import evaluate_assignments, make_plan
+from planner.api import evaluate_assignments, machine_cpu_at, make_plan
 from planner.errors import PlanningError
 from planner.files import load_plan_request
 from planner.model import InstanceAssignment, Plan, PlanOptions
@@ -29,6 +29,22 @@ def test_make_plan_scores_with_the_simulator_and_fills_stats(two_machine_request
     )
     assert evaluation.input_rate == pytest.approx(plan.input_rate)
     assert evaluation.instances == plan.instances
+
+
+def test_machine_cpu_at_a_rate_is_the_evaluation_at_its_rate_and_linear_in_it(two_machine_request):
+    """The charge at the plan's own rate is the evaluation's; at half of it, half the per-tuple part; beyond it, over 100 %."""
+    topology, cluster, profile_entries = two_machine_request
+    plan = make_plan(topology, cluster, profile_entries, None, PlanOptions())
+    assignments = [InstanceAssignment(component=a.component, machine=a.machine) for a in plan.assignments]
+    at_plan = machine_cpu_at(topology, cluster, profile_entries, assignments, plan.input_rate)
+    assert at_plan == pytest.approx({m.id: m.utilization for m in plan.machines})
+    idle = machine_cpu_at(topology, cluster, profile_entries, assignments, 0.0)
+    half = machine_cpu_at(topology, cluster, profile_entries, assignments, plan.input_rate / 2)
+    assert half == pytest.approx({m: (idle[m] + at_plan[m]) / 2 for m in at_plan})
+    beyond = machine_cpu_at(topology, cluster, profile_entries, assignments, plan.input_rate * 1.5)
+    assert max(beyond.values()) > 100.0
+    with pytest.raises(PlanningError, match="an assignment names unknown component x"):
+        machine_cpu_at(topology, cluster, profile_entries, [*assignments, InstanceAssignment(component="x", machine="w1")], 1.0)
 
 
 def test_unknown_strategy_lists_the_known_ones(two_machine_request):
