@@ -51,3 +51,31 @@ def test_the_machines_table_sets_each_measured_cpu_against_its_charge(tmp_path):
     # Linear under default-naive measured 10.64 tuples/s against 10.88: small-1 at its quota, charged a little less.
     assert "99.8 / 98.8 (+1.1, at quota)" in text
     assert f"below {AT_QUOTA:g} % of its quota: measured - charged at the measured R" in text
+
+
+def test_a_machines_work_is_its_bolts_rates_times_their_cpu_ms(stored):
+    """Linear under default-naive: one executor of each component per machine, each a third of its component's rate."""
+    from benchmarks.machine_overhead import work_ms_per_s
+
+    bench, _, _ = stored
+    run = next(r for r in bench["runs"] if r["topology"] == "linear" and r["scheduler"] == "default-naive")
+    rate = {c["component"]: c["per_second"] for c in run["components"]}
+    work, tuples = work_ms_per_s(run)
+    expected = (rate["low"] * 5.0 + rate["mid"] * 9.0 + rate["high"] * 16.5) / 3
+    assert work == pytest.approx({"small-1": expected, "medium-1": expected, "large-1": expected})
+    assert tuples["small-1"] == pytest.approx(sum(rate.values()) / 3)
+
+
+def test_the_overhead_is_the_machine_cpu_beyond_the_work_measured_and_charged(stored, tmp_path):
+    from benchmarks.machine_overhead import main, overheads
+
+    bench, _, _ = stored
+    rows = overheads(BENCH, ProfileSet.model_validate_json(PROFILES.read_text()))
+    assert {(r.run, r.machine) for r in rows} == {(f"{x['topology']}-{x['scheduler']}", m["machine"])
+                                                  for x in bench["runs"] for m in x["machines"]}
+    small = next(r for r in rows if r.run == "linear-default-naive" and r.machine == "small-1")
+    assert small.at_quota and small.measured_ms_per_s == pytest.approx(99.84 * 2.0 - small.work_ms_per_s, abs=0.1)
+    assert 0 < small.measured_ms_per_s < small.measured_ms_per_s + small.work_ms_per_s
+    out = tmp_path / "overhead.txt"
+    assert main([str(BENCH), "--runs", "--out", str(out)]) == 0
+    assert "measured - charged overhead" in out.read_text()
