@@ -54,6 +54,7 @@ def run_dict(run: RunResult) -> dict[str, Any]:
         "plan_mismatches": run.plan_mismatches,
         "start_s": run.start_s,
         "settle_s": run.settle_s,
+        "window_utc": list(run.window_utc) if run.window_utc else None,
         "measured": measured,
         "predicted": predicted,
         "relative_error": errors,

@@ -6,6 +6,7 @@ reason; the topology is killed whatever happened.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
@@ -80,6 +81,8 @@ class RunResult:
     """From submit until every component handled tuples."""
     settle_s: float = 0.0
     """Waited after the warm-up for a steady window (:func:`_settle`), seconds."""
+    window_utc: tuple[str, str] | None = None
+    """When the measurement window started and ended (ISO 8601, UTC): what a sampler beside the bench lines up with."""
     load_average: dict[str, list[float]] = field(default_factory=dict)
     conf: dict[str, Any] = field(default_factory=dict)
     unschedulable: bool = False
@@ -176,10 +179,11 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
 
     load_start = list(os.getloadavg())
     cpu_before = _cpu_seconds(ctx)
-    started = time.monotonic()
+    started, started_utc = time.monotonic(), _utc_now()
     rates = _window_rates(ctx, result.topology_id, roles(entry), f"{spec.topology}/{spec.scheduler}")
     window = time.monotonic() - started
     cpu_after = _cpu_seconds(ctx)
+    result.window_utc = (started_utc, _utc_now())
     result.load_average = {"start": load_start, "end": list(os.getloadavg())}
     _require_healthy(ctx.cluster, ctx.reporter, restart=False)
     with Nimbus(ctx.handle.nimbus) as nimbus:
@@ -199,6 +203,10 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
         ctx.reporter.log(f"[yellow]{spec.topology}/{spec.scheduler}: not steady[/yellow]: its sinks ran "
                          f"{imbalance:+.0%} off the placement's flow from what its spouts emitted; its rates are a "
                          "transient (tuples piled up inside the topology)")
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 SETTLE_STEP_S = 30.0

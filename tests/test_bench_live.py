@@ -5,6 +5,7 @@ skipped, saying so, where it runs another scheduler.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -57,6 +58,8 @@ def test_a_tiny_bench_measures_both_schedulers_and_planned_runs_where_the_plan_s
         assert {m["machine"] for m in run["machines"]} == {m for m, _ in live_cluster.spec.machine_ids()}
         assert all(m["cpu_seconds"] > 0 and m["predicted_utilization"] is not None for m in run["machines"])
         assert run["load_average"]["start"] and run["topology_conf"]["topology.max.spout.pending"] == 100
+        start, end = (dt.datetime.fromisoformat(t) for t in run["window_utc"])
+        assert 15 <= (end - start).total_seconds() <= 90, "the window's wall-clock times, about its 20 s"
     assert runs["default"]["placement"]["sched_status"].startswith("hetsched: the topology asks for no planner")
 
     plan = data["plans"]["linear"]
