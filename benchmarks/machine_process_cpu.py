@@ -6,8 +6,9 @@ throttled time, one JSON line per reading. Cheap enough to run beside a measurem
 
 ``split`` lines a bench's runs up with the readings: for every run, each machine's CPU over its measurement
 window, by kind, in percent of its quota. The window is the run's ``window_utc`` in bench.json; a bench written
-before that field existed needs its log with the epoch second in front of every line (``--timed-log``), and its
-window is then taken as the 60 s after the run's warm-up and wait for a steady flow.
+before that field existed needs its log with the epoch second in front of every line (``--timed-log``); its window
+is then taken from 5 s after the run's warm-up and wait for a steady flow to 10 s before the window's length is up,
+so that an estimate a few seconds off does not reach past the kill of the topology.
 
     .venv/bin/python benchmarks/machine_process_cpu.py sample SAMPLES.jsonl [--every 10]
     .venv/bin/python benchmarks/machine_process_cpu.py split BENCH_JSON SAMPLES.jsonl [--timed-log LOG] [--out FILE]
@@ -91,7 +92,7 @@ def window_of(run: dict[str, Any], timed_log: list[tuple[float, str]], warmup_s:
     if not running:
         return None
     start = running[-1] + warmup_s + run.get("settle_s", 0.0)
-    return start, start + window_s
+    return start + 5.0, start + window_s - 10.0
 
 
 def cpu_by_kind(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:

@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"median over the benches, per run: {summary(medians)}")
         steady = [(scheduler, statistics.median(errors)) for (_, scheduler), errors in sorted(steady_per_run.items())]
         if steady:
+            console.print(across(steady_per_run, len(args.bench), "the steady runs only"))
             console.print(f"median over the steady runs only: {summary(steady)} "
                           f"({len(steady)} of {len(medians)} runs had a steady window in some bench)")
     for machine_type, values in sorted(gaps.items()):
@@ -181,10 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def across(per_run: dict[tuple[str, str], list[float]], benches: int) -> Table:
+def across(per_run: dict[tuple[str, str], list[float]], benches: int, which: str = "every run") -> Table:
     """Each run's error now over the benches: median and range (a placement of Storm's differs from bench to bench,
     each is predicted for the placement it had)."""
-    table = Table(title=f"error now over {benches} benches, per run", title_justify="left")
+    table = Table(title=f"error now over {benches} benches, per run ({which})", title_justify="left")
     for column in ("run", "benches", "median", "range"):
         table.add_column(column, justify="right")
     for (topology, scheduler), errors in sorted(per_run.items()):
