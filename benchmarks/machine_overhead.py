@@ -78,7 +78,10 @@ def overheads(path: Path, profile_set: ProfileSet) -> list[MachineOverhead]:
             continue
         work, tuples = work_ms_per_s(run)
         charged = charged_at_measured_rate(run, sets, spec)
+        used = {machine for machines in run["placement"]["executors"].values() for machine in machines}
         for m in run["machines"]:
+            if m["machine"] not in used:
+                continue  # no worker there: its supervisor alone, against a base load that holds an idle worker too
             per_percent = m["cores"] * 10.0  # core ms per second in one percent of the machine
             done = work.get(m["machine"], 0.0)
             rows.append(MachineOverhead(

@@ -11,12 +11,13 @@ is then taken from 5 s after the run's warm-up and wait for a steady flow to 10 
 so that an estimate a few seconds off does not reach past the kill of the topology.
 
     .venv/bin/python benchmarks/machine_process_cpu.py sample SAMPLES.jsonl [--every 10]
-    .venv/bin/python benchmarks/machine_process_cpu.py split BENCH_JSON SAMPLES.jsonl [--timed-log LOG] [--out FILE]
+    .venv/bin/python benchmarks/machine_process_cpu.py split BENCH_JSON SAMPLES.jsonl[.gz] [--timed-log LOG] [--out FILE]
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import json
 import sys
 import time
@@ -147,7 +148,8 @@ def _split_main(args: argparse.Namespace) -> None:
     from rich.table import Table
 
     bench = json.loads(args.bench.read_text())
-    readings = [json.loads(line) for line in args.samples.read_text().splitlines() if line.strip()]
+    text = gzip.decompress(args.samples.read_bytes()).decode() if args.samples.suffix == ".gz" else args.samples.read_text()
+    readings = [json.loads(line) for line in text.splitlines() if line.strip()]
     timed = []
     if args.timed_log:
         for line in args.timed_log.read_text().splitlines():
@@ -184,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sample":
         if not args.every >= 1.0:
             parser.error(f"--every must be at least 1 second, not {args.every}")
-        sample(args.out, args.every)
+        try:
+            sample(args.out, args.every)
+        except KeyboardInterrupt:
+            pass  # Ctrl-C is how a sampling ends; every reading so far is on disk
     else:
         _split_main(args)
     return 0
