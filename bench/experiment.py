@@ -32,7 +32,7 @@ from bench.errors import BenchError
 from planner.durable import private_folder, write_atomic
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas, load_profile_set, require_pairs
-from bench.run import RunContext, RunResult, run
+from bench.run import RunContext, RunResult, run, utc_now
 from bench.schedulers import PHASES, POOLS_FILE, RunSpec, nimbus_setup, run_specs, user_pools
 from bench.settings import BenchSettings
 from cluster.errors import ClusterError
@@ -116,7 +116,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
     started = time.monotonic()
     out = Path(settings.out_dir)
     spec = load_spec(settings.spec_path)
-    result = BenchResult(settings=settings, started_at=_now(), spec=spec, versions=versions())
+    result = BenchResult(settings=settings, started_at=utc_now(), spec=spec, versions=versions())
     result.load_average["start"] = list(os.getloadavg())
     try:
         private_folder(out)
@@ -223,7 +223,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
             result.runs.append(RunResult(s.topology, s.scheduler, s.name, s.note, dict(s.parallelism), s.plan_id,
                                          reason=f"not run: {result.error or 'the bench stopped'}"))
     result.load_average["end"] = list(os.getloadavg())
-    result.finished_at = _now()
+    result.finished_at = utc_now()
     result.complete = True
     try:
         save(result, started)
@@ -409,7 +409,3 @@ def versions() -> dict[str, str]:
         found["git_commit"] = git.stdout.strip()
     found["cpus"] = str(os.cpu_count())
     return found
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -179,11 +179,11 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
 
     load_start = list(os.getloadavg())
     cpu_before = _cpu_seconds(ctx)
-    started, started_utc = time.monotonic(), _utc_now()
+    started, started_utc = time.monotonic(), utc_now()
     rates = _window_rates(ctx, result.topology_id, roles(entry), f"{spec.topology}/{spec.scheduler}")
     window = time.monotonic() - started
     cpu_after = _cpu_seconds(ctx)
-    result.window_utc = (started_utc, _utc_now())
+    result.window_utc = (started_utc, utc_now())
     result.load_average = {"start": load_start, "end": list(os.getloadavg())}
     _require_healthy(ctx.cluster, ctx.reporter, restart=False)
     with Nimbus(ctx.handle.nimbus) as nimbus:
@@ -205,7 +205,7 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
                          "transient (tuples piled up inside the topology)")
 
 
-def _utc_now() -> str:
+def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 

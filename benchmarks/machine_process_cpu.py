@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from cluster.cgroups import find_hierarchies  # noqa: E402
 from cluster.layout import CGROUP_ROOT_NAME  # noqa: E402
+from observe.machines import process_cpu_seconds  # noqa: E402
 
 KINDS = ("supervisor", "worker", "logwriter", "python", "other")
 
@@ -62,12 +63,12 @@ def reading(cpu_root: Path, cpuacct_root: Path) -> dict[str, Any]:
             continue  # the cluster went down meanwhile
         for pid in pids:
             try:
-                process = psutil.Process(pid)
-                kind = kind_of(" ".join(process.cmdline()))
-                times = process.cpu_times()
+                kind = kind_of(" ".join(psutil.Process(pid).cmdline()))
             except psutil.Error:
                 continue
-            processes[str(pid)] = (kind, times.user + times.system)
+            cpu_s = process_cpu_seconds(pid)
+            if cpu_s is not None:
+                processes[str(pid)] = (kind, cpu_s)
         machines[f"{folder.parent.name}/{folder.name}"] = {
             "processes": processes, "usage_s": usage_s, "throttled_s": int(stat.get("throttled_time", 0)) / 1e9}
     return {"t": time.time(), "machines": machines}

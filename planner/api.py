@@ -19,7 +19,7 @@ from planner.model import (
     ProfileEntry,
     Topology,
 )
-from planner.problem import compile_problem
+from planner.problem import Problem, compile_problem
 from planner.profiles import ProfileTable
 from planner.simulator import evaluate_problem, instance_cpu_pct, linear_loads
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
@@ -60,6 +60,18 @@ def make_plan(
     return Plan(**evaluation.model_dump(), strategy=name)
 
 
+def _compiled(topology: Topology, cluster: Cluster, entries: Iterable[ProfileEntry],
+              assignments: Iterable[InstanceAssignment], options: PlanOptions | None) -> tuple[Problem, Placement]:
+    """A given placement's request validated and compiled: what scoring it at any rate starts from."""
+    options = options or PlanOptions()
+    profiles = ProfileTable.from_entries(entries)
+    validate_topology(topology)
+    validate_cluster(cluster, options)
+    validate_profiles(topology, cluster, profiles)
+    placement = placement_of(assignments, topology, cluster)
+    return compile_problem(topology, cluster, profiles, options), placement
+
+
 def machine_cpu_at(
     topology: Topology,
     cluster: Cluster,
@@ -74,13 +86,8 @@ def machine_cpu_at(
     where the model is off (a machine charged over 100 % ran cheaper than its profiles say). Percent of the
     machine's capacity as the request gives it, so a base load taken off the capacity is not in it.
     """
-    options = options or PlanOptions()
-    profiles = ProfileTable.from_entries(entries)
-    validate_topology(topology)
-    validate_cluster(cluster, options)
-    validate_profiles(topology, cluster, profiles)
-    problem = compile_problem(topology, cluster, profiles, options)
-    loads = linear_loads(problem, placement_of(assignments, topology, cluster))
+    problem, placement = _compiled(topology, cluster, entries, assignments, options)
+    loads = linear_loads(problem, placement)
     cpu = instance_cpu_pct(loads.a_w, loads.b_w, input_rate)
     return {problem.machine_ids[w]: float(cpu[w]) for w in range(problem.n_machines)}
 
@@ -119,13 +126,7 @@ def evaluate_assignments(
     and its bottleneck, not an error.
     """
     start = time.perf_counter()
-    options = options or PlanOptions()
-    profiles = ProfileTable.from_entries(entries)
-    validate_topology(topology)
-    validate_cluster(cluster, options)
-    validate_profiles(topology, cluster, profiles)
-    placement = placement_of(assignments, topology, cluster)
-    problem = compile_problem(topology, cluster, profiles, options)
+    problem, placement = _compiled(topology, cluster, entries, assignments, options)
     evaluation = evaluate_problem(problem, placement)
     evaluation.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0
     return evaluation
