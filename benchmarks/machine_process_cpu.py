@@ -148,12 +148,18 @@ def _split_main(args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    bench = json.loads(args.bench.read_text())
-    text = gzip.decompress(args.samples.read_bytes()).decode() if args.samples.suffix == ".gz" else args.samples.read_text()
-    readings = [json.loads(line) for line in text.splitlines() if line.strip()]
+    try:
+        bench = json.loads(args.bench.read_text())
+        text = gzip.decompress(args.samples.read_bytes()).decode() if args.samples.suffix == ".gz" else args.samples.read_text()
+        readings = [json.loads(line) for line in text.splitlines() if line.strip()]
+        log_lines = args.timed_log.read_text().splitlines() if args.timed_log else []
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"error: cannot read the bench result, the samples or the timed log: {str(exc).splitlines()[0]}") from None
+    if not isinstance(bench, dict) or not isinstance(bench.get("runs"), list):
+        raise SystemExit(f"error: {args.bench} is not a bench result (no 'runs')")
     timed = []
-    if args.timed_log:
-        for line in args.timed_log.read_text().splitlines():
+    if log_lines:
+        for line in log_lines:
             stamp, _, text = line.partition(" ")
             try:
                 timed.append((float(stamp), text))

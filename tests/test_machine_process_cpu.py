@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.machine_process_cpu import KINDS, cpu_by_kind, kind_of, split
+from benchmarks.machine_process_cpu import KINDS, cpu_by_kind, kind_of, main, split
 
 
 def test_storm_processes_are_told_apart_by_their_command_line():
@@ -47,3 +47,12 @@ def test_a_bench_without_window_times_takes_them_from_its_timed_log():
     readings = [{"t": t, "machines": {"c/large-1": _machine({"1": ("worker", t / 100)}, t / 10)}} for t in (1095.0, 1140.0)]
     [row] = split(bench, readings, [(1000.0, "star/default: running after 40 s on large-1 (3 executors)")])
     assert row["total"] == pytest.approx(4.5 / (0.8 * 45 / 100)), "from 5 s in to 10 s before the end"
+
+
+def test_split_names_a_file_it_cannot_read(tmp_path):
+    (tmp_path / "samples.jsonl").write_text("{}\n")
+    with pytest.raises(SystemExit, match="cannot read the bench result, the samples or the timed log"):
+        main(["split", str(tmp_path / "missing.json"), str(tmp_path / "samples.jsonl")])
+    (tmp_path / "bench.json").write_text("[]")
+    with pytest.raises(SystemExit, match="is not a bench result"):
+        main(["split", str(tmp_path / "bench.json"), str(tmp_path / "samples.jsonl")])
