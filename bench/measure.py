@@ -117,6 +117,21 @@ def speedup(value: float, baseline: float) -> float | None:
     return value / baseline if baseline > 0 else None
 
 
+def failed_trees(rates: list[ComponentRate]) -> int:
+    """Tuple trees the spouts saw fail in the window."""
+    return sum(r.failed for r in rates if r.role == "spout")
+
+
+def steady(imbalance: float | None, failed: int) -> bool:
+    """A window whose rates the placement sustains: its flow within :data:`STEADY_WITHIN` and no tree failed.
+
+    A tree fails here only by timing out, so a failed tree means one waited ``topology.message.timeout.secs`` in a
+    queue that grows; and each timeout frees a ``max.spout.pending`` slot, so the spouts then emit past what the
+    placement sustains, as fast as the slots free (issue18/bench-s15-20261126).
+    """
+    return failed == 0 and (imbalance is None or abs(imbalance) <= STEADY_WITHIN)
+
+
 def failed_share(rates: list[ComponentRate]) -> float:
     """Failed over acked+failed tuple trees at the spouts (timeouts and fails replay tuples)."""
     acked = sum(r.acked for r in rates if r.role == "spout")

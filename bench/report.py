@@ -65,6 +65,11 @@ def run_dict(run: RunResult) -> dict[str, Any]:
              "window_s": round(r.window_s, 2), "per_second": round(r.per_second, 4)}
             for r in run.components
         ],
+        "executors": [
+            {"component": e.component, "task": e.task_start, "machine": machine, "tuples": e.tuples, "acked": e.acked,
+             "failed": e.failed, "window_s": round(e.window_s, 2), "per_second": round(e.per_second, 4)}
+            for machine, e in run.executors
+        ],
         "machines": [
             {"machine": m.machine, "type": m.machine_type, "cores": m.cores, "cpu_seconds": round(m.cpu_seconds, 3),
              "window_s": round(m.window_s, 2), "utilization": round(m.utilization, 2),
@@ -122,7 +127,9 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
             "relative_error": "(measured - predicted) / predicted",
             "flow_imbalance": "(measured sink / spout emit rate) / (predicted sink / spout emit rate) - 1: 0 in a "
                               f"steady window; beyond {measure.STEADY_WITHIN:.0%} either way the run is a transient "
-                              "(a queue grows inside the topology)",
+                              "(a queue grows inside the topology), as is one where a spout's tuple tree failed",
+            "executors": "each executor measured in the window, on its machine: tuples/s emitted (spout) or executed "
+                         "(bolt), between its own first and last stats step",
         },
     }
     data["comparison"] = comparisons(data)
@@ -267,14 +274,24 @@ def failure_lines(data: dict[str, Any]) -> list[str]:
 
 
 def unsteady_line(run: dict[str, Any]) -> str | None:
-    """A sentence for a run whose window was not steady (:func:`bench.measure.flow_imbalance`), else None."""
+    """A sentence for a run whose window was not steady (:func:`bench.measure.steady`), else None."""
     imbalance = run.get("flow_imbalance")
-    if imbalance is None or abs(imbalance) <= measure.STEADY_WITHIN:
+    failed = failed_trees(run)
+    if measure.steady(imbalance, failed):
         return None
+    if failed:
+        return (f"{run['topology']}/{run['scheduler']} was not steady: {failed} of its spouts' tuple trees failed (timed "
+                f"out) in the window, so a queue in it grows and, as the timeouts free their pending slots, its spouts "
+                f"emit past what the placement sustains: its measured rates are above it")
     where = "below" if imbalance < 0 else "above"
     return (f"{run['topology']}/{run['scheduler']} was not steady: its sinks ran {abs(imbalance):.0%} {where} what its "
             f"spouts emitted, against the placement's flow (tuples piled up inside the topology while its spouts' "
             f"pending tuples filled), so its measured rates are a transient, not what the placement sustains")
+
+
+def failed_trees(run: dict[str, Any]) -> int:
+    """Tuple trees a stored run's spouts saw fail in its window."""
+    return sum(c.get("failed", 0) for c in run.get("components") or [] if c.get("role") == "spout")
 
 
 def targets_table(data: dict[str, Any]) -> Table:

@@ -29,7 +29,7 @@ from observe.machines import ClusterHandle, machine_of_host
 from observe.counts import parse_topology_info
 from observe.nimbus import Nimbus, connect
 from observe.progress import QuietReporter, Reporter
-from observe.rates import ComponentRate, component_rates, unmeasured
+from observe.rates import ComponentRate, CountSample, ExecutorRate, component_rates, executor_rates, unmeasured
 from observe.window import sample_window
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import Cluster, EvaluationRequest, Plan, PlanOptions, ProfileRef
@@ -72,6 +72,8 @@ class RunResult:
     plan_mismatches: list[str] = field(default_factory=list)
     measured: measure.Throughputs | None = None
     components: list[ComponentRate] = field(default_factory=list)
+    executors: list[tuple[str, ExecutorRate]] = field(default_factory=list)
+    """(machine id, what the executor did) of every executor measured in the window."""
     machines: list[measure.MachineCpu] = field(default_factory=list)
     predicted: measure.Throughputs | None = None
     predicted_machines: dict[str, float] = field(default_factory=dict)
@@ -180,7 +182,8 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     load_start = list(os.getloadavg())
     cpu_before = _cpu_seconds(ctx)
     started, started_utc = time.monotonic(), utc_now()
-    rates = _window_rates(ctx, result.topology_id, roles(entry), f"{spec.topology}/{spec.scheduler}")
+    samples = _window_samples(ctx, result.topology_id, roles(entry), f"{spec.topology}/{spec.scheduler}")
+    rates = component_rates(samples, roles(entry))
     window = time.monotonic() - started
     cpu_after = _cpu_seconds(ctx)
     result.window_utc = (started_utc, utc_now())
@@ -195,6 +198,8 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
         raise BenchError(f"{', '.join(idle)} handled no tuples during the {ctx.window_s:g} s window")
 
     result.components = rates
+    machines = machine_of_host(ctx.handle)
+    result.executors = [(machines.get(e.host, e.host), e) for e in executor_rates(samples, roles(entry))]
     result.measured = measure.measured_throughputs(rates)
     result.failed_share = measure.failed_share(rates)
     result.machines = measure.machine_cpu(cpu_before, cpu_after, window, ctx.machines)
@@ -203,6 +208,10 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
         ctx.reporter.log(f"[yellow]{spec.topology}/{spec.scheduler}: not steady[/yellow]: its sinks ran "
                          f"{imbalance:+.0%} off the placement's flow from what its spouts emitted; its rates are a "
                          "transient (tuples piled up inside the topology)")
+    if failed := measure.failed_trees(rates):
+        ctx.reporter.log(f"[yellow]{spec.topology}/{spec.scheduler}: not steady[/yellow]: {failed} of its spouts' "
+                         "tuple trees failed (timed out) in the window; its spouts emit past what the placement "
+                         "sustains as the timeouts free their pending slots")
 
 
 def utc_now() -> str:
@@ -215,8 +224,8 @@ SETTLE_STEP_S = 30.0
 
 def _settle(ctx: RunContext, topology_id: str, component_roles: dict[str, str], predicted: measure.Throughputs,
             label: str) -> float:
-    """Wait until two :data:`SETTLE_STEP_S` windows in a row have a steady flow (:func:`bench.measure.flow_imbalance`
-    within :data:`bench.measure.STEADY_WITHIN`; one alone passes by chance near the edge), at most
+    """Wait until two :data:`SETTLE_STEP_S` windows in a row are steady (:func:`bench.measure.steady`: the flow
+    within :data:`bench.measure.STEADY_WITHIN`, no tree failed; one alone passes by chance near the edge), at most
     ``ctx.settle_max_s``; the seconds waited.
 
     A placement that leaves a multi-lang bolt short of CPU fills a queue in front of it while the spouts still
@@ -237,20 +246,22 @@ def _settle(ctx: RunContext, topology_id: str, component_roles: dict[str, str], 
             if unmeasured(rates):
                 continue
             imbalance = measure.flow_imbalance(measure.measured_throughputs(rates), predicted)
-            if imbalance is None or abs(imbalance) <= measure.STEADY_WITHIN:
+            failed = measure.failed_trees(rates)
+            if measure.steady(imbalance, failed):
                 steady_windows += 1
                 if steady_windows == 2:
                     return round(time.monotonic() - started, 1)
                 continue
             steady_windows = 0
-            ctx.reporter.log(f"{label}: not steady yet after {time.monotonic() - started:.0f} s (the sinks' flow "
-                             f"{imbalance:+.0%} off the spouts'); waiting up to {ctx.settle_max_s:g} s")
+            why = f"{failed} tuple trees failed" if failed else f"the sinks' flow {imbalance:+.0%} off the spouts'"
+            ctx.reporter.log(f"{label}: not steady yet after {time.monotonic() - started:.0f} s ({why}); "
+                             f"waiting up to {ctx.settle_max_s:g} s")
     ctx.reporter.log(f"[yellow]{label}: not steady after {ctx.settle_max_s:g} s[/yellow]; measuring anyway")
     return round(time.monotonic() - started, 1)
 
 
-def _window_rates(ctx: RunContext, topology_id: str, component_roles: dict[str, str], label: str) -> list[ComponentRate]:
-    """Sample every executor's counts through the window; rates between each executor's own stats steps.
+def _window_samples(ctx: RunContext, topology_id: str, component_roles: dict[str, str], label: str) -> list[CountSample]:
+    """Sample every executor's counts through the window (rates are taken between each executor's own stats steps).
 
     A worker on a machine at its full quota can report its counts late; where some component's counts
     have not moved by the end of the window, the window goes on, up to twice its length, said aloud.
@@ -265,7 +276,7 @@ def _window_rates(ctx: RunContext, topology_id: str, component_roles: dict[str, 
             on_sample=lambda _s, elapsed, length: ctx.reporter.status(f"{label}: measuring {elapsed:.0f}/{length:g} s"),
             on_extend=extended,
         )
-    return component_rates(samples, component_roles)
+    return samples
 
 
 def submit(spec: RunSpec, ctx: RunContext) -> tuple[str, dict[str, int], dict[str, Any]]:

@@ -4,7 +4,7 @@ Each run's placement (the one Storm ran, Storm's ackers included) is scored as `
 spouts held, the profile set's base load off every capacity, the cluster of the bench itself. Prints each run's
 measured input rate R and sink throughput next to the prediction stored with the bench and the one now, and the
 issue-18 summary (every run within 15 %, ``planned`` within 5 %), also over the runs whose window was steady
-(``bench.measure.flow_imbalance`` within 5 %); given several benches, each run's median error over them, and the
+(``bench.measure.steady``: the flow within 5 %, no tree failed); given several benches, each run's median error over them, and the
 summary of those medians. ``--machines`` adds, per run, each machine's measured CPU against what the model charges
 it at the rate the run measured (``planner.api.machine_cpu_at``): where a machine below its quota measured less
 than its charge, its profiles over-charge it, whatever held the run's rate.
@@ -28,6 +28,8 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.measure import STEADY_WITHIN, Throughputs, flow_imbalance, predicted_throughputs, relative_error  # noqa: E402
+from bench.measure import steady as steady_window  # noqa: E402
+from bench.report import failed_trees  # noqa: E402
 from bench.placement import ActualPlacement  # noqa: E402
 from bench.run import prediction_request  # noqa: E402
 from bench.profiles import fill_pass_through_alphas  # noqa: E402
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             if e_now is not None:
                 errors.append((run["scheduler"], e_now))
                 per_run.setdefault((run["topology"], run["scheduler"]), []).append(e_now)
-                if imbalance is not None and abs(imbalance) <= STEADY_WITHIN:
+                if imbalance is not None and steady_window(imbalance, failed_trees(run)):
                     steady_errors.append((run["scheduler"], e_now))
                     steady_per_run.setdefault((run["topology"], run["scheduler"]), []).append(e_now)
             if e_sink is not None:
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             table.add_row(f"{run['topology']}-{run['scheduler']}", f"{measured['input_rate']:.2f}",
                           "-" if stored is None else f"{stored:.2f}", _pct(e_stored), f"{rate:.2f}", _pct(e_now),
                           f"{measured['sink_throughput']:.2f}", f"{sink:.2f}", _pct(e_sink),
-                          _pct(imbalance) + ("" if imbalance is None or abs(imbalance) <= STEADY_WITHIN else " not steady"))
+                          _pct(imbalance) + ("" if imbalance is None or steady_window(imbalance, failed_trees(run)) else " not steady"))
         console.print(table)
         if stored_errors:
             console.print(f"stored predictions: {summary(stored_errors)}")
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"predictions now:    {summary(errors)}")
             console.print(f"sink, now:          {summary(sink_errors)}")
             if steady_errors:
-                console.print(f"steady runs, now:   {summary(steady_errors)} (flow within {STEADY_WITHIN:.0%})")
+                console.print(f"steady runs, now:   {summary(steady_errors)} (flow within {STEADY_WITHIN:.0%}, no tree failed)")
         if args.machines and runs:
             table, below = machines_table(f"{path}: machine CPU, measured / charged at the measured R, % of the quota",
                                           runs, sets, spec)

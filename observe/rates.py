@@ -119,6 +119,35 @@ def component_rates(samples: list[CountSample], roles: dict[str, str], count: Co
     return rates
 
 
+@dataclass(frozen=True)
+class ExecutorRate:
+    """What one executor did in a window: where a component's tuples really went (a held spout on a throttled machine
+    emits less than its even share, a bolt whose queue grows handles less)."""
+
+    component: str
+    task_start: int
+    host: str
+    """Supervisor host of its worker at its last step."""
+    tuples: int
+    """Between its first and last step: a spout's emits, a bolt's executes (as :func:`component_rates` counts)."""
+    acked: int
+    failed: int
+    window_s: float
+    per_second: float
+
+
+def executor_rates(samples: list[CountSample], roles: dict[str, str], count: Count = handled) -> list[ExecutorRate]:
+    """Every executor of a component of ``roles`` that stepped twice in the samples, by component (``roles``' order)
+    and first task id."""
+    windows = executor_windows(samples, count)
+    order = {c: i for i, c in enumerate(roles)}
+    found = [ExecutorRate(component=w.last.counts.component, task_start=task, host=w.last.counts.host,
+                          tuples=w.delta(count), acked=w.delta(lambda e: e.acked), failed=w.delta(lambda e: e.failed),
+                          window_s=w.seconds, per_second=w.per_second(count))
+             for task, w in windows.items() if w.last.counts.component in order]
+    return sorted(found, key=lambda r: (order[r.component], r.task_start))
+
+
 def unmeasured(rates: list[ComponentRate]) -> list[str]:
     """Components none of whose executors stepped twice."""
     return [r.component for r in rates if r.measured_executors == 0]

@@ -117,6 +117,23 @@ def test_a_window_is_steady_when_the_sinks_take_the_share_of_the_spouts_the_plac
     assert report.unsteady_line({**run, "flow_imbalance": None}) is None
 
 
+def test_a_window_in_which_trees_failed_is_not_steady_whatever_its_flow():
+    """Star under default-naive (issue18/bench-s14-20261126/bench-a): 88 trees timed out while the sinks' share of
+    the spouts' tuples looked steady (+2.8 %); the timeouts had freed pending slots, so its spouts emitted past what
+    the placement sustains."""
+    assert measure.steady(0.028, 0) and not measure.steady(0.028, 88) and not measure.steady(0.06, 0)
+    assert measure.steady(None, 0) and not measure.steady(None, 1)
+    assert measure.failed_trees(STAR_WITH_A_FAILURE) == 10
+    run = {"topology": "star", "scheduler": "default-naive", "status": "ok", "flow_imbalance": 0.028,
+           "components": [{"component": "spout1", "role": "spout", "failed": 45},
+                          {"component": "spout2", "role": "spout", "failed": 43},
+                          {"component": "high", "role": "bolt", "failed": 3}]}
+    assert report.failed_trees(run) == 88
+    assert report.unsteady_line(run).startswith("star/default-naive was not steady: 88 of its spouts' tuple trees "
+                                                "failed (timed out)")
+    assert report.unsteady_line({**run, "components": []}) is None
+
+
 def test_errors_and_speedups_without_a_baseline_are_none():
     assert measure.relative_error(9.0, 10.0) == pytest.approx(-0.1)
     assert measure.relative_error(9.0, 0.0) is None

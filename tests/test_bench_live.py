@@ -60,6 +60,12 @@ def test_a_tiny_bench_measures_both_schedulers_and_planned_runs_where_the_plan_s
         assert run["load_average"]["start"] and run["topology_conf"]["topology.max.spout.pending"] == 100
         start, end = (dt.datetime.fromisoformat(t) for t in run["window_utc"])
         assert 15 <= (end - start).total_seconds() <= 90, "the window's wall-clock times, about its 20 s"
+        placed = run["placement"]["executors"]
+        for component in run["parallelism"]:
+            mine = [e for e in run["executors"] if e["component"] == component]
+            assert sorted(e["machine"] for e in mine) == sorted(placed[component]), "each executor where Storm put it"
+            total = next(c["per_second"] for c in run["components"] if c["component"] == component)
+            assert sum(e["per_second"] for e in mine) == pytest.approx(total, abs=0.01)
     assert runs["default"]["placement"]["sched_status"].startswith("hetsched: the topology asks for no planner")
 
     plan = data["plans"]["linear"]

@@ -17,7 +17,7 @@ from observe.counts import ALL_TIME, parse_topology_info
 from observe.machines import ClusterHandle, machine_of_host
 from observe.nimbus import Nimbus, NimbusAddress, NimbusError, cluster_summary, parse_address, try_summary
 from observe.progress import QuietReporter, Reporter, RichReporter
-from observe.rates import CountSample, component_rates, executor_windows, interpolate, unmeasured
+from observe.rates import CountSample, component_rates, executor_rates, executor_windows, interpolate, unmeasured
 from topologies.errors import TopologyError
 
 SPOUT_STREAM = st.GlobalStreamId(componentId="spout", streamId="default")
@@ -105,6 +105,20 @@ def test_summed_counts_over_a_fixed_window_are_biased_where_executors_report_out
     [low] = component_rates(samples, {"low": "sink"})
     assert summed == pytest.approx(3.2), "the naive estimate is 20 % low"
     assert low.per_second == pytest.approx(4.0)
+
+
+def test_each_executor_keeps_its_own_rate_and_host_which_the_component_sums():
+    """A bolt whose queue grows on a throttled machine handles less than its even share: the component's sum hides
+    it, the executor's own rate shows it."""
+    samples = [CountSample(t * 0.5, parse_topology_info(info(
+        bolt("low", 1, 30 * int(t * 0.5 // 10), host="127.0.0.3"), bolt("low", 2, 10 * int((t * 0.5 + 3) // 10),
+                                                                       host="127.0.0.4"),
+        bolt("other", 5, 10 * int(t * 0.5 // 10))))) for t in range(81)]
+    slow_first = [(r.component, r.task_start, r.host, r.tuples, r.per_second)
+                  for r in executor_rates(samples, {"low": "sink"})]
+    assert slow_first == [("low", 1, "127.0.0.3", 90, pytest.approx(3.0)), ("low", 2, "127.0.0.4", 30, pytest.approx(1.0))]
+    [low] = component_rates(samples, {"low": "sink"})
+    assert low.per_second == pytest.approx(sum(r[4] for r in slow_first))
 
 
 def test_a_step_is_dated_midway_between_the_samples_around_it():
