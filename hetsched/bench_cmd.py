@@ -109,7 +109,8 @@ def bench(
     warmup: float = typer.Option(30.0, "--warmup", help="Seconds after every component handles tuples, before the window."),
     settle_max: float = typer.Option(300.0, "--settle-max", help="After the warm-up, the longest a run waits for a steady "
                                                                  "flow (two 30 s windows in a row with the sinks' share of the "
-                                                                 "spouts' tuples as the placement gives it, within 5%) before its "
+                                                                 "spouts' tuples as the placement gives it, within 5%, and no tree "
+                                                                 "failed) before its "
                                                                  "window, seconds; 0: no wait."),
     max_spout_pending: int = typer.Option(100, "--max-spout-pending", help="topology.max.spout.pending of every run (flow control)."),
     load_aware: bool = typer.Option(False, "--load-aware", help="Keep Storm's load-aware, locality-preferring shuffle (default: plain even shuffle, as the planner models it)."),
