@@ -121,6 +121,8 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
             "total_throughput": "the planner's total (docs/model.md): every component's input rate, spouts' emit rate "
                                 "included = bolt_throughput + spout emit rate",
             "utilization": "machine cgroup cpuacct delta / window / CPU quota, percent",
+            "predicted_utilization": "the prediction's load on the machine at its input_rate, plus its type's base load "
+                                     "where a worker runs (bench.run.predicted_machine_cpu), percent of the quota",
             "predicted": "planner evaluation (POST /v1/evaluations) of the placement read back from Nimbus, with "
                          "options.spouts_held (every run is free-running: its spouts are held by max.spout.pending "
                          "and do not poll); its input_rate is the largest sustainable rate of that placement",

@@ -32,7 +32,7 @@ from observe.progress import QuietReporter, Reporter
 from observe.rates import ComponentRate, CountSample, ExecutorRate, component_rates, executor_rates, unmeasured
 from observe.window import sample_window
 from planner.client import PlannerClient, PlannerClientError
-from planner.model import Cluster, EvaluationRequest, Plan, PlanOptions, ProfileRef
+from planner.model import Cluster, Evaluation, EvaluationRequest, Plan, PlanOptions, ProfileRef
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 from topologies.jar import build_jar
@@ -369,6 +369,14 @@ def prediction_request(entry, placement: ActualPlacement, cluster: Cluster, prof
                              options=PlanOptions(spouts_held=True))
 
 
+def predicted_machine_cpu(evaluation: Evaluation, placement: ActualPlacement, base_load: dict[str, float]) -> dict[str, float]:
+    """Machine -> the percent of its quota the prediction charges it: its load, plus its type's base load (an idle
+    worker JVM and the supervisor) where a worker runs; a machine with no executor is charged nothing."""
+    hosting = {m for machines in placement.executors.values() for m in machines}
+    return {m.id: round(m.utilization + (base_load.get(m.type, 0.0) if m.id in hosting else 0.0), 2)
+            for m in evaluation.machines}
+
+
 def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult) -> None:
     """The placement's largest rate as the planner predicts it (:func:`prediction_request`)."""
     request = prediction_request(entry, placement, ctx.cluster.spec.planner_cluster(ctx.base_load),
@@ -376,7 +384,7 @@ def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResu
     with PlannerClient(ctx.planner_url) as client:
         evaluation = client.evaluate(request)
     result.predicted = measure.predicted_throughputs(evaluation, entry.spout_ids)
-    result.predicted_machines = {m.id: round(m.utilization + ctx.base_load.get(m.type, 0.0), 2) for m in evaluation.machines}
+    result.predicted_machines = predicted_machine_cpu(evaluation, placement, ctx.base_load)
     result.predicted_bottleneck = evaluation.bottleneck
 
 

@@ -61,13 +61,15 @@ def predict(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec) -> 
 
 
 def charged_at_measured_rate(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec) -> dict[str, float]:
-    """Machine -> the percent of its quota the model charges it at the run's measured input rate (base load in)."""
+    """Machine -> the percent of its quota the model charges it at the run's measured input rate (its type's base
+    load in where a worker runs, as the bench's ``predicted_machine_cpu``)."""
     request = _request(run, profile_set, spec)
     base = machine_base_load(profile_set)
     types = {m.id: m.type for m in request.cluster.machines}
+    hosting = {m for machines in run["placement"]["executors"].values() for m in machines}
     charged = machine_cpu_at(request.topology, request.cluster, profile_set.entries, request.assignments,
                              run["measured"]["input_rate"], request.options)
-    return {m: cpu + base.get(types[m], 0.0) for m, cpu in charged.items()}
+    return {m: cpu + (base.get(types[m], 0.0) if m in hosting else 0.0) for m, cpu in charged.items()}
 
 
 def machines_table(title: str, runs: list[dict[str, Any]], profile_set: ProfileSet, spec: ClusterSpec) -> tuple[Table, dict[str, list[float]]]:

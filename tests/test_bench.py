@@ -134,6 +134,21 @@ def test_a_window_in_which_trees_failed_is_not_steady_whatever_its_flow():
     assert report.unsteady_line({**run, "components": []}) is None
 
 
+def test_the_base_load_is_charged_only_where_a_worker_runs():
+    """RAS leaves small-1 empty: only its supervisor runs there, not the idle worker JVM the base load holds."""
+    from bench.placement import ActualPlacement
+    from bench.run import predicted_machine_cpu
+
+    cluster = load_spec().planner_cluster()
+    placement = {"spout": ["medium-1"], "low": ["medium-1"], "mid": ["large-1"], "high": ["large-1", "medium-1"]}
+    evaluation = evaluate_assignments(planner_topology(lookup("linear")), cluster, profile_set().entries,
+                                      [InstanceAssignment(component=c, machine=m) for c, ms in placement.items() for m in ms])
+    load = {m.id: m.utilization for m in evaluation.machines}
+    charged = predicted_machine_cpu(evaluation, ActualPlacement(executors=placement), {"small": 26.0, "large": 6.0})
+    assert charged == pytest.approx({"small-1": 0.0, "medium-1": load["medium-1"], "large-1": load["large-1"] + 6.0},
+                                    abs=0.01)
+
+
 def test_errors_and_speedups_without_a_baseline_are_none():
     assert measure.relative_error(9.0, 10.0) == pytest.approx(-0.1)
     assert measure.relative_error(9.0, 0.0) is None
