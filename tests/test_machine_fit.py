@@ -110,3 +110,23 @@ def test_bad_input_is_one_sentence(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(SETTLE_2), "--cross-validate"])
     assert "two benches or more" in capsys.readouterr().err
+
+
+def test_the_slowest_bolt_executor_is_the_rate_the_placement_kept_up_with(tmp_path):
+    """``benchmarks/slowest_executor.py``: each bolt executor's rate over its share of the flow per unit R."""
+    from benchmarks.slowest_executor import kept_up, main as slowest_main
+
+    bench = json.loads(SETTLE_2.read_text())
+    run = next(r for r in bench["runs"] if r["topology"] == "linear" and r["scheduler"] == "default-naive")
+    run["executors"] = [{"component": "high", "task": 1, "machine": "small-1", "per_second": 2.0},
+                        {"component": "high", "task": 2, "machine": "large-1", "per_second": 4.0},
+                        {"component": "spout", "task": 3, "machine": "large-1", "per_second": 9.0}]
+    found = kept_up(run, {"high": 1 / 3})
+    assert [(k.machine, k.input_rate) for k in found] == [("small-1", pytest.approx(6.0)), ("large-1", pytest.approx(12.0))]
+    path, out = tmp_path / "bench.json", tmp_path / "slowest.txt"
+    path.write_text(json.dumps(bench))
+    assert slowest_main([str(path), "--out", str(out)]) == 0
+    text = " ".join(out.read_text().split())
+    assert "small-1" in text and " 6.00 " in text and "slowest executor's R: 0/1 runs within 15%" in text
+    assert slowest_main([str(SETTLE_1), "--out", str(out)]) == 0
+    assert "no run keeps its executors' rates" in " ".join(out.read_text().split())
