@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         benches = [(path, json.loads(path.read_text())) for path in args.bench]
     except (OSError, ValueError) as exc:
         parser.error(f"cannot read the profile set {args.profiles} or a bench result: {str(exc).splitlines()[0]}")
+    per_placement: dict[tuple[str, str, tuple], list[float]] = {}  # the same placement -> its measured R per bench
     per_run: dict[tuple[str, str], list[float]] = {}  # (topology, scheduler) -> its error now in every bench
     steady_per_run: dict[tuple[str, str], list[float]] = {}  # the same, steady windows only
     gaps: dict[str, list[float]] = {}  # machine type -> measured - charged, points, below the quota, every bench
@@ -142,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             e_sink = relative_error(measured["sink_throughput"], sink)
             if e_stored is not None:
                 stored_errors.append((run["scheduler"], e_stored))
+            if steady_window(imbalance, failed_trees(run)) and imbalance is not None:
+                per_placement.setdefault(placement_key(run), []).append(measured["input_rate"])
             if e_now is not None:
                 errors.append((run["scheduler"], e_now))
                 per_run.setdefault((run["topology"], run["scheduler"]), []).append(e_now)
@@ -178,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             console.print(across(steady_per_run, len(args.bench), "the steady runs only"))
             console.print(f"median over the steady runs only: {summary(steady)} "
                           f"({len(steady)} of {len(medians)} runs had a steady window in some bench)")
+    if len(args.bench) > 1:
+        console.print(repeated(per_placement))
     for machine_type, values in sorted(gaps.items()):
         console.print(f"{machine_type}, below {AT_QUOTA:g} % of its quota: measured - charged at the measured R, median "
                       f"{statistics.median(values):+.1f} points ({min(values):+.1f} to {max(values):+.1f}, {len(values)} runs)")
@@ -195,6 +200,37 @@ def across(per_run: dict[tuple[str, str], list[float]], benches: int, which: str
     for (topology, scheduler), errors in sorted(per_run.items()):
         table.add_row(f"{topology}-{scheduler}", str(len(errors)), _pct(statistics.median(errors)),
                       f"{min(errors):+.1%} to {max(errors):+.1%}")
+    return table
+
+
+def placement_key(run: dict[str, Any]) -> tuple[str, str, tuple]:
+    """(topology, scheduler, where every executor ran): equal keys, one placement, so one prediction."""
+    executors = run["placement"]["executors"]
+    return run["topology"], run["scheduler"], tuple(sorted((c, tuple(sorted(m))) for c, m in executors.items()))
+
+
+def spread_bound(within: float = WITHIN) -> float:
+    """The largest max/min of one placement's measured rates that one prediction can hold all within ``within``:
+    (1 + within) / (1 - within), 1.35 for 15 %."""
+    return (1 + within) / (1 - within)
+
+
+def repeated(per_placement: dict[tuple[str, str, tuple], list[float]]) -> Table:
+    """Placements measured steady in several benches: their measured R's spread. A model predicts a placement one
+    rate, so where the spread is above :func:`spread_bound`, no model has every one of those runs within 15 %."""
+    table = Table(title="the same placement measured steady in several benches: its measured R (a prediction is "
+                        f"one rate: above {spread_bound():.2f}x, no prediction is within {WITHIN:.0%} of every one)",
+                  title_justify="left")
+    for column in ("run", "benches", "measured R", "max / min", f"<= {spread_bound():.2f}x",
+                   f"<= {spread_bound(PLANNED_WITHIN):.3f}x (planned)"):
+        table.add_column(column, justify="right")
+    for (topology, scheduler, _), rates in sorted(per_placement.items(), key=lambda kv: kv[0][:2]):
+        if len(rates) < 2:
+            continue
+        spread = max(rates) / min(rates)
+        table.add_row(f"{topology}-{scheduler}", str(len(rates)), ", ".join(f"{r:.2f}" for r in rates), f"{spread:.3f}",
+                      "yes" if spread <= spread_bound() else "[red]no[/red]",
+                      "yes" if spread <= spread_bound(PLANNED_WITHIN) else "[red]no[/red]")
     return table
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from bench.profiles import fill_pass_through_alphas
 from benchmarks.repredict_bench import AT_QUOTA, charged_at_measured_rate, main, predict
@@ -79,3 +80,24 @@ def test_the_overhead_is_the_machine_cpu_beyond_the_work_measured_and_charged(st
     out = tmp_path / "overhead.txt"
     assert main([str(BENCH), "--runs", "--out", str(out)]) == 0
     assert "measured - charged overhead" in out.read_text()
+
+
+def test_one_placement_measured_in_several_benches_shows_whether_any_prediction_can_hold_them_all():
+    """A prediction is one rate per placement: measured rates spread over more than 1.15 / 0.85 cannot all be within
+    15 % of it, whatever the model."""
+    from benchmarks.repredict_bench import placement_key, repeated, spread_bound
+
+    assert spread_bound() == pytest.approx(1.15 / 0.85) and spread_bound(0.05) == pytest.approx(1.05 / 0.95)
+    bench = json.loads(BENCH.read_text())
+    run = bench["runs"][0]
+    shuffled = copy.deepcopy(run)
+    shuffled["placement"]["executors"] = {c: list(reversed(m)) for c, m in reversed(run["placement"]["executors"].items())}
+    assert placement_key(shuffled) == placement_key(run), "executor order does not make another placement"
+    key = placement_key(run)
+    table = repeated({key: [6.62, 10.02], (run["topology"], "planned", ()): [21.95, 24.08], ("x", "y", ()): [1.0]})
+    console = Console(record=True, width=200)
+    console.print(table)
+    text = console.export_text()
+    assert "1.514" in text and "1.097" in text and "x-y" not in text, "a placement measured once is left out"
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert "no" in rows[0].split("│")[5] and "yes" in rows[1].split("│")[5]
