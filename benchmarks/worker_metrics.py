@@ -39,12 +39,13 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench import measure  # noqa: E402
-from bench.run import RunContext, _kill_quietly, _wait_until_running, _window_rates, run, submit  # noqa: E402
+from bench.run import RunContext, _kill_quietly, _wait_until_running, _window_samples, run, submit  # noqa: E402
 from bench.run import RunResult  # noqa: E402
 from bench.schedulers import RunSpec  # noqa: E402
 from cluster import running_cluster  # noqa: E402
 from cluster.handle import LocalClusterHandle  # noqa: E402
 from observe.progress import QuietReporter  # noqa: E402
+from observe.rates import component_rates  # noqa: E402
 from planner.client import PlannerClient  # noqa: E402
 from planner.model import PlanRequest, ProfileRef, ProfileSet  # noqa: E402
 from planner.profiles import machine_base_load  # noqa: E402
@@ -343,7 +344,7 @@ def check_outage(setup: Setup, folder: Path, down_s: float, buffer_records: int,
         def window(label: str, length_s: float) -> dict[str, Any]:
             ctx.window_s = length_s
             started = time.time()
-            rates = _window_rates(ctx, result.topology_id, component_roles, label)
+            rates = component_rates(_window_samples(ctx, result.topology_id, component_roles, label), component_roles)
             throughputs = measure.measured_throughputs(rates)
             return {"from": started, "to": time.time(), "sink_tuples_per_s": round(throughputs.sink_throughput, 3),
                     "bolt_tuples_per_s": round(throughputs.bolt_throughput, 3)}
