@@ -10,15 +10,16 @@ with ``B`` the base load (supervisor and idle worker JVM), ``x`` an executor thr
 spouts included) and ``c[k]`` a tuple's cost, all non-negative (SciPy's bounded least squares). Storm's own
 placements, RAS's and the planner's put each key on each machine type at many rates and beside many neighbours, so
 the fit sees the ranges a bench then predicts. ``--per-type`` fits ``x`` and ``c`` per machine type; by default
-they are one per key in core ms, for a cluster whose machine types differ in quota only (the local one). The
-set it writes is the template's entries with ``e = c / cores``, ``met = 0``, ``idle_met = x`` and the base load
+they are one per key in core ms, for a cluster whose machine types differ in quota only (the local one).
+``--at-quota`` gives the machines at their quota base and executor costs of their own, and puts those in the set
+(the machine that sets R_max is at its quota). The set it writes is the template's entries with ``e = c / cores``, ``met = 0``, ``idle_met = x`` and the base load
 in ``source.machine_base_load`` (percent of the machine).
 
 ``--cross-validate`` predicts each bench with a set fitted to the others (leave one bench out) and prints the
 issue-18 summary, per bench and per run over the benches, beside the template's.
 
     .venv/bin/python benchmarks/machine_fit.py BENCH_JSON [BENCH_JSON ...] [--per-type]
-        [--template profiles/default-cluster.json] [--out SET.json] [--cross-validate] [--report FILE.txt]
+        [--at-quota] [--template profiles/default-cluster.json] [--out SET.json] [--cross-validate] [--report FILE.txt]
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A run's R is its spouts' emit rate. In a steady run every bolt executor handles its share of the flow at that R.
 Where a queue grows in front of one (a multi-lang bolt on a machine at its quota), that executor handles less, and
 what it handles, divided by its share of the flow per unit R, is the R it keeps up with: the placement sustains no
-more. So per run: each bolt executor's ``per_second`` (``bench.json``'s ``executors``, kept since session 15) over
+more. So per run: each bolt executor's ``per_second`` (``bench.json``'s ``executors``; older benches do not keep them) over
 its component's predicted input per instance per unit R (the bench's own evaluation of the placement; shuffle and
 fields split a component's input evenly), the least of them with its machine, and that R's error against the
 prediction beside the error of the emit rate.
