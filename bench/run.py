@@ -372,7 +372,7 @@ def prediction_request(entry, placement: ActualPlacement, cluster: Cluster, prof
 def predicted_machine_cpu(evaluation: Evaluation, placement: ActualPlacement, base_load: dict[str, float]) -> dict[str, float]:
     """Machine -> the percent of its quota the prediction charges it: its load, plus its type's base load (an idle
     worker JVM and the supervisor) where a worker runs; a machine with no executor is charged nothing."""
-    hosting = {m for machines in placement.executors.values() for m in machines}
+    hosting = placement.machines_used()
     return {m.id: round(m.utilization + (base_load.get(m.type, 0.0) if m.id in hosting else 0.0), 2)
             for m in evaluation.machines}
 

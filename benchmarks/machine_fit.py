@@ -40,6 +40,7 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.placement import ActualPlacement  # noqa: E402
 from bench.profiles import fill_pass_through_alphas  # noqa: E402
 from benchmarks.repredict_bench import AT_QUOTA, PROFILES, predict, summary  # noqa: E402
 from cluster.spec import ClusterSpec, load_spec  # noqa: E402
@@ -98,11 +99,10 @@ def observations(bench: dict[str, Any], name: str) -> list[MachineObservation]:
             continue
         keys = lookup(run["topology"]).profiles()
         rates = {c["component"]: c["per_second"] for c in run["components"]}
-        executors: dict[str, int] = {}
+        placed = ActualPlacement(executors=run["placement"]["executors"]).machines_used()
         tuples: dict[str, dict[str, float]] = {}
         for component, machines in run["placement"]["executors"].items():
             for machine in machines:
-                executors[machine] = executors.get(machine, 0) + 1
                 if component in rates and component in keys and not run.get("executors"):
                     per_key = tuples.setdefault(machine, {})
                     per_key[keys[component]] = per_key.get(keys[component], 0.0) + rates[component] / len(machines)
@@ -111,11 +111,11 @@ def observations(bench: dict[str, Any], name: str) -> list[MachineObservation]:
                 per_key = tuples.setdefault(e["machine"], {})
                 per_key[keys[e["component"]]] = per_key.get(keys[e["component"]], 0.0) + e["per_second"]
         for m in run["machines"]:
-            if executors.get(m["machine"], 0) == 0:
+            if m["machine"] not in placed:
                 continue  # no worker: its supervisor alone
             found.append(MachineObservation(
                 bench=name, run=f"{run['topology']}-{run['scheduler']}", machine_type=m["type"], cores=m["cores"],
-                cpu_ms_per_s=m["utilization"] * m["cores"] * 10.0, utilization=m["utilization"], executors=executors[m["machine"]],
+                cpu_ms_per_s=m["utilization"] * m["cores"] * 10.0, utilization=m["utilization"], executors=len(placed[m["machine"]]),
                 tuples_per_s=tuples.get(m["machine"], {})))
     return found
 

@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.placement import ActualPlacement  # noqa: E402
 from bench.profiles import fill_pass_through_alphas  # noqa: E402
 from benchmarks.repredict_bench import AT_QUOTA, PROFILES, charged_at_measured_rate  # noqa: E402
 from cluster.spec import ClusterSpec  # noqa: E402
@@ -78,7 +79,7 @@ def overheads(path: Path, profile_set: ProfileSet) -> list[MachineOverhead]:
             continue
         work, tuples = work_ms_per_s(run)
         charged = charged_at_measured_rate(run, sets, spec)
-        used = {machine for machines in run["placement"]["executors"].values() for machine in machines}
+        used = ActualPlacement(executors=run["placement"]["executors"]).machines_used()
         for m in run["machines"]:
             if m["machine"] not in used:
                 continue  # no worker there: its supervisor alone, against a base load that holds an idle worker too

@@ -66,7 +66,7 @@ def charged_at_measured_rate(run: dict[str, Any], profile_set: ProfileSet, spec:
     request = _request(run, profile_set, spec)
     base = machine_base_load(profile_set)
     types = {m.id: m.type for m in request.cluster.machines}
-    hosting = {m for machines in run["placement"]["executors"].values() for m in machines}
+    hosting = ActualPlacement(executors=run["placement"]["executors"]).machines_used()
     charged = machine_cpu_at(request.topology, request.cluster, profile_set.entries, request.assignments,
                              run["measured"]["input_rate"], request.options)
     return {m: cpu + (base.get(types[m], 0.0) if m in hosting else 0.0) for m, cpu in charged.items()}
@@ -137,18 +137,19 @@ def main(argv: list[str] | None = None) -> int:
             rate, sink = now.input_rate, now.sink_throughput
             measured = run["measured"]
             imbalance = flow_imbalance(Throughputs(**measured), now)
+            is_steady = imbalance is not None and steady_window(imbalance, failed_trees(run))
             stored = (run.get("predicted") or {}).get("input_rate")
             e_stored = relative_error(measured["input_rate"], stored) if stored else None
             e_now = relative_error(measured["input_rate"], rate)
             e_sink = relative_error(measured["sink_throughput"], sink)
             if e_stored is not None:
                 stored_errors.append((run["scheduler"], e_stored))
-            if steady_window(imbalance, failed_trees(run)) and imbalance is not None:
+            if is_steady:
                 per_placement.setdefault(placement_key(run), []).append(measured["input_rate"])
             if e_now is not None:
                 errors.append((run["scheduler"], e_now))
                 per_run.setdefault((run["topology"], run["scheduler"]), []).append(e_now)
-                if imbalance is not None and steady_window(imbalance, failed_trees(run)):
+                if is_steady:
                     steady_errors.append((run["scheduler"], e_now))
                     steady_per_run.setdefault((run["topology"], run["scheduler"]), []).append(e_now)
             if e_sink is not None:
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             table.add_row(f"{run['topology']}-{run['scheduler']}", f"{measured['input_rate']:.2f}",
                           "-" if stored is None else f"{stored:.2f}", _pct(e_stored), f"{rate:.2f}", _pct(e_now),
                           f"{measured['sink_throughput']:.2f}", f"{sink:.2f}", _pct(e_sink),
-                          _pct(imbalance) + ("" if imbalance is None or steady_window(imbalance, failed_trees(run)) else " not steady"))
+                          _pct(imbalance) + ("" if imbalance is None or is_steady else " not steady"))
         console.print(table)
         if stored_errors:
             console.print(f"stored predictions: {summary(stored_errors)}")
