@@ -53,8 +53,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.measure import predicted_throughputs, relative_error  # noqa: E402
 from benchmarks.idle_met_levels import saturated_executors  # noqa: E402
-from bench.profiles import fill_pass_through_alphas  # noqa: E402
-from cluster.spec import ClusterSpec, load_spec  # noqa: E402
+from benchmarks.repredict_bench import bench_setting  # noqa: E402
+from cluster.spec import ClusterSpec  # noqa: E402
 from planner.api import evaluate_assignments, placement_of  # noqa: E402
 from planner.model import Cluster, InstanceAssignment, PlanOptions, ProfileEntry, ProfileSet, Topology  # noqa: E402
 from planner.profiles import ProfileTable, machine_base_load  # noqa: E402
@@ -300,8 +300,7 @@ def main() -> int:
     results: dict[str, Any] = {"profiles": str(args.profiles), "in_base": args.in_base, "idle": idle,
                                "saturated": saturated, "benches": []}
     for path, bench in benches:
-        spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
-        sets, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in bench["runs"]}))
+        spec, sets = bench_setting(bench, profile_set)
         runs = [r for r in bench["runs"] if r.get("status") == "ok" and r.get("placement") and r.get("measured")]
         predictions = {v.name: [predict(r, sets, spec, v) for r in runs] for v in variants}
         now = predictions["now"]

@@ -41,9 +41,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from bench.placement import ActualPlacement  # noqa: E402
-from bench.profiles import fill_pass_through_alphas  # noqa: E402
-from benchmarks.repredict_bench import AT_QUOTA, PROFILES, predict, summary  # noqa: E402
-from cluster.spec import ClusterSpec, load_spec  # noqa: E402
+from benchmarks.repredict_bench import AT_QUOTA, PROFILES, bench_setting, predict, summary  # noqa: E402
 from planner.model import ProfileSet  # noqa: E402
 from planner.profiles import MACHINE_BASE_LOAD  # noqa: E402
 from topologies.catalog import lookup  # noqa: E402
@@ -186,8 +184,7 @@ def machine_cores(benches: list[dict[str, Any]]) -> dict[str, float]:
 
 def errors(bench: dict[str, Any], profiles: ProfileSet) -> list[tuple[str, str, float]]:
     """(topology, scheduler, relative error of the measured input rate) of every measured run of the bench."""
-    spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
-    sets, _ = fill_pass_through_alphas(profiles, sorted({r["topology"] for r in bench["runs"]}))
+    spec, sets = bench_setting(bench, profiles)
     found = []
     for run in bench["runs"]:
         if run.get("status") != "ok" or not run.get("placement") or not run.get("measured"):

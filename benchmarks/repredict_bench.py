@@ -45,6 +45,14 @@ AT_QUOTA = 95.0
 """A machine measured at this percent of its quota or more was held there: its charge may be above what it used."""
 
 
+def bench_setting(bench: dict[str, Any], profile_set: ProfileSet) -> tuple[ClusterSpec, ProfileSet]:
+    """The cluster a stored bench ran on (this repository's default for benches that did not store it), and the
+    profile set with the pass-through alphas of the bench's topologies filled in, as the bench planned."""
+    spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
+    sets, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in bench["runs"]}))
+    return spec, sets
+
+
 def _request(run: dict[str, Any], profile_set: ProfileSet, spec: ClusterSpec):
     entry = lookup(run["topology"])
     placement = ActualPlacement(executors=run["placement"]["executors"])
@@ -124,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     steady_per_run: dict[tuple[str, str], list[float]] = {}  # the same, steady windows only
     gaps: dict[str, list[float]] = {}  # machine type -> measured - charged, points, below the quota, every bench
     for path, bench in benches:
-        spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
-        sets, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in bench["runs"]}))
+        spec, sets = bench_setting(bench, profile_set)
         runs = [r for r in bench["runs"] if r.get("status") == "ok" and r.get("placement") and r.get("measured")]
         table = Table(title=f"{path} ({bench.get('started_at', '?')}), profiles {args.profiles.name}", title_justify="left")
         for column in ("run", "measured R", "stored prediction", "error", "prediction now", "error now",

@@ -25,10 +25,9 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.profiles import fill_pass_through_alphas  # noqa: E402
 from bench.report import failed_trees  # noqa: E402
-from benchmarks.repredict_bench import PROFILES, _request, summary  # noqa: E402
-from cluster.spec import ClusterSpec, load_spec  # noqa: E402
+from benchmarks.repredict_bench import PROFILES, _request, bench_setting, summary  # noqa: E402
+from cluster.spec import ClusterSpec  # noqa: E402
 from planner.api import evaluate_assignments  # noqa: E402
 from planner.model import ProfileSet  # noqa: E402
 
@@ -80,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(record=True, width=170)
     emitted, sustained = [], []
     for path, bench in benches:
-        spec = ClusterSpec.model_validate(bench["cluster"]["spec"]) if bench.get("cluster", {}).get("spec") else load_spec()
-        sets, _ = fill_pass_through_alphas(profile_set, sorted({r["topology"] for r in bench["runs"]}))
+        spec, sets = bench_setting(bench, profile_set)
         table = Table(title=f"{path}: the slowest bolt executor of each run, as an input rate", title_justify="left")
         for column in ("run", "predicted R", "emitted R", "error", "slowest executor", "its R", "error",
                        "fastest executor's R", "trees failed"):
