@@ -44,8 +44,8 @@ from topologies.catalog import lookup, planner_topology
 DOC_URL = "http://127.0.0.1:8765"
 ANY = "..."
 EXAMPLES = DOCS / "examples"
-REQUIRED_PAGES = ["README.md", "plugin.md", "planner.md", "api.md", "model.md", "profiling.md", "submitting.md",
-                  "docker-compose.md", "operating.md"]
+REQUIRED_PAGES = ["README.md", "operations/plugin.md", "operations/planner.md", "reference/api.md", "concepts/model.md",
+                  "operations/profiling.md", "operations/submitting.md", "quickstart/compose.md", "operations/cluster.md"]
 BLOCK_TIMEOUT_S = 600
 """Only against a hang: on a loaded machine one `hetsched` start can take half a minute."""
 
@@ -223,20 +223,20 @@ def settings_tables(page: Path) -> dict[str, tuple[str, str]]:
 
 
 def test_every_plugin_setting_is_documented_with_its_default():
-    documented = settings_tables(DOCS / "plugin.md")
+    documented = settings_tables(DOCS / "operations" / "plugin.md")
     settings = plugin_settings()
     assert len(settings) >= 10
     unparsed = hetsched_literals_in_plugin() - {s.key for s in settings}
     assert not unparsed, f"the plugin names settings outside SchedulerSettings/TopologySettings: {sorted(unparsed)}"
     for setting in settings:
-        assert setting.key in documented, f"docs/plugin.md does not document {setting.key} (read in {setting.scope} conf)"
+        assert setting.key in documented, f"docs/operations/plugin.md does not document {setting.key} (read in {setting.scope} conf)"
         default, heading = documented[setting.key]
         expected = setting.default if setting.default is not None else "none"
-        assert default == expected, f"docs/plugin.md gives {setting.key} the default {default!r}, the plugin {expected!r}"
+        assert default == expected, f"docs/operations/plugin.md gives {setting.key} the default {default!r}, the plugin {expected!r}"
         section = "storm.yaml" if setting.scope == "nimbus" else "topology conf"
-        assert section in heading, f"docs/plugin.md lists {setting.key} under {heading!r}, not a {section} section"
+        assert section in heading, f"docs/operations/plugin.md lists {setting.key} under {heading!r}, not a {section} section"
     extra = {k for k in documented if k.startswith("hetsched.")} - {s.key for s in settings}
-    assert not extra, f"docs/plugin.md documents settings the plugin does not read: {sorted(extra)}"
+    assert not extra, f"docs/operations/plugin.md documents settings the plugin does not read: {sorted(extra)}"
 
 
 def known_keys() -> set[str]:
@@ -246,9 +246,9 @@ def known_keys() -> set[str]:
 
 
 def test_every_baseline_setting_is_documented():
-    page = (DOCS / "baselines.md").read_text()
+    page = (DOCS / "concepts" / "baselines.md").read_text()
     for key in baseline_setting_keys():
-        assert f"`{key}`" in page, f"docs/baselines.md does not document {key}"
+        assert f"`{key}`" in page, f"docs/concepts/baselines.md does not document {key}"
 
 
 def test_every_hetsched_setting_named_in_the_docs_exists():
@@ -348,11 +348,11 @@ def test_every_hetsched_command_in_the_docs_parses():
 def test_every_serve_option_is_documented():
     _register()
     serve = typer.main.get_command(app).commands["serve"]
-    text = (DOCS / "planner.md").read_text()
+    text = (DOCS / "operations" / "planner.md").read_text()
     for param in serve.params:
         for option in param.opts:
             if option.startswith("--") and option != "--help":
-                assert f"`{option}`" in text, f"docs/planner.md does not document hetsched serve {option}"
+                assert f"`{option}`" in text, f"docs/operations/planner.md does not document hetsched serve {option}"
 
 
 # --- the pages and their examples -------------------------------------------------------------------------
@@ -385,20 +385,20 @@ def test_pages_exist_and_links_resolve():
 
 
 def test_compose_page_says_how_it_runs_and_what_it_measured():
-    text = (DOCS / "docker-compose.md").read_text()
+    text = (DOCS / "quickstart" / "compose.md").read_text()
     assert "not run here" not in text and "checked for consistency" not in text
     for command in ("hetsched cluster up --compose", "hetsched cluster down --compose", "hetsched bench --cluster compose",
                     "docker/start-dockerd.sh", "docker/build-base.sh"):
-        assert command in text, f"docs/docker-compose.md does not say {command!r}"
+        assert command in text, f"docs/quickstart/compose.md does not say {command!r}"
     assert "docs/results/measurements/issue17" in text or "results/measurements/issue17" in text
 
 
 def test_quoted_plugin_messages_are_the_plugin_s_own():
     """What plugin.md tells operators to look for in Nimbus's log and the Storm UI."""
     java = "\n".join(p.read_text() for p in (REPO / "storm-plugin" / "src" / "main").rglob("*.java"))
-    page = (DOCS / "plugin.md").read_text()
+    page = (DOCS / "operations" / "plugin.md").read_text()
     for fragment in ("hetsched: planner at ", "placed by planner (", "planner not used (",
                      "scheduled evenly by Storm's DefaultScheduler", " supervisors in ", "machine type from scheduler meta '",
                      "stored plan ", " not used (", "; asking for a new plan"):
-        assert fragment in page, f"docs/plugin.md no longer quotes {fragment!r}"
-        assert fragment in java, f"the plugin no longer says {fragment!r}, which docs/plugin.md quotes"
+        assert fragment in page, f"docs/operations/plugin.md no longer quotes {fragment!r}"
+        assert fragment in java, f"the plugin no longer says {fragment!r}, which docs/operations/plugin.md quotes"
