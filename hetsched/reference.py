@@ -92,7 +92,7 @@ def cli_reference() -> str:
         context = root_context
         node = root
         for name in path:
-            node = node.commands[name]
+            node = getattr(node, "commands")[name]
             context = node.make_context(name, [], parent=context, resilient_parsing=True)
         usage = " ".join(["hetsched", *path, *command.collect_usage_pieces(context)])
         lines += [f"## hetsched {' '.join(path)}", ""]
@@ -267,7 +267,7 @@ def configuration_reference() -> str:
         lines.append("")
 
     _register()
-    serve = typer.main.get_command(app).commands["serve"]
+    serve = getattr(typer.main.get_command(app), "commands")["serve"]
     context = serve.make_context("serve", [], resilient_parsing=True)
     lines += [
         "## The planning service: `hetsched serve`",
