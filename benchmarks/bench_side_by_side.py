@@ -4,7 +4,7 @@ Per run: measured and predicted sink throughput (tuples/s), the prediction error
 ((measured - predicted) / predicted), whether the placement was the plan, and each machine's CPU
 (measured / predicted utilization, percent of its quota). Reads only the two ``bench.json`` files.
 
-    .venv/bin/python benchmarks/bench_side_by_side.py LOCAL/bench.json COMPOSE/bench.json [--names local,compose]
+    .venv/bin/python -m benchmarks.bench_side_by_side LOCAL/bench.json COMPOSE/bench.json [--names local,compose]
 """
 from __future__ import annotations
 

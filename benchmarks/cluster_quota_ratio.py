@@ -9,7 +9,7 @@ Uses the running cluster's cgroups when one runs in ``--home`` (then the
 cgroup figure also counts its supervisor and workers); otherwise makes
 temporary cgroups with the spec's quotas and removes them after.
 
-    .venv/bin/python benchmarks/cluster_quota_ratio.py [--spec F] [--home DIR] [--window 30]
+    .venv/bin/python -m benchmarks.cluster_quota_ratio [--spec F] [--home DIR] [--window 30]
 """
 from __future__ import annotations
 
@@ -24,12 +24,10 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from cluster import cgroups  # noqa: E402
-from cluster.errors import ClusterError  # noqa: E402
-from cluster.local import LocalCluster  # noqa: E402
-from cluster.spec import load_spec  # noqa: E402
+from cluster import cgroups
+from cluster.errors import ClusterError
+from cluster.local import LocalCluster
+from cluster.spec import load_spec
 
 BURNER = "while True:\n    pass\n"
 console = Console(width=120)

@@ -6,7 +6,7 @@ TestGlobalCount, one worker per machine), shows where every executor, worker
 JVM and Python process runs, the CPU each machine used while it ran, then
 kills it, brings the cluster down and lists anything left behind.
 
-    .venv/bin/python benchmarks/cluster_smoke.py [--spec F] [--scheduler default] [--run 30]
+    .venv/bin/python -m benchmarks.cluster_smoke [--spec F] [--scheduler default] [--run 30]
 """
 from __future__ import annotations
 
@@ -20,15 +20,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from cluster import cgroups, smoke  # noqa: E402
-from cluster.errors import ClusterError  # noqa: E402
-from cluster.layout import port_span  # noqa: E402
-from cluster.local import LocalCluster  # noqa: E402
-from cluster.ports import free_port_base  # noqa: E402
-from cluster.spec import load_spec  # noqa: E402
-from observe.nimbus import Nimbus, NimbusError  # noqa: E402
+from cluster import cgroups, smoke
+from cluster.errors import ClusterError
+from cluster.layout import port_span
+from cluster.local import LocalCluster
+from cluster.ports import free_port_base
+from cluster.spec import load_spec
+from observe.nimbus import Nimbus, NimbusError
 
 console = Console(width=140)
 

@@ -6,7 +6,7 @@ fresh machine. "From cache" then starts the same cluster again. Each run
 ends with ``down --purge``. The cluster gets a temporary home and a free
 port range, so it runs beside any other cluster.
 
-    .venv/bin/python benchmarks/cluster_up_time.py [--cached-runs 3] [--skip-fresh]
+    .venv/bin/python -m benchmarks.cluster_up_time [--cached-runs 3] [--skip-fresh]
 """
 from __future__ import annotations
 
@@ -21,14 +21,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from cluster.errors import ClusterError  # noqa: E402
-from cluster.layout import port_span  # noqa: E402
-from cluster.local import LocalCluster  # noqa: E402
-from cluster.spec import load_spec  # noqa: E402
-from cluster.storm_home import ensure_storm_home  # noqa: E402
-from cluster.ports import free_port_base  # noqa: E402
+from cluster.errors import ClusterError
+from cluster.layout import port_span
+from cluster.local import LocalCluster
+from cluster.spec import load_spec
+from cluster.storm_home import ensure_storm_home
+from cluster.ports import free_port_base
 
 console = Console(width=120)
 

@@ -1,4 +1,4 @@
-"""What the compose-cluster profiling benchmarks (``compose_live_profile.py``, ``compose_flux_profile.py``) share:
+"""What the compose-cluster profiling benchmarks (``compose_live_profile.py``) share:
 the logged CLI calls, the cluster brought up and always down, the records copied out of the planner container,
 the records table and ``hetsched aggregate`` on them, and the ``run``/``analyze`` command line's common part."""
 from __future__ import annotations
@@ -124,7 +124,7 @@ def kill_and_copy_records(log: Log, run: ComposeRun, topology: str, out_prefix: 
 
 def load_records(records_dir: Path, topology: str) -> list[dict[str, Any]]:
     """The topology's records copied out by ``run``; none is an error (one sentence)."""
-    from worker_metrics import records_of
+    from benchmarks.worker_metrics import records_of
 
     records = records_of(records_dir, topology)
     if not records:

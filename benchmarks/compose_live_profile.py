@@ -15,9 +15,9 @@ records to the compose planner, which keeps them in its volume. ``run`` shows it
 ``analyze`` (no cluster) counts the records per machine and worker and runs ``hetsched aggregate --store``
 on them and the live-vs-lab table of ``benchmarks/live_vs_lab.py``:
 
-    flock /tmp/hetsched-live.lock .venv/bin/python benchmarks/compose_live_profile.py run --home /tmp/s7c/home \\
-        --port-base 26000 --rates 6,16,28 --step-s 90 --out docs/results/measurements/issue19/compose-live
-    .venv/bin/python benchmarks/compose_live_profile.py analyze --out docs/results/measurements/issue19/compose-live
+    flock /tmp/hetsched-live.lock .venv/bin/python -m benchmarks.compose_live_profile run --home /tmp/s7c/home \\
+        --port-base 26000 --rates 6,16,28 --step-s 90 --out var/compose-live
+    .venv/bin/python -m benchmarks.compose_live_profile analyze --out var/compose-live
 
 Writes ``OUT-run.txt`` (every command and its output), ``OUT-run.json``, ``OUT-records/`` (the raw records),
 ``OUT-records.txt``, ``OUT-aggregate.txt``, ``OUT-profile.json`` and ``OUT-vs-lab.txt``.
@@ -33,14 +33,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from compose_common import (  # noqa: E402
+from benchmarks.compose_common import (
     CLI, Log, command_line, compose_cluster, dispatch, kill_and_copy_records, load_records, metrics_summary,
     records_header, records_table, write_and_aggregate,
 )
+
+REPO = Path(__file__).resolve().parents[1]
 
 PROFILES = REPO / "profiles" / "default-cluster.json"
 TOPOLOGY = "linear"
@@ -138,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 # --- analyze ----------------------------------------------------------------------------------------------------
 
 def analyze(args: argparse.Namespace) -> int:
-    from live_vs_lab import compare, step_rates
+    from benchmarks.live_vs_lab import compare, step_rates
 
     records_dir = Path(f"{args.out}-records")
     run_info = json.loads(Path(f"{args.out}-run.json").read_text())

@@ -8,7 +8,7 @@ point: the machine's cgroup CPU against TCU = 100 e IR + MET of the profile at t
 instance really handled. Prints a table per point and the mean and worst absolute error per machine
 type, in percentage points and relative to the measured CPU; draws a PNG.
 
-    .venv/bin/python benchmarks/cpu_prediction_check.py [--profiles profiles/default-cluster.json]
+    .venv/bin/python -m benchmarks.cpu_prediction_check [--profiles profiles/default-cluster.json]
         [--home CLUSTER_HOME] [--planner URL] [--fractions 0.1,0.3,0.5,0.7,0.9,1.1] [--step-seconds 30]
         [--out profiles/cpu-prediction-check]
 
@@ -27,23 +27,21 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from cluster import running_cluster  # noqa: E402
-from cluster.errors import ClusterError  # noqa: E402
-from cluster.handle import LocalClusterHandle  # noqa: E402
-from observe.machines import load_average  # noqa: E402
-from observe.progress import RichReporter  # noqa: E402
-from planner.errors import PlanningError  # noqa: E402
-from planner.model import ProfileEntry, ProfileSet  # noqa: E402
-from planner.profiles import machine_base_load  # noqa: E402
-from planner.simulator import entry_cpu_pct, entry_rate_at_cpu  # noqa: E402
-from spark_profiling.collector.prediction import PredictionPoint, by_machine_type, point  # noqa: E402
-from spark_profiling.collector.runner import Experiment, ExperimentOptions  # noqa: E402
-from spark_profiling.collector.workflow import check_cluster, nimbus_planner_url, stop_on_signals  # noqa: E402
-from spark_profiling.errors import ProfilingError  # noqa: E402
-from topologies import conf as keys  # noqa: E402
-from topologies.catalog import lookup  # noqa: E402
+from cluster import running_cluster
+from cluster.errors import ClusterError
+from cluster.handle import LocalClusterHandle
+from observe.machines import load_average
+from observe.progress import RichReporter
+from planner.errors import PlanningError
+from planner.model import ProfileEntry, ProfileSet
+from planner.profiles import machine_base_load
+from planner.simulator import entry_cpu_pct, entry_rate_at_cpu
+from spark_profiling.collector.prediction import PredictionPoint, by_machine_type, point
+from spark_profiling.collector.runner import Experiment, ExperimentOptions
+from spark_profiling.collector.workflow import check_cluster, nimbus_planner_url, stop_on_signals
+from spark_profiling.errors import ProfilingError
+from topologies import conf as keys
+from topologies.catalog import lookup
 
 console = Console(width=150)
 REPO = Path(__file__).resolve().parents[1]

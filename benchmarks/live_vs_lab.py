@@ -12,10 +12,10 @@ paced rates (one submission, the spout's rate file stepped, ``--step-s`` each af
 pinned by the plugin to one plan of the lab set, with the workers' metrics hook on, then compares the
 records of that run only:
 
-    .venv/bin/python benchmarks/live_vs_lab.py --home $H --rates 6,12,20,28 --step-s 90 --store $P/records \\
-        --topology live-rates --out docs/results/measurements/issue19/live-vs-lab-rates.txt
-    .venv/bin/python benchmarks/live_vs_lab.py --store /tmp/s5-aggregate/live/records --topology metrics-records \\
-        --out docs/results/measurements/issue19/live-vs-lab-one-rate.txt
+    .venv/bin/python -m benchmarks.live_vs_lab --home $H --rates 6,12,20,28 --step-s 90 --store $P/records \\
+        --topology live-rates --out var/live-vs-lab-rates.txt
+    .venv/bin/python -m benchmarks.live_vs_lab --store /tmp/s5-aggregate/live/records --topology metrics-records \\
+        --out var/live-vs-lab-one-rate.txt
 
 The first needs a local cluster started with ``--scheduler plugin --conf hetsched.planner.url=URL``
 whose planner keeps its records in ``--store``, and nothing else running on it.
@@ -29,14 +29,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from planner.model import ProfileSet
+from spark_profiling.aggregate import aggregate
+from spark_profiling.errors import ProfilingError
+from spark_profiling.inputs import resolve_inputs, store_topology_folders
+from spark_profiling.session import spark_session
 
-from planner.model import ProfileSet  # noqa: E402
-from spark_profiling.aggregate import aggregate  # noqa: E402
-from spark_profiling.errors import ProfilingError  # noqa: E402
-from spark_profiling.inputs import resolve_inputs, store_topology_folders  # noqa: E402
-from spark_profiling.session import spark_session  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def parse_rates(text: str) -> list[float]:
@@ -77,8 +76,7 @@ def collect(args: argparse.Namespace, rates: list[float]) -> dict[str, Any]:
     from topologies.catalog import lookup
     from topologies.rate_control import RATE_FILE, write_rate
 
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from worker_metrics import Setup, records_of
+    from benchmarks.worker_metrics import Setup, records_of
 
     setup = Setup(args.home, args.planner, window_s=args.step_s, warmup_s=args.warmup_s)
     rate_file = (args.work_dir / f"{args.topology}.rate.json").resolve()

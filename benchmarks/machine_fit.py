@@ -1,4 +1,4 @@
-"""A profile set fitted to whole machines over many placements: stored ``hetsched bench`` runs (issue 18).
+"""A profile set fitted to whole machines over many placements: stored ``hetsched bench`` runs.
 
 The profiling rounds (docs/profiling.md) fit one line per (profile key, machine type) pair, each over the rates one
 round gave it, and split a shared machine's CPU among its tasks. This fits every machine of every bench run at once,
@@ -16,9 +16,9 @@ they are one per key in core ms, for a cluster whose machine types differ in quo
 in ``source.machine_base_load`` (percent of the machine).
 
 ``--cross-validate`` predicts each bench with a set fitted to the others (leave one bench out) and prints the
-issue-18 summary, per bench and per run over the benches, beside the template's.
+summary (every run within 15 %, ``planned`` within 5 %), per bench and per run over the benches, beside the template's.
 
-    .venv/bin/python benchmarks/machine_fit.py BENCH_JSON [BENCH_JSON ...] [--per-type]
+    .venv/bin/python -m benchmarks.machine_fit BENCH_JSON [BENCH_JSON ...] [--per-type]
         [--at-quota] [--template profiles/default-cluster.json] [--out SET.json] [--cross-validate] [--report FILE.txt]
 """
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,17 +33,16 @@ from typing import Any
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from rich.console import Console
+from rich.table import Table
+
+from bench.placement import ActualPlacement
+from bench.repredict import AT_QUOTA, PROFILES, bench_setting, predict, summary
+from planner.model import ProfileSet
+from planner.profiles import MACHINE_BASE_LOAD
+from topologies.catalog import lookup
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench.placement import ActualPlacement  # noqa: E402
-from benchmarks.repredict_bench import AT_QUOTA, PROFILES, bench_setting, predict, summary  # noqa: E402
-from planner.model import ProfileSet  # noqa: E402
-from planner.profiles import MACHINE_BASE_LOAD  # noqa: E402
-from topologies.catalog import lookup  # noqa: E402
 
 ALL_TYPES = "*"
 """The machine type of a coefficient shared by every type (``--per-type`` not given)."""

@@ -5,9 +5,9 @@ A compute bolt of this project spends exactly ``hetsched.cpu.ms.<profile>`` ms o
 cgroup used beyond that is overhead: the worker JVM (tuple transfer, acking, its idle threads), the multi-lang
 pipes, the supervisor. The model charges overhead too (base load, METs and idle threads, and what the profiles'
 per-tuple costs hold beyond the work). Set side by side per bench, the two show whether the model's errors follow
-the overhead, and whether the same placement's overhead moves from bench to bench (issue 18).
+the overhead, and whether the same placement's overhead moves from bench to bench.
 
-    .venv/bin/python benchmarks/machine_overhead.py BENCH_JSON [BENCH_JSON ...]
+    .venv/bin/python -m benchmarks.machine_overhead BENCH_JSON [BENCH_JSON ...]
         [--profiles profiles/default-cluster.json] [--runs] [--out FILE.txt]
 """
 from __future__ import annotations
@@ -15,23 +15,21 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
+from bench.placement import ActualPlacement
+from bench.profiles import fill_pass_through_alphas
+from bench.repredict import AT_QUOTA, PROFILES, charged_at_measured_rate
+from cluster.spec import ClusterSpec
+from planner.model import ProfileSet
+from topologies import conf as keys
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench.placement import ActualPlacement  # noqa: E402
-from bench.profiles import fill_pass_through_alphas  # noqa: E402
-from benchmarks.repredict_bench import AT_QUOTA, PROFILES, charged_at_measured_rate  # noqa: E402
-from cluster.spec import ClusterSpec  # noqa: E402
-from planner.model import ProfileSet  # noqa: E402
-from topologies import conf as keys  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ before that field existed needs its log with the epoch second in front of every 
 is then taken from 5 s after the run's warm-up and wait for a steady flow to 10 s before the window's length is up,
 so that an estimate a few seconds off does not reach past the kill of the topology.
 
-    .venv/bin/python benchmarks/machine_process_cpu.py sample SAMPLES.jsonl [--every 10]
-    .venv/bin/python benchmarks/machine_process_cpu.py split BENCH_JSON SAMPLES.jsonl[.gz] [--timed-log LOG] [--out FILE]
+    .venv/bin/python -m benchmarks.machine_process_cpu sample SAMPLES.jsonl [--every 10]
+    .venv/bin/python -m benchmarks.machine_process_cpu split BENCH_JSON SAMPLES.jsonl[.gz] [--timed-log LOG] [--out FILE]
 """
 from __future__ import annotations
 
@@ -19,19 +19,17 @@ import argparse
 import datetime as dt
 import gzip
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from cluster.cgroups import find_hierarchies
+from cluster.layout import CGROUP_ROOT_NAME
+from observe.machines import process_cpu_seconds
 
-from cluster.cgroups import find_hierarchies  # noqa: E402
-from cluster.layout import CGROUP_ROOT_NAME  # noqa: E402
-from observe.machines import process_cpu_seconds  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 KINDS = ("supervisor", "worker", "logwriter", "python", "other")
 

@@ -3,7 +3,7 @@
 Each round is one output folder (or its multi-tenant.json); rounds are run one after another,
 each scheduler once per round, so schedulers alternate across rounds:
 
-    .venv/bin/python benchmarks/multi_tenant_summary.py OUT1 OUT2 [--json summary.json]
+    .venv/bin/python -m benchmarks.multi_tenant_summary OUT1 OUT2 [--json summary.json]
 """
 from __future__ import annotations
 

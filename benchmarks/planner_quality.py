@@ -11,7 +11,7 @@ cluster cannot host one instance of everything) are counted and skipped;
 requests where ``optimal`` runs out of time are counted and left out of the
 "of optimal" figures (they still count in "of LP bound").
 
-    .venv/bin/python benchmarks/planner_quality.py [--instances 200] [--first-seed 0]
+    .venv/bin/python -m benchmarks.planner_quality [--instances 200] [--first-seed 0]
         [--optimal-time-limit 120] [--json out.json] [--skip-optimal] [--reuse-optimal earlier.json]
         [--machines 1000] [--heuristics fast]
 

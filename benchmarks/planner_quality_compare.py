@@ -1,6 +1,6 @@
 """Compare ``fast`` between ``planner_quality.py --json`` runs: of the optimum, CPU, and which requests moved.
 
-    .venv/bin/python benchmarks/planner_quality_compare.py --before b1.json,b2.json --after a1.json,a2.json
+    .venv/bin/python -m benchmarks.planner_quality_compare --before b1.json,b2.json --after a1.json,a2.json
 
 Each run's summary (min, median, mean of fast's rate over the proven optimum, how many at it, CPU per request);
 then, first before run against first after run, every request whose rate went up or down; then the CPU per

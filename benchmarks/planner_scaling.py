@@ -10,7 +10,7 @@ process's CPU time (which other jobs on a shared machine inflate far less).
 Targets: scenario 3 under 100 ms, 1,000 machines under 1 s. The load average
 is printed with the table.
 
-    .venv/bin/python benchmarks/planner_scaling.py [--repeat 3] [--strategies paper,fast] [--sizes 1000,5000]
+    .venv/bin/python -m benchmarks.planner_scaling [--repeat 3] [--strategies paper,fast] [--sizes 1000,5000]
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ reports +26 % to +49 % over Storm's default scheduler in simulation) and
 paper/best, fast/best, where best is the exact optimum when ``optimal`` proves
 it within its time limit and the LP upper bound (planner.bounds) otherwise.
 
-    .venv/bin/python benchmarks/planner_scenarios.py [--optimal-time-limit 60] [--no-thread-caps] [--json out.json]
+    .venv/bin/python -m benchmarks.planner_scenarios [--optimal-time-limit 60] [--no-thread-caps] [--json out.json]
 
 ``--no-thread-caps`` drops the machine types' cores (no per-thread cap), the
 setting of the paper's own simulator.

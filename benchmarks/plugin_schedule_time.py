@@ -9,7 +9,7 @@ with Storm's DefaultScheduler, and with the plugin asking a loopback planner tha
 (the plugin's own work plus one local HTTP exchange); reports p50/p99 of each and of the time the
 plugin adds over DefaultScheduler.
 
-    .venv/bin/python benchmarks/plugin_schedule_time.py [--rounds 200] [--strategy paper]
+    .venv/bin/python -m benchmarks.plugin_schedule_time [--rounds 200] [--strategy paper]
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.serving import percentile, start_service  # noqa: E402
+from benchmarks.serving import percentile, start_service
 from planner.fixtures import load_profiles
 
 """The ``hetsched`` command (``-m hetsched.cli`` would register the commands on a second copy of the app)."""

@@ -1,8 +1,8 @@
 """Where a saturated machine's CPU really goes, executor by executor, next to what the model charges.
 
-Issue 18, part 0: the model charges every instance its MET (its CPU at no input, measured on an idle
+The model charges every instance its MET (its CPU at no input, measured on an idle
 machine) and every machine its base load in full, and Storm's own placements run up to 5x faster than
-it predicts (``fixed_cost_sensitivity.py``). This script runs a catalog topology on the local cluster
+it predicted (docs/results/README.md). This script runs a catalog topology on the local cluster
 under the schedulers asked (default: ``default-naive`` and ``planned``) with the workers' metrics hook
 on, and splits every machine's cgroup CPU over the run's steady part into:
 
@@ -14,7 +14,7 @@ on, and splits every machine's cgroup CPU over the run's steady part into:
 The records' intervals used are those after ``--warmup-s`` of each executor's first record and more than
 5 s before its last (the run's kill). Each machine's measured total is the bench's own cgroup window.
 
-    .venv/bin/python benchmarks/saturated_executor_cpu.py --home CLUSTER_HOME --store RECORDS_DIR
+    .venv/bin/python -m benchmarks.saturated_executor_cpu --home CLUSTER_HOME --store RECORDS_DIR
         [--topology linear] [--schedulers default-naive,planned] [--machines large-1] [--window-s 60] [--warmup-s 40]
         [--out FILE.txt]
 
@@ -25,33 +25,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench.profiles import fill_pass_through_alphas  # noqa: E402
-from bench.run import RunContext, RunResult, run  # noqa: E402
-from bench.schedulers import RunSpec, run_specs  # noqa: E402
-from bench.settings import BenchSettings  # noqa: E402
-from cluster import running_cluster  # noqa: E402
-from cluster.handle import LocalClusterHandle  # noqa: E402
-from observe.progress import QuietReporter  # noqa: E402
-from planner.client import PlannerClient  # noqa: E402
-from planner.model import Cluster, PlanRequest, ProfileRef, ProfileSet  # noqa: E402
-from planner.profiles import ProfileTable, machine_base_load  # noqa: E402
-from planner.simulator import entry_cpu_pct  # noqa: E402
-from spark_profiling.collector.workflow import nimbus_planner_url  # noqa: E402
-from topologies.catalog import lookup, planner_topology  # noqa: E402
-from topologies.submission import metrics_conf  # noqa: E402
-from worker_metrics import executor_series, records_of  # noqa: E402
+from bench.profiles import fill_pass_through_alphas
+from bench.run import RunContext, RunResult, run
+from bench.schedulers import RunSpec, run_specs
+from bench.settings import BenchSettings
+from cluster import running_cluster
+from cluster.handle import LocalClusterHandle
+from observe.progress import QuietReporter
+from planner.client import PlannerClient
+from planner.model import Cluster, PlanRequest, ProfileRef, ProfileSet
+from planner.profiles import ProfileTable, machine_base_load
+from planner.simulator import entry_cpu_pct
+from spark_profiling.collector.workflow import nimbus_planner_url
+from topologies.catalog import lookup, planner_topology
+from topologies.submission import metrics_conf
+from benchmarks.worker_metrics import executor_series, records_of
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILES = REPO / "profiles" / "default-cluster.json"

@@ -7,7 +7,7 @@ requests from C concurrent clients (httpx async). Reports p50/p99 of the whole r
 the core's own planning time (the plan's ``stats.elapsed_ms``), so you can tell whether HTTP,
 JSON or planning dominates.
 
-    .venv/bin/python benchmarks/service_latency.py [--requests 200] [--concurrency 16]
+    .venv/bin/python -m benchmarks.service_latency [--requests 200] [--concurrency 16]
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from benchmarks.serving import percentile, start_service  # noqa: E402
+from benchmarks.serving import percentile, start_service
 from planner.client import request_body
 from planner.fixtures import load_scenario, scaled_cluster
 from planner.model import Cluster, PlanRequest, ProfileRef

@@ -17,7 +17,7 @@ checkout's code, e.g. a ``git worktree`` of the base commit) and measures:
 5. the round trip of a plugin-sized request sent 1 s after two plans of 2,000 x 1,000 that run
    to the time limit, and the order in which the three were answered.
 
-    .venv/bin/python benchmarks/service_limits.py [--repo PATH] [--time-limit-s 10]
+    .venv/bin/python -m benchmarks.service_limits [--repo PATH] [--time-limit-s 10]
 """
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.serving import start_service  # noqa: E402
-from planner.random_requests import tree_request  # noqa: E402
+from benchmarks.serving import start_service
+from planner.random_requests import tree_request
 from planner.client import request_body
 from planner.fixtures import load_scenario
 from planner.model import PlanRequest, ProfileRef

@@ -1,4 +1,4 @@
-"""Which executor holds a stored ``hetsched bench`` run back: each bolt executor's rate as an input rate R (issue 18).
+"""Which executor holds a stored ``hetsched bench`` run back: each bolt executor's rate as an input rate R.
 
 A run's R is its spouts' emit rate. In a steady run every bolt executor handles its share of the flow at that R.
 Where a queue grows in front of one (a multi-lang bolt on a machine at its quota), that executor handles less, and
@@ -8,28 +8,26 @@ its component's predicted input per instance per unit R (the bench's own evaluat
 fields split a component's input evenly), the least of them with its machine, and that R's error against the
 prediction beside the error of the emit rate.
 
-    .venv/bin/python benchmarks/slowest_executor.py BENCH_JSON [BENCH_JSON ...] [--profiles SET] [--out FILE.txt]
+    .venv/bin/python -m benchmarks.slowest_executor BENCH_JSON [BENCH_JSON ...] [--profiles SET] [--out FILE.txt]
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
+from bench.report import failed_trees
+from bench.repredict import PROFILES, _request, bench_setting, summary
+from cluster.spec import ClusterSpec
+from planner.api import evaluate_assignments
+from planner.model import ProfileSet
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench.report import failed_trees  # noqa: E402
-from benchmarks.repredict_bench import PROFILES, _request, bench_setting, summary  # noqa: E402
-from cluster.spec import ClusterSpec  # noqa: E402
-from planner.api import evaluate_assignments  # noqa: E402
-from planner.model import ProfileSet  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ truth (within ``--tolerance``, 2 % by default). Generation and aggregation are t
 the figure of merit is input rows per second of the aggregation, in wall time and per second of
 the Spark JVM's CPU (the machine is shared, so wall time depends on the neighbours).
 
-    .venv/bin/python benchmarks/spark_aggregate_scale.py                   # 10 million rows, local[*]
-    .venv/bin/python benchmarks/spark_aggregate_scale.py --rows 1000000 --format jsonl
+    .venv/bin/python -m benchmarks.spark_aggregate_scale                   # 10 million rows, local[*]
+    .venv/bin/python -m benchmarks.spark_aggregate_scale --rows 1000000 --format jsonl
 
 Exit status 1 when a pair is not recovered within the tolerance.
 """

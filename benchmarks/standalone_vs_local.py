@@ -7,7 +7,7 @@ alternately in ``local[2]`` and against a master and two workers started on loop
 pyspark package, and prints per pair the largest difference between the sets and the elapsed
 times (median, range). Run it holding the machine-wide lock:
 
-    flock /work/wt/live.lock .venv/bin/python benchmarks/standalone_vs_local.py --out docs/results/measurements/issue19
+    flock /work/wt/live.lock .venv/bin/python -m benchmarks.standalone_vs_local --out var/standalone-vs-local
 """
 from __future__ import annotations
 
@@ -20,12 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from planner.model import ProfileSet
+from spark_profiling.standalone import StandaloneCluster
+from spark_profiling.synthetic import default_truth, generate_workers, write_store
 
-from planner.model import ProfileSet  # noqa: E402
-from spark_profiling.standalone import StandaloneCluster  # noqa: E402
-from spark_profiling.synthetic import default_truth, generate_workers, write_store  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SPARK_CONF = ("spark.ui.enabled=false", "spark.sql.shuffle.partitions=4", "spark.executor.memory=512m",
               "spark.driver.host=127.0.0.1")

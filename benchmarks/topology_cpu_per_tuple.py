@@ -9,7 +9,7 @@ move in steps (each worker heartbeat), so both ends of the window are the
 executor's own first and last count step (observe.rates), and the CPU is
 read at every count sample and interpolated to those moments.
 
-    .venv/bin/python benchmarks/topology_cpu_per_tuple.py [--nimbus host:port] [--window 90]
+    .venv/bin/python -m benchmarks.topology_cpu_per_tuple [--nimbus host:port] [--window 90]
 
 Prints a table and, with --json, writes the figures to a file.
 """
@@ -26,19 +26,17 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from observe.nimbus import Nimbus, NimbusAddress, connect  # noqa: E402
-from observe.rates import ComponentRate, CountSample, component_rates, executor_windows, interpolate, unmeasured  # noqa: E402
-from observe.window import sample_window  # noqa: E402
-from topologies import conf as keys  # noqa: E402
-from topologies.catalog import lookup  # noqa: E402
-from topologies.errors import TopologyError  # noqa: E402
-from topologies.locate import nimbus_address  # noqa: E402
-from topologies.measure import roles  # noqa: E402
-from topologies.submission import SubmitRequest, parse_conf  # noqa: E402
-from topologies.submit import kill, submit  # noqa: E402
-from topologies.workers import ProcessGroup, component_groups, worker_jvms  # noqa: E402
+from observe.nimbus import Nimbus, NimbusAddress, connect
+from observe.rates import ComponentRate, CountSample, component_rates, executor_windows, interpolate, unmeasured
+from observe.window import sample_window
+from topologies import conf as keys
+from topologies.catalog import lookup
+from topologies.errors import TopologyError
+from topologies.locate import nimbus_address
+from topologies.measure import roles
+from topologies.submission import SubmitRequest, parse_conf
+from topologies.submit import kill, submit
+from topologies.workers import ProcessGroup, component_groups, worker_jvms
 
 console = Console(width=140)
 TOPOLOGY = "linear"

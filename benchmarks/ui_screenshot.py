@@ -6,7 +6,7 @@ catalog's Linear topology on the default cluster spec's machines (capacity: 100 
 base load, as the Nimbus plugin asks), then has headless Chromium render /ui and save a PNG.
 With ``--nimbus`` the page also shows that cluster live (supervisors, topologies, executors).
 
-    .venv/bin/python benchmarks/ui_screenshot.py [--out docs/images/ui.png] [--nimbus HOST:PORT]
+    .venv/bin/python -m benchmarks.ui_screenshot [--out docs/images/ui.png] [--nimbus HOST:PORT]
         [--db var/hetsched.db] [--strategy fast] [--profiles profiles/default-cluster.json]
 """
 from __future__ import annotations
@@ -17,15 +17,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from cluster.spec import load_spec
+from planner.model import PlanRequest, ProfileRef, ProfileSet
+from planner.profiles import machine_base_load
+from tests.fixtures.browser import BrowserError, screenshot
+from tests.fixtures.service import LiveService
+from topologies.catalog import lookup, planner_topology
 
-from cluster.spec import load_spec  # noqa: E402
-from planner.model import PlanRequest, ProfileRef, ProfileSet  # noqa: E402
-from planner.profiles import machine_base_load  # noqa: E402
-from tests.fixtures.browser import BrowserError, screenshot  # noqa: E402
-from tests.fixtures.service import LiveService  # noqa: E402
-from topologies.catalog import lookup, planner_topology  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def linear_request(profile_set: ProfileSet, strategy: str | None) -> PlanRequest:

@@ -11,7 +11,7 @@ Three checks, each on Linear pinned by the hetsched plugin to one plan (so every
   after it is back; then what the store holds: records of the outage that were kept, records the workers
   dropped (their count), and no record stored twice.
 
-    .venv/bin/python benchmarks/worker_metrics.py records|overhead|outage --home CLUSTER_HOME --records-dir DIR
+    .venv/bin/python -m benchmarks.worker_metrics records|overhead|outage --home CLUSTER_HOME --records-dir DIR
         [--planner URL] [--repeats 3] [--window-s 40] [--warmup-s 20] [--out FILE.json]
 
 Needs a local cluster started with ``--scheduler plugin --conf hetsched.planner.url=URL`` whose planner keeps its
@@ -32,28 +32,26 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import httpx
+from rich.console import Console
+from rich.table import Table
 
-import httpx  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench import measure  # noqa: E402
-from bench.run import RunContext, _kill_quietly, _wait_until_running, _window_samples, run, submit  # noqa: E402
-from bench.run import RunResult  # noqa: E402
-from bench.schedulers import RunSpec  # noqa: E402
-from cluster import running_cluster  # noqa: E402
-from cluster.handle import LocalClusterHandle  # noqa: E402
-from observe.progress import QuietReporter  # noqa: E402
-from observe.rates import component_rates  # noqa: E402
-from planner.client import PlannerClient  # noqa: E402
-from planner.model import PlanRequest, ProfileRef, ProfileSet  # noqa: E402
-from planner.profiles import machine_base_load  # noqa: E402
-from spark_profiling.collector.workflow import nimbus_planner_url  # noqa: E402
-from topologies import conf as keys  # noqa: E402
-from topologies.catalog import lookup, planner_topology  # noqa: E402
-from topologies.measure import roles  # noqa: E402
-from topologies.submission import metrics_conf  # noqa: E402
+from bench import measure
+from bench.run import RunContext, _kill_quietly, _wait_until_running, _window_samples, run, submit
+from bench.run import RunResult
+from bench.schedulers import RunSpec
+from cluster import running_cluster
+from cluster.handle import LocalClusterHandle
+from observe.progress import QuietReporter
+from observe.rates import component_rates
+from planner.client import PlannerClient
+from planner.model import PlanRequest, ProfileRef, ProfileSet
+from planner.profiles import machine_base_load
+from spark_profiling.collector.workflow import nimbus_planner_url
+from topologies import conf as keys
+from topologies.catalog import lookup, planner_topology
+from topologies.measure import roles
+from topologies.submission import metrics_conf
 
 console = Console(width=160)
 REPO = Path(__file__).resolve().parents[1]

@@ -132,7 +132,7 @@ def delete(
 
 @profiles_app.command("remote-cost")
 def remote_cost(
-    measured: Path = typer.Argument(..., help="benchmarks/remote_tuple_cost.py's JSON (next to its --out)."),
+    measured: Path = typer.Argument(..., help="bench/remote_tuple_cost.py's JSON (next to its --out)."),
     file: Path = typer.Argument(..., help="The profile set file to add the costs to (JSON or YAML)."),
     output: Path = typer.Option(..., "--output", "-o", help="Where the profile set with remote costs goes (JSON)."),
 ) -> None:

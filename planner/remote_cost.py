@@ -1,4 +1,4 @@
-"""A profile set's CPU cost of tuples that cross workers, from benchmarks/remote_tuple_cost.py's figures. Pure.
+"""A profile set's CPU cost of tuples that cross workers, from bench/remote_tuple_cost.py's figures. Pure.
 
 The cost is measured per machine type, not per profile key (the benchmark moves Linear-sized tuples: one
 number each), so every entry of a machine type gets its type's ``remote_send`` and ``remote_receive``
@@ -27,7 +27,7 @@ class RemoteCost(BaseModel):
 
 
 class RemoteCostFile(BaseModel):
-    """The part of benchmarks/remote_tuple_cost.py's JSON this module reads."""
+    """The part of bench/remote_tuple_cost.py's JSON this module reads."""
 
     model_config = ConfigDict(extra="ignore")
     script: str = ""

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from bench.placement import ActualPlacement
-from benchmarks.idle_met_levels import saturated_levels
+from bench.idle_met import saturated_levels
 from planner.api import evaluate_assignments
 from planner.errors import PlanningError
 from planner.model import (
@@ -90,7 +90,7 @@ def test_the_levels_are_of_the_component_on_machines_at_their_quota():
 
 def test_the_shipped_set_holds_the_levels_its_stored_run_gives():
     shipped = ProfileSet.model_validate_json((REPO / "profiles/default-cluster.json").read_text())
-    runs = json.loads((REPO / "docs/results/measurements/issue18/saturated-executor-cpu-linear-1.json").read_text())["runs"]
+    runs = json.loads((REPO / "tests/fixtures/saturated-executor-cpu-linear-1.json").read_text())["runs"]
     import statistics
 
     levels = {t: round(statistics.median(v), 4) for t, v in saturated_levels(runs, "high", 90.0).items()}
@@ -107,7 +107,7 @@ def test_the_bench_predicts_a_placement_with_the_ackers_storm_placed():
 
 
 def test_the_levels_script_says_which_file_it_cannot_read(tmp_path, capsys):
-    from benchmarks.idle_met_levels import main
+    from bench.idle_met import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["--saturated", str(tmp_path / "missing.json"), "--profiles", str(tmp_path / "set.json")])

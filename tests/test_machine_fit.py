@@ -1,4 +1,4 @@
-"""``benchmarks/machine_fit.py``: a profile set fitted to whole machines of stored bench runs (issue 18)."""
+"""``benchmarks/machine_fit.py``: a profile set fitted to whole machines of stored bench runs."""
 from __future__ import annotations
 
 import copy
@@ -12,8 +12,8 @@ from planner.model import ProfileSet
 from planner.profiles import machine_base_load
 
 REPO = Path(__file__).resolve().parents[1]
-BENCHES = REPO / "docs/results/measurements/issue18/star-default-naive-20261126"
-SETTLE_1, SETTLE_2 = BENCHES / "bench-settle-1/bench.json", BENCHES / "bench-settle-2/bench.json"
+BENCHES = REPO / "tests/fixtures/benches"  # two stored benches of Storm's default-naive placements, trimmed to what is read
+SETTLE_1, SETTLE_2 = BENCHES / "star-bench-settle-1.json", BENCHES / "star-bench-settle-2.json"
 PROFILES = REPO / "profiles/default-cluster.json"
 CORES = {"small": 0.2, "medium": 0.4, "large": 0.8}
 

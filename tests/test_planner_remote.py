@@ -207,7 +207,7 @@ def test_measured_costs_go_to_every_entry_of_their_type_and_negatives_to_zero(tm
         with_remote_costs(shipped, {k: v for k, v in costs.items() if k != "large"}, "run.json")
 
     measured = tmp_path / "run.json"
-    measured.write_text(json.dumps({"script": "benchmarks/remote_tuple_cost.py",
+    measured.write_text(json.dumps({"script": "bench/remote_tuple_cost.py",
                                     "remote_cost": {t: c.model_dump() for t, c in costs.items()}}))
     out = tmp_path / "with-remote.json"
     _register()
@@ -221,7 +221,7 @@ def test_measured_costs_go_to_every_entry_of_their_type_and_negatives_to_zero(tm
 
 
 def _windows(costs: dict[str, dict[str, float]], machines: dict[str, str], drift: float = 0.0) -> list[dict]:
-    """Synthetic windows of benchmarks/remote_tuple_cost.py: each machine's cores = idle + drift * position + slope *
+    """Synthetic windows of bench/remote_tuple_cost.py: each machine's cores = idle + drift * position + slope *
     rate, with the slopes the costs (core ms per tuple) imply; the drift differs from one (slot, machine) to the next."""
     slope = {}
     for t, m in machines.items():
@@ -240,7 +240,7 @@ def _windows(costs: dict[str, dict[str, float]], machines: dict[str, str], drift
 
 
 def test_the_remote_tuple_benchmark_recovers_send_and_receive_costs_from_its_windows():
-    from benchmarks.remote_tuple_cost import drift_fit, estimates
+    from bench.remote_tuple_cost import drift_fit, estimates
 
     machines = {"small": "small-1", "large": "large-1"}
     costs = {"small": {"alone": 0.05, "sink_local": 0.08, "send": 0.12, "recv": 0.2},

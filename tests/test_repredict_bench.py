@@ -1,4 +1,4 @@
-"""``benchmarks/repredict_bench.py``: stored bench runs predicted again offline, and each machine's charge at the rate
+"""``bench/repredict.py``: stored bench runs predicted again offline, and each machine's charge at the rate
 a run measured (issue 18: where the model is off, machine by machine)."""
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from rich.console import Console
 
 from bench.profiles import fill_pass_through_alphas
-from benchmarks.repredict_bench import AT_QUOTA, charged_at_measured_rate, main, predict
+from bench.repredict import AT_QUOTA, charged_at_measured_rate, main, predict
 from cluster.spec import ClusterSpec
 from planner.model import ProfileSet
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO / "docs/results/measurements/issue18/star-default-naive-20261126/bench-settle-2/bench.json"
+BENCH = REPO / "tests/fixtures/benches/star-bench-settle-2.json"
 PROFILES = REPO / "profiles/default-cluster.json"
 
 
@@ -85,7 +85,7 @@ def test_the_overhead_is_the_machine_cpu_beyond_the_work_measured_and_charged(st
 def test_one_placement_measured_in_several_benches_shows_whether_any_prediction_can_hold_them_all():
     """A prediction is one rate per placement: measured rates spread over more than 1.15 / 0.85 cannot all be within
     15 % of it, whatever the model."""
-    from benchmarks.repredict_bench import placement_key, repeated, spread_bound
+    from bench.repredict import placement_key, repeated, spread_bound
 
     assert spread_bound() == pytest.approx(1.15 / 0.85) and spread_bound(0.05) == pytest.approx(1.05 / 0.95)
     bench = json.loads(BENCH.read_text())

@@ -1,4 +1,4 @@
-"""What a tuple that crosses workers costs in CPU, per machine type, on the local cluster (issue #18 part 2).
+"""What a tuple that crosses workers costs in CPU, per machine type, on the local cluster.
 
 The topology (topologies/java RemotePairTopology): a paced Java spout ``src`` (a sequence number per tuple, as
 Linear's spout emits, unanchored, no ackers) and a no-op ``sink`` bolt fed by a shuffle grouping, so the only work
@@ -24,8 +24,8 @@ repeat gives one estimate; the table shows the median and range over the repeats
 (one core's) and in the model's unit, ms of the machine's whole CPU (core ms / the machine's cores).
 
 Run under the machine-wide lock (about 25 minutes with the defaults):
-    flock /tmp/hetsched-live.lock .venv/bin/python benchmarks/remote_tuple_cost.py --port-base 24000 \
-        --out docs/results/measurements/issue18/remote-tuples-20261126/run-1.txt
+    flock /tmp/hetsched-live.lock .venv/bin/python -m bench.remote_tuple_cost --port-base 24000 \
+        --out var/remote-tuples/run-1.txt
 The figures go to the ``.json`` next to ``--out``; ``hetsched profiles remote`` (planner/remote_cost.py) turns them
 into a profile set's ``remote_send`` / ``remote_receive``.
 """
@@ -34,28 +34,23 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
+import numpy as np
+from bench.live import add_run_options, cluster_and_planner, header, recording_console, up_with_plugin
+from rich.console import Console
+from rich.table import Table
 
-import numpy as np  # noqa: E402
-from live_common import add_run_options, cluster_and_planner, header, recording_console, up_with_plugin  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench.profiles import load_profile_set  # noqa: E402
-from cluster.handle import LocalClusterHandle  # noqa: E402
-from cluster.local import LocalCluster  # noqa: E402
-from cluster.spec import load_spec  # noqa: E402
-from observe.nimbus import connect  # noqa: E402
-from observe.rates import CountSample, component_rates  # noqa: E402
-from planner.client import PlannerClient  # noqa: E402
-from planner.model import (  # noqa: E402
+from bench.profiles import load_profile_set
+from cluster.handle import LocalClusterHandle
+from cluster.local import LocalCluster
+from cluster.spec import load_spec
+from observe.nimbus import connect
+from observe.rates import CountSample, component_rates
+from planner.client import PlannerClient
+from planner.model import (
     Component,
     EvaluationRequest,
     InstanceAssignment,
@@ -65,10 +60,12 @@ from planner.model import (  # noqa: E402
     Stream,
     Topology,
 )
-from planner.profiles import machine_base_load  # noqa: E402
-from planner.storage import Storage  # noqa: E402
-from topologies.java_submit import JavaSubmitRequest, submit_java  # noqa: E402
-from topologies.rate_control import RATE_FILE, write_rate  # noqa: E402
+from planner.profiles import machine_base_load
+from planner.storage import Storage
+from topologies.java_submit import JavaSubmitRequest, submit_java
+from topologies.rate_control import RATE_FILE, write_rate
+
+REPO = Path(__file__).resolve().parents[1]
 
 PROFILES = "default-cluster"
 JAR = REPO / "topologies" / "java" / "target" / "hetsched-java-topologies.jar"
@@ -190,7 +187,7 @@ def pinned_plan(client: PlannerClient, run: Run, cluster, profile_ref: ProfileVe
                                                    profiles=ProfileRef(name=profile_ref.name),
                                                    assignments=assignments))
     return Plan(**evaluation.model_dump(exclude={"stats"}), strategy="pinned", profiles=profile_ref,
-                stats={"pinned": "benchmarks/remote_tuple_cost.py"})
+                stats={"pinned": "bench/remote_tuple_cost.py"})
 
 
 def main() -> int:
@@ -379,7 +376,7 @@ def report(console: Console, windows: list[dict], types: dict[str, str], cores: 
         table.add_row(t, *(f"{f[k]:.4f}" for k in ("alone", "local", "sink_local", "sender", "receiver", "send",
                                                     "recv")))
     console.print(table)
-    data = {"script": "benchmarks/remote_tuple_cost.py", "args": {k: str(v) for k, v in vars(args).items()},
+    data = {"script": "bench/remote_tuple_cost.py", "args": {k: str(v) for k, v in vars(args).items()},
             "machines": types, "cores": cores, "windows": windows, "per_repeat": per_repeat, "summary": figures,
             "drift_fit": drift,
             "remote_cost": {t: {"remote_send": figures[t]["send"]["machine_ms_median"] / 1000,

@@ -1,25 +1,21 @@
-"""What the live benchmark scripts on the local cluster (``two_linears_ledger.py``, ``worker_base_load.py``,
-``remote_tuple_cost.py``) share: their common options, the recorded console and its header, their own planning
-service and cluster (always brought down), the cluster up with the plugin asking that service, and the output
-file written whatever happened."""
+"""What a live measurement on its own local cluster needs (``bench/remote_tuple_cost.py``): its common options,
+the recorded console and its header, its own planning service and cluster (always brought down), the cluster up
+with the plugin asking that service, and the output file written whatever happened."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from rich.console import Console
 
-from rich.console import Console  # noqa: E402
+from bench.planner_service import PlannerService
+from cluster.local import LocalCluster
+from cluster.spec import ClusterSpec
 
-from bench.planner_service import PlannerService  # noqa: E402
-from cluster.local import LocalCluster  # noqa: E402
-from cluster.spec import ClusterSpec  # noqa: E402
 
 
 def add_run_options(parser: argparse.ArgumentParser, out_help: str, home: str, port_base: int) -> None:

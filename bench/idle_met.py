@@ -1,9 +1,9 @@
-"""Issue 18, part 0: each machine type's idle executor thread, measured on saturated machines, into a profile set.
+"""Each machine type's idle executor thread, measured on saturated machines, into a profile set's ``idle_met``.
 
 An executor thread with nothing to do runs its wait strategy (``hetsched submit`` sets it to sleep 1 ms at a time)
 and costs CPU even at no input. On the local cluster that cost depends on the machine's load, not the thread's own
 work: 1.1-1.2 % of a core on a machine at 30-45 % of its quota, 0.2-0.9 % on one at its quota, where the cgroup
-throttles every thread (docs/results/measurements/issue18/idle-executor-model/). The planner predicts the rate at
+throttles every thread (docs/results/README.md, "Idle executor threads"). The planner predicts the rate at
 which the bottleneck machine reaches its quota, so the saturated level is the one that decides R: it becomes every
 entry's ``idle_met`` (percent of the machine), the least the model charges an instance (docs/model.md, "Idle
 executor threads").
@@ -11,7 +11,7 @@ executor threads").
 The level of a type is the median thread CPU of ``--component``'s executors on machines at ``--min-utilization``
 percent of their quota or more, in ``benchmarks/saturated_executor_cpu.py`` runs (its JSON, ``--saturated``).
 
-    .venv/bin/python benchmarks/idle_met_levels.py [--saturated FILE.json ...] [--component high]
+    .venv/bin/python -m bench.idle_met --saturated FILE.json [FILE.json ...] [--component high]
         [--min-utilization 90] [--profiles profiles/default-cluster.json] [--out FILE.json]
 """
 from __future__ import annotations
@@ -24,13 +24,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
+from planner.model import ProfileSet
+from planner.profiles import with_idle_met
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from planner.model import ProfileSet  # noqa: E402
-from planner.profiles import with_idle_met  # noqa: E402
-
-SATURATED = REPO / "docs/results/measurements/issue18/saturated-executor-cpu-linear-1.json"
 PROFILES = REPO / "profiles/default-cluster.json"
 
 
@@ -53,7 +51,8 @@ def saturated_levels(runs: list[dict[str, Any]], component: str, min_utilization
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--saturated", type=Path, nargs="+", default=[SATURATED])
+    parser.add_argument("--saturated", type=Path, nargs="+", required=True,
+                        help="benchmarks/saturated_executor_cpu.py JSON files (the shipped set's came from the run named in its source.idle_met)")
     parser.add_argument("--component", default="high")
     parser.add_argument("--min-utilization", type=float, default=90.0)
     parser.add_argument("--profiles", type=Path, default=PROFILES)

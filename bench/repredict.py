@@ -3,13 +3,13 @@
 Each run's placement (the one Storm ran, Storm's ackers included) is scored as ``bench/run.py`` scores it:
 spouts held, the profile set's base load off every capacity, the cluster of the bench itself. Prints each run's
 measured input rate R and sink throughput next to the prediction stored with the bench and the one now, and the
-issue-18 summary (every run within 15 %, ``planned`` within 5 %), also over the runs whose window was steady
+summary (every run within 15 %, ``planned`` within 5 %), also over the runs whose window was steady
 (``bench.measure.steady``: the flow within 5 %, no tree failed); given several benches, each run's median error over them, and the
 summary of those medians. ``--machines`` adds, per run, each machine's measured CPU against what the model charges
 it at the rate the run measured (``planner.api.machine_cpu_at``): where a machine below its quota measured less
 than its charge, its profiles over-charge it, whatever held the run's rate.
 
-    .venv/bin/python benchmarks/repredict_bench.py BENCH_JSON [BENCH_JSON ...]
+    .venv/bin/python -m bench.repredict BENCH_JSON [BENCH_JSON ...]
         [--profiles profiles/default-cluster.json] [--machines] [--out FILE.txt]
 """
 from __future__ import annotations
@@ -17,27 +17,25 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
+from bench.measure import STEADY_WITHIN, Throughputs, flow_imbalance, predicted_throughputs, relative_error
+from bench.measure import steady as steady_window
+from bench.report import failed_trees
+from bench.placement import ActualPlacement
+from bench.run import prediction_request
+from bench.profiles import fill_pass_through_alphas
+from cluster.spec import ClusterSpec, load_spec
+from planner.api import evaluate_assignments, machine_cpu_at
+from planner.model import ProfileRef, ProfileSet
+from planner.profiles import machine_base_load
+from topologies.catalog import lookup
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from bench.measure import STEADY_WITHIN, Throughputs, flow_imbalance, predicted_throughputs, relative_error  # noqa: E402
-from bench.measure import steady as steady_window  # noqa: E402
-from bench.report import failed_trees  # noqa: E402
-from bench.placement import ActualPlacement  # noqa: E402
-from bench.run import prediction_request  # noqa: E402
-from bench.profiles import fill_pass_through_alphas  # noqa: E402
-from cluster.spec import ClusterSpec, load_spec  # noqa: E402
-from planner.api import evaluate_assignments, machine_cpu_at  # noqa: E402
-from planner.model import ProfileRef, ProfileSet  # noqa: E402
-from planner.profiles import machine_base_load  # noqa: E402
-from topologies.catalog import lookup  # noqa: E402
 
 PROFILES = REPO / "profiles/default-cluster.json"
 WITHIN, PLANNED_WITHIN = 0.15, 0.05
