@@ -27,7 +27,7 @@ import org.apache.storm.tuple.Fields;
  */
 public final class ClickstreamTopology {
     static final String DEFAULT_NAME = "heldout-java";
-    static final int DEFAULT_ROUNDS = 400;
+    static final int DEFAULT_ROUNDS = 8000;
     static final int MAX_SPOUT_PENDING = 100;
 
     /** Executors each component starts with. */
