@@ -152,3 +152,14 @@ def planner_conf_overrides(conf: Mapping[str, Any], profiles: str) -> dict[str, 
     if conf.get(keys.PROFILES) is not None or conf.get(keys.PLAN_ID) is not None:
         return {}
     return {keys.PROFILES: profiles}
+
+
+def replacement_line(result: Any) -> str:
+    """One line on what a drained re-placement (``observe.replacement.ReplacementResult``) did."""
+    return (
+        f"re-placed {'drained' if result.drained else 'after the message timeout'} in {result.drain_s:.1f} s, placed by "
+        f"plan in {result.placed_s:.1f} s{'' if result.matches_plan else ' (NOT as the plan says: see hetsched placement)'}; "
+        f"executors {result.executors_before} -> {result.executors_after}; spout tuples failed during the drain: "
+        f"{result.failed_during_drain}, in flight when the workers stopped: {result.in_flight_at_rebalance}"
+        + (f"; kept inactive {result.conf_wait_s:.0f} s more, until every supervisor had restarted its workers with the "
+           "new conf" if result.conf_wait_s else ""))

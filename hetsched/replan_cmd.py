@@ -31,6 +31,7 @@ from hetsched.replan import (
     placement_of_plan,
     plan_within_tasks,
     planner_cluster,
+    replacement_line,
 )
 from observe.nimbus import NimbusAddress, NimbusError, connect
 from observe.replacement import ReplacementError, replace_drained
@@ -163,12 +164,5 @@ def _print_plans(name: str, now: RunningPlacement, current, plan, predicted_gain
 
 
 def _print_replacement(result) -> None:
-    console.print(
-        f"re-placed {'drained' if result.drained else 'after the message timeout'} in {result.drain_s:.1f} s, placed by "
-        f"plan in {result.placed_s:.1f} s{'' if result.matches_plan else ' (NOT as the plan says: see hetsched placement)'}; "
-        f"executors {result.executors_before} -> {result.executors_after}; spout tuples failed during the drain: "
-        f"{result.failed_during_drain}, in flight when the workers stopped: {result.in_flight_at_rebalance}"
-        + (f"; kept inactive {result.conf_wait_s:.0f} s more, until every supervisor had restarted its workers with the "
-           "new conf" if result.conf_wait_s else ""),
-        highlight=False)
+    console.print(replacement_line(result), highlight=False)
     console.print(f"scheduler: {result.scheduler_status}", highlight=False)

@@ -113,6 +113,9 @@ def with_at_quota(points: DataFrame) -> DataFrame:
         "_bucket", "_at_quota")
 
 
+ESTIMATED_PAIRS = "estimated_pairs"
+"""``source`` key: pairs whose entry is an estimate from one operating point (fit.ratio_estimate), with why."""
+
 THREAD_IDLE_FALL = "thread_idle_fall"
 """``source`` key: per pair, the fall of its executor threads' CPU with the rate (percent per tuple/s), kept out of ``e``."""
 
@@ -153,8 +156,10 @@ def _band_frame(spark: SparkSession, bands: list[OutlierBand]) -> DataFrame:
     )
 
 
-def _pair_sums_frame(points: DataFrame, bands: DataFrame | None = None) -> DataFrame:
+def _pair_sums_frame(points: DataFrame, bands: DataFrame | None = None, keep_at_quota: bool = False) -> DataFrame:
     """One row per (input, reason, profile, machine type) with the counts and regression sums.
+
+    ``keep_at_quota``: intervals at quota (:func:`with_at_quota`) are fitted too (and still counted).
 
     With ``bands``, an interval outside its pair's band (:meth:`OutlierBand.is_outlier`, the same
     rule in Spark's terms) is counted as an outlier and kept out of the sums.
@@ -168,7 +173,8 @@ def _pair_sums_frame(points: DataFrame, bands: DataFrame | None = None) -> DataF
         outlier = (F.col(INTERVAL) == OK) & valid & F.col("_band_slope").isNotNull() & (F.abs(y - predicted) > limit)
     else:
         outlier = F.lit(False)
-    ok = (F.col(INTERVAL) == OK) & ~F.coalesce(outlier, F.lit(False))
+    fitted = F.col(INTERVAL).isin(OK, AT_QUOTA) if keep_at_quota else F.col(INTERVAL) == OK
+    ok = fitted & ~F.coalesce(outlier, F.lit(False))
 
     def ok_sum(value):
         return F.sum(F.when(ok, value))
@@ -269,7 +275,7 @@ def aggregate(
     points = with_at_quota(intervals(records)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         bands = _outlier_bands(points) if drop_outliers else []
-        groups = _pair_sums_frame(points, _band_frame(spark, bands) if bands else None).collect()
+        groups = _pair_sums_frame(points, _band_frame(spark, bands) if bands else None, criteria.keep_at_quota).collect()
         worker_rest = _worker_rest(points)
     except Exception as exc:  # a file that fails mid-read (corrupt gzip, truncated Parquet)
         raise ProfilingError(f"reading the inputs failed: {spark_error_sentence(exc)}") from None
@@ -311,6 +317,7 @@ def aggregate(
     base_loads = machine_base_load(pairs, min_samples)
     removed: dict[str, float] = {}
     idle_fall: dict[str, float] = {}
+    estimated: dict[str, dict] = {}
     for (profile, machine_type), sums in sorted(pairs.items()):
         base = base_loads.get(machine_type)
         result = profile_entry(profile, machine_type, sums, min_samples, base.percent if base else 0.0, criteria)
@@ -320,6 +327,10 @@ def aggregate(
                 removed[f"{profile}@{machine_type}"] = round(result.base_load_removed, 3)
             if result.thread_idle_fall is not None:
                 idle_fall[f"{profile}@{machine_type}"] = round(result.thread_idle_fall, 6)
+            if result.estimate is not None:
+                estimated[f"{profile}@{machine_type}"] = result.estimate
+                log.warning("pair (%s, %s) estimated from its mean operating point (%s tuples/s): %s", profile,
+                            machine_type, result.estimate["rate"], result.estimate["why"])
         if result.skipped is not None:
             skipped.append(result.skipped)
             log.warning("pair (%s, %s) left out: %s", profile, machine_type, result.skipped.reason)
@@ -350,6 +361,8 @@ def aggregate(
         },
         "outliers": dict(sorted(outliers.items())),
         "at_quota": {f"{k[0]}@{k[1]}": p.at_quota for k, p in sorted(pairs.items()) if p.at_quota},
+        "at_quota_fitted": criteria.keep_at_quota,
+        ESTIMATED_PAIRS: estimated,
         "fit_criteria": {"min_rate_spread": criteria.min_rate_spread, "max_e_error": criteria.max_e_error,
                          "outlier_mads": bands[0].k if bands else None},
         "runs": sorted(runs),

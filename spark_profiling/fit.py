@@ -31,6 +31,18 @@ class FitCriteria:
     """Least ``(greatest rate - least rate) / greatest rate`` over the pair's intervals."""
     max_e_error: float = 0.5
     """Greatest standard error of ``e`` relative to ``e`` (0.5: ``e`` two standard errors from zero)."""
+    keep_at_quota: bool = False
+    """Fit the intervals of workers' records (``cpu_basis`` thread) taken on a machine at its quota too.
+
+    A throttled machine still runs every tuple it is given: an executor thread's CPU and its shell
+    subprocess's are counted only while they run, so their CPU per tuple is the same at quota
+    (docs/concepts/profiling.md, "Live profiles"); what a machine at quota cannot show is a rate that
+    varies, which the tune's idle probe supplies. The lab's records (the machine's whole cgroup CPU)
+    are capped at quota, so the default leaves them out.
+    """
+    estimate_weak: bool = False
+    """Give a pair whose line cannot be trusted (rates too narrow, no slope, CPU not growing) an estimate
+    instead of leaving it out: ``e`` = mean CPU / mean rate, ``MET`` 0 (:func:`ratio_estimate`)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +185,33 @@ class PairResult:
     """Percent taken out of ``MET`` as the pair's share of the machine's base load (None: none taken)."""
     thread_idle_fall: float | None = None
     """How fast the executor threads' CPU fell as the rate rose (percent per tuple/s, > 0), kept out of ``e``."""
+    estimate: dict[str, float | str] | None = None
+    """Where the entry is a :func:`ratio_estimate`: why the line was not used, the rate and CPU it rests on."""
+
+
+E_FLOOR_S = 1e-6
+"""Least ``e`` (s of the machine per tuple) an estimate gives: a component whose CPU is lost in the noise of its
+measurement still costs something, so the planner never sees a free component (an unbounded rate)."""
+
+
+def ratio_estimate(profile: str, machine_type: str, s: PairSums, why: str) -> PairResult | None:
+    """The pair's entry from its mean operating point: ``e`` = mean CPU / (100 x mean rate), ``MET`` 0.
+
+    Exact at the rate the intervals ran at, and above the truth at higher rates (every percent of
+    fixed cost is charged per tuple), so a plan made with it under-promises rather than
+    over-promises. None when the pair never ran a tuple (no rate to divide by).
+    """
+    if s.n < 2 or s.sx <= 0 or not all(math.isfinite(v) for v in (s.sx, s.sy, s.executed, s.emitted)):
+        return None
+    rate, cpu = s.sx / s.n, max(s.sy / s.n, 0.0)
+    e = max(cpu / (100.0 * rate), E_FLOOR_S)
+    entry = ProfileEntry(
+        profile=profile, machine_type=machine_type, e=e, met=0.0,
+        alpha=s.emitted / s.executed if s.executed > 0 else 0.0, r2=None, samples=s.n,
+        rate_range=(max(s.x_min, 0.0), max(s.x_max, 0.0)),
+    )
+    return PairResult(entry=entry, estimate={"method": "ratio", "why": why, "rate": round(rate, 4),
+                                             "cpu_percent": round(cpu, 4), "e": e})
 
 
 def e_error(s: PairSums, slope: float) -> float:
@@ -188,6 +227,10 @@ def e_error(s: PairSums, slope: float) -> float:
 def rate_spread(s: PairSums) -> float:
     """``(greatest - least) / greatest`` input rate of the pair's intervals (0 when no rate is above 0)."""
     return (s.x_max - s.x_min) / s.x_max if s.x_max > 0 else 0.0
+
+
+ESTIMABLE = frozenset({"no_spread", "not_growing", "narrow_range", "poor_fit"})
+"""Verdicts an estimate may stand in for: the pair ran tuples, only its line cannot be trusted."""
 
 
 def profile_entry(
@@ -209,6 +252,10 @@ def profile_entry(
     criteria = criteria or FitCriteria(min_samples=min_samples)
 
     def skip(reason: str, verdict: str, fitted: dict[str, float] | None = None) -> PairResult:
+        if criteria.estimate_weak and verdict in ESTIMABLE:
+            estimated = ratio_estimate(profile, machine_type, s, reason)
+            if estimated is not None:
+                return estimated
         return PairResult(entry=None, skipped=Skipped(profile, machine_type, s.n, reason, verdict, fitted))
 
     if s.n < min_samples and s.at_quota:

@@ -50,7 +50,8 @@ def coverage(profiles: set[str], machine_types: set[str], live: ProfileSet | Non
 
 @dataclass(frozen=True)
 class Completed:
-    profile_set: ProfileSet
+    profile_set: ProfileSet | None
+    """None when no pair is in either set (nothing to plan with)."""
     from_fallback: tuple[Pair, ...]
     uncovered: tuple[Pair, ...]
     """Pairs neither set has: the planner will refuse a plan that needs them."""
@@ -91,7 +92,8 @@ def complete(live: ProfileSet | None, fallback: ProfileSet | None, cov: Coverage
             "never_observed": [f"{p}@{t}" for p, t in cov.never_observed],
         },
     }
-    return Completed(ProfileSet(name=name, entries=entries, source=source), tuple(filled), tuple(uncovered))
+    profile_set = ProfileSet(name=name, entries=entries, source=source) if entries else None
+    return Completed(profile_set, tuple(filled), tuple(uncovered))
 
 
 def coverage_lines(cov: Coverage, done: Completed | None = None) -> list[str]:
@@ -109,18 +111,122 @@ def coverage_lines(cov: Coverage, done: Completed | None = None) -> list[str]:
     return lines
 
 
-def explore_placement(cov: Coverage, machines_by_type: dict[str, list[str]]) -> dict[str, list[Pair]]:
-    """Rounds of pairs to measure: each round puts every profile key on at most one machine type it lacks.
+Placement = dict[str, list[str]]
+"""Component -> machine of executor 0, 1, ... (task order), as ``hetsched.replan.placement_of_plan`` gives it."""
 
-    Round r holds, for every profile key, its r-th unobserved machine type (a key runs in one place
-    per round, so its component can be pinned there), and only types the cluster has.
+
+@dataclass(frozen=True)
+class ComponentShape:
+    """What an explore round may do with one component: its profile key, executors now and tasks (the most it may have)."""
+
+    profile: str
+    executors: int
+    tasks: int
+
+
+def explore_rounds(missing: tuple[Pair, ...] | list[Pair], shapes: dict[str, ComponentShape], start: Placement,
+                   machines_by_type: dict[str, list[str]]) -> list[Placement]:
+    """Placements that run every missing (profile key, machine type) pair, each round moving as little as it can.
+
+    A component lends ONE executor to each machine type its key lacks and keeps the rest where they
+    ran, so a slow machine gets a share of each stream, not all of it (it stays near, not far past,
+    its quota), and the component's other executors keep the topology flowing. A component that has
+    fewer executors than types to visit is raised towards its task count (a rebalance can, up to
+    it); where even that is short, the types are visited over several rounds. Components sharing a
+    key share its pairs: the first (by id) visits them. Types without a machine are not visited.
     """
     todo: dict[str, list[str]] = {}
-    for profile, machine_type in cov.missing:
+    for profile, machine_type in missing:
         if machines_by_type.get(machine_type):
             todo.setdefault(profile, []).append(machine_type)
-    rounds: dict[str, list[Pair]] = {}
-    depth = max((len(v) for v in todo.values()), default=0)
-    for r in range(depth):
-        rounds[f"round-{r + 1}"] = [(p, types[r]) for p, types in sorted(todo.items()) if r < len(types)]
+    visitor: dict[str, str] = {}
+    for component in sorted(shapes):
+        visitor.setdefault(shapes[component].profile, component)
+    plans: dict[str, list[list[str]]] = {}
+    for profile, types in todo.items():
+        component = visitor.get(profile)
+        if component is None:
+            continue
+        shape = shapes[component]
+        width = max(1, min(shape.tasks, max(shape.executors, len(types))))
+        plans[component] = [sorted(set(types))[i:i + width] for i in range(0, len(set(types)), width)]
+    rounds: list[Placement] = []
+    for r in range(max((len(chunks) for chunks in plans.values()), default=0)):
+        placement: Placement = {}
+        for component, machines in start.items():
+            chunks = plans.get(component, [])
+            visit = chunks[r] if r < len(chunks) else []
+            shape = shapes.get(component)
+            count = max(len(machines), len(visit)) if shape is None else max(len(machines), min(shape.tasks, len(visit)))
+            kept = [machines[i % len(machines)] for i in range(count)] if machines else []
+            placed = [machines_by_type[t][0] for t in visit] + kept[len(visit):]
+            placement[component] = placed[:count]
+        rounds.append(placement)
     return rounds
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the tuned placement stays: measured against the rate the topology ran at before the tune."""
+
+    keep: bool
+    ratio: float
+    """After over before (inf when before was 0)."""
+    reason: str
+
+
+def never_worse(before: float, after: float, noise: float) -> Verdict:
+    """Keep the new placement unless it measured more than ``noise`` (0.10: 10 %) under the starting one.
+
+    ``noise`` is the spread of one placement's rate from window to window on this cluster: a
+    shortfall inside it is not evidence the plan is worse.
+    """
+    if before <= 0:
+        return Verdict(after > 0, float("inf") if after > 0 else 1.0,
+                       "the starting placement carried no tuples" if after > 0 else "neither placement carried tuples")
+    ratio = after / before
+    if ratio >= 1.0 - noise:
+        return Verdict(True, ratio, f"measured {ratio:.2f}x the starting placement's rate (within the {noise:.0%} "
+                                    "noise or better)")
+    return Verdict(False, ratio, f"measured {ratio:.2f}x the starting placement's rate, more than the {noise:.0%} "
+                                 "noise under it")
+
+
+@dataclass(frozen=True)
+class WatchDecision:
+    """One look of ``hetsched tune --watch``: the drift and what was done about it, with why."""
+
+    action: str
+    """``calibrate``, ``steady``, ``drifting``, ``replan`` or ``hold`` (a re-place due but too soon after the last)."""
+    drift: float
+    """Measured over the calibrated prediction, less 1 (-0.3: 30 % under)."""
+    reason: str
+
+
+def watch_decision(measured: float, predicted: float, calibration: float | None, drifting_for: int, threshold: float,
+                   patience: int, since_last_replace_s: float, min_interval_s: float) -> WatchDecision:
+    """What the watch does with one window's rate against the placement's prediction.
+
+    The first window after a placement calibrates (its measured/predicted ratio): a model error that
+    stays the same does not call for re-placing; a change in the topology's costs moves the ratio.
+    A drift beyond ``threshold`` for ``patience`` windows in a row re-plans, unless the last
+    re-placement was less than ``min_interval_s`` ago.
+    """
+    if predicted <= 0:
+        return WatchDecision("steady", 0.0, "no prediction to compare with (the plan sustains no rate)")
+    if calibration is None:
+        return WatchDecision("calibrate", 0.0, f"first window after the placement: measured {measured:.2f} against "
+                                               f"predicted {predicted:.2f} tuples/s ({measured / predicted:.2f}x) is the "
+                                               "reference")
+    drift = measured / (predicted * calibration) - 1.0
+    if abs(drift) <= threshold:
+        return WatchDecision("steady", drift, f"drift {drift:+.0%} within {threshold:.0%}")
+    if drifting_for + 1 < patience:
+        return WatchDecision("drifting", drift, f"drift {drift:+.0%} beyond {threshold:.0%} for {drifting_for + 1} of "
+                                                f"{patience} windows")
+    if since_last_replace_s < min_interval_s:
+        return WatchDecision("hold", drift, f"drift {drift:+.0%} for {drifting_for + 1} windows, but the last "
+                                            f"re-placement was {since_last_replace_s:.0f} s ago (at least "
+                                            f"{min_interval_s:.0f} s between re-placements)")
+    return WatchDecision("replan", drift, f"drift {drift:+.0%} beyond {threshold:.0%} for {drifting_for + 1} windows: "
+                                          "profile again from the records since the placement and re-plan")

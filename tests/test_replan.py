@@ -102,9 +102,10 @@ _MACHINES = {"host-s": ("m-small-1", "small", 1), "host-m": ("m-medium-1", "medi
              "host-l": ("m-large-1", "large", 4)}
 
 
-def _scripted(monkeypatch, tmp_path, profiles: str, conf: dict | None = None):
+def _scripted(monkeypatch, tmp_path, profiles: str, conf: dict | None = None, executors_out: list | None = None):
     """Linear running with one executor per component (4 tasks each), all on the small machine; ``conf`` its
-    topology conf (default: as hetsched submit gives it)."""
+    topology conf (default: as hetsched submit gives it). ``executors_out`` receives the executors Nimbus reports,
+    so a test can move them as a rebalance would."""
     yamls = []
     for host, (machine, mtype, cores) in _MACHINES.items():
         path = tmp_path / f"{machine}.yaml"
@@ -118,6 +119,8 @@ def _scripted(monkeypatch, tmp_path, profiles: str, conf: dict | None = None):
     executors = [SimpleNamespace(component_id=c, executor_info=SimpleNamespace(task_start=t, task_end=t + 3),
                                  host="host-s", port=6700, uptime_secs=60)
                  for c, t in (("spout", 1), ("low", 5), ("mid", 9), ("high", 13))]
+    if executors_out is not None:
+        executors_out.append(executors)
 
     class FakeNimbus:
         def __enter__(self):

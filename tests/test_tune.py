@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from hetsched.cli import _register, app
 from planner.model import ProfileEntry, ProfileSet
-from spark_profiling.tune import complete, coverage, coverage_lines, explore_placement
+from spark_profiling.tune import ComponentShape, complete, coverage, coverage_lines, explore_rounds, never_worse, watch_decision
 
 _register()
 
@@ -73,23 +73,49 @@ def test_pairs_in_no_set_are_named():
     assert coverage_lines(cov, done)[-1].startswith("in no set: (high, large), (spout, large)")
 
 
-def test_explore_puts_each_profile_key_on_one_missing_type_per_round():
-    cov = coverage({"high", "spout", "low"}, {"small", "medium", "large"}, LIVE)
-    rounds = explore_placement(cov, {"small": ["small-1"], "medium": ["medium-1"], "large": []})
-    assert rounds == {
-        "round-1": [("high", "medium"), ("low", "medium"), ("spout", "medium")],
-        "round-2": [("low", "small")],
-    }
+def test_explore_lends_one_executor_to_each_missing_type_and_keeps_the_rest():
+    shapes = {"spout": ComponentShape("spout", 1, 4), "high": ComponentShape("high", 2, 4), "low": ComponentShape("low", 1, 1)}
+    start = {"spout": ["l-1"], "high": ["l-1", "l-1"], "low": ["l-1"]}
+    missing = [("spout", "small"), ("spout", "medium"), ("high", "small"), ("low", "small"), ("low", "medium")]
+    rounds = explore_rounds(missing, shapes, start, {"small": ["s-1"], "medium": ["m-1"], "large": ["l-1"]})
+    # spout: raised to two executors (it has four tasks), one on each type it lacks; high: one lent to small, one kept;
+    # low has one task: two rounds, one type each
+    assert rounds == [
+        {"spout": ["m-1", "s-1"], "high": ["s-1", "l-1"], "low": ["m-1"]},
+        {"spout": ["l-1"], "high": ["l-1", "l-1"], "low": ["s-1"]},
+    ]
 
 
-def test_explore_set_makes_the_wanted_type_cheap():
-    from hetsched.tune_cmd import _explore_set
+def test_explore_skips_types_without_a_machine_and_needs_no_round_when_nothing_is_missing():
+    shapes = {"spout": ComponentShape("spout", 1, 1)}
+    assert explore_rounds([("spout", "gpu")], shapes, {"spout": ["l-1"]}, {"gpu": [], "large": ["l-1"]}) == []
+    assert explore_rounds([], shapes, {"spout": ["l-1"]}, {"large": ["l-1"]}) == []
 
-    cov = coverage({"high", "spout"}, {"small", "large"}, LIVE)
-    bias = _explore_set([("spout", "large")], cov, {"small": ["small-1"], "large": ["large-1"]}, "x")
-    costs = {(e.profile, e.machine_type): e.e for e in bias.entries}
-    assert costs[("spout", "large")] < costs[("spout", "small")]
-    assert costs[("high", "small")] == costs[("high", "large")]
+
+@pytest.mark.parametrize("before, after, keep", [(40.0, 37.0, True), (40.0, 35.0, False), (40.0, 90.0, True),
+                                                 (0.0, 5.0, True), (0.0, 0.0, False)])
+def test_never_worse_keeps_a_plan_only_within_the_noise_of_the_start(before, after, keep):
+    verdict = never_worse(before, after, 0.10)
+    assert verdict.keep is keep
+    assert verdict.reason
+
+
+def test_watch_calibrates_then_waits_for_a_lasting_drift_and_a_quiet_period():
+    first = watch_decision(24.0, 30.0, None, 0, 0.25, 2, 1e9, 600)
+    assert first.action == "calibrate"
+    cal = 24.0 / 30.0
+    assert watch_decision(23.0, 30.0, cal, 0, 0.25, 2, 1e9, 600).action == "steady"
+    assert watch_decision(12.0, 30.0, cal, 0, 0.25, 2, 1e9, 600).action == "drifting"
+    assert watch_decision(12.0, 30.0, cal, 1, 0.25, 2, 100, 600).action == "hold"
+    decision = watch_decision(12.0, 30.0, cal, 1, 0.25, 2, 700, 600)
+    assert decision.action == "replan" and decision.drift == pytest.approx(-0.5)
+
+
+def test_complete_with_nothing_to_plan_gives_no_set_and_names_every_pair():
+    cov = coverage({"high"}, {"small", "large"}, None)
+    done = complete(None, ProfileSet(name="other", entries=[entry("spout", "small")]), cov, "x")
+    assert done.profile_set is None
+    assert done.uncovered == (("high", "large"), ("high", "small"))
 
 
 def test_tune_without_a_cluster_says_so(tmp_path, monkeypatch):
@@ -108,21 +134,41 @@ def test_tune_without_a_cluster_says_so(tmp_path, monkeypatch):
 LINEAR_PROFILES = {"spout": "spout", "low": "lowCompute", "mid": "midCompute", "high": "highCompute"}
 
 
-class Tuned:
-    """What tune did to the scripted cluster: each drained re-placement's wanted placement and conf overrides."""
+HOST_OF = {"m-small-1": "host-s", "m-medium-1": "host-m", "m-large-1": "host-l"}
 
-    def __init__(self, monkeypatch):
+
+class Tuned:
+    """What tune did to the scripted cluster: each drained re-placement's wanted placement and conf overrides.
+
+    A re-placement moves the scripted executors (as Storm's rebalance would), so the tune sees its own placement;
+    ``measured`` gives the rates measured one after the other."""
+
+    def __init__(self, monkeypatch, executors: list, measured: list[float]):
+        from types import SimpleNamespace
+
+        import hetsched.tuning as tuning
+        from bench.measure import Throughputs
         from observe.replacement import ReplacementResult, SpoutTally
 
-        import hetsched.tune_cmd as tune_cmd
-        from bench.measure import Throughputs
-
         self.replaced: list[dict] = []
+        self.idle: list[str] = []
+        rates = iter(measured)
 
         def replaced(nimbus, name, wanted, machine_of_host, **kwargs):
             self.replaced.append({"name": name, "wanted": wanted, **kwargs})
+            task = 1
+            executors[:] = []
+            for component in ("spout", "low", "mid", "high"):
+                machines = wanted[component]
+                width = 4 // len(machines)
+                for machine in machines:
+                    executors.append(SimpleNamespace(component_id=component, executor_info=SimpleNamespace(
+                        task_start=task, task_end=task + width - 1), host=HOST_OF[machine], port=6700, uptime_secs=1))
+                    task += width
             return ReplacementResult(name, {"high": 1}, {c: len(m) for c, m in wanted.items()}, SpoutTally(10, 9, 0),
                                      SpoutTally(10, 10, 0), True, 2.0, 9.0, True, "hetsched: placed by planner")
+
+        outer = self
 
         class NoNimbus:
             def __enter__(self):
@@ -131,19 +177,30 @@ class Tuned:
             def __exit__(self, *exc):
                 return None
 
-        monkeypatch.setattr(tune_cmd, "replace_drained", replaced)
-        monkeypatch.setattr(tune_cmd, "connect", lambda address: NoNimbus())
-        monkeypatch.setattr(tune_cmd, "_measure", lambda address, topology, window: Throughputs(5.0, 5.0, 5.0, 15.0, 20.0))
-        monkeypatch.setattr(tune_cmd, "_spout_tally", lambda address, topology: SpoutTally(50, 50, 0))
-        monkeypatch.setattr(tune_cmd.time, "sleep", lambda seconds: None)
+            def deactivate(self, name):
+                outer.idle.append(name)
+
+            def activate(self, name):
+                pass
+
+        def measure(tuner, label):
+            rate = next(rates)
+            return Throughputs(rate, rate, rate, 3 * rate, 4 * rate)
+
+        monkeypatch.setattr(tuning, "replace_drained", replaced)
+        monkeypatch.setattr(tuning, "connect", lambda address: NoNimbus())
+        monkeypatch.setattr(tuning.Tuner, "measure", measure)
+        monkeypatch.setattr(tuning.Tuner, "tally", lambda tuner: SpoutTally(50, 50, 0))
+        monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
 
 
-def _tune(monkeypatch, tmp_path, planner_service, conf, *args):
+def _tune(monkeypatch, tmp_path, planner_service, conf, *args, measured=(5.0, 9.0, 5.0, 5.0)):
     from tests.test_replan import _profiles, _scripted
 
     fallback = _profiles(planner_service)
-    yamls = _scripted(monkeypatch, tmp_path, fallback, conf)
-    tuned = Tuned(monkeypatch)
+    executors: list = []
+    yamls = _scripted(monkeypatch, tmp_path, fallback, conf, executors)
+    tuned = Tuned(monkeypatch, executors[0], list(measured))
     result = CliRunner().invoke(app, ["tune", "linear", "--store", str(tmp_path), "--fallback", fallback, "--window", "20",
                                       "--planner", planner_service.url, *yamls, *args])
     return result, tuned
@@ -152,7 +209,7 @@ def _tune(monkeypatch, tmp_path, planner_service, conf, *args):
 def test_a_topology_storm_placed_is_re_placed_drained_by_the_bound_plan_and_given_the_tuned_set(
         monkeypatch, tmp_path, planner_service):
     conf = {"hetsched.topology": "linear", "hetsched.component.profiles": LINEAR_PROFILES}
-    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--put", "linear-tuned-a")
+    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--put", "linear-tuned-a", "--no-explore")
     assert result.exit_code == 0, result.output
     assert len(tuned.replaced) == 1
     done = tuned.replaced[0]
@@ -163,39 +220,100 @@ def test_a_topology_storm_placed_is_re_placed_drained_by_the_bound_plan_and_give
         bound = client.binding("linear")
         plan = client.get_plan(bound["plan_id"])
     assert {c: len(m) for c, m in done["wanted"].items()} == plan.instances
-    assert "after (measured)" in result.output and "before (predicted, the placement it ran)" in result.output
-    assert "drained re-placement" in result.output and "kill" not in result.output
+    assert "after (measured, the plan)" in result.output and "before (predicted)" in result.output
+    assert "planned: measured" in result.output and "kill" not in result.output
+    assert tuned.idle == ["linear"]  # one idle probe, on the starting placement
 
 
-def test_a_topology_that_names_a_profile_set_keeps_its_conf(monkeypatch, tmp_path, planner_service):
-    conf = {"hetsched.profiles": "default-cluster", "hetsched.component.profiles": LINEAR_PROFILES}
-    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf)
+def test_a_plan_that_measures_worse_is_undone_drained_and_said(monkeypatch, tmp_path, planner_service):
+    conf = {"hetsched.topology": "linear", "hetsched.component.profiles": LINEAR_PROFILES}
+    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--no-explore", measured=(10.0, 6.0, 10.0))
     assert result.exit_code == 0, result.output
-    assert [r["conf_overrides"] for r in tuned.replaced] == [{}]
+    assert len(tuned.replaced) == 2
+    back = tuned.replaced[-1]["wanted"]
+    assert back == {c: ["m-small-1"] for c in ("spout", "low", "mid", "high")}
+    assert "back to the starting placement: the plan measured 0.60x" in result.output
+    with planner_service.client() as client:
+        bound = client.get_plan(client.binding("linear")["plan_id"])
+    assert bound.strategy == "repair" and bound.instances == {"spout": 1, "low": 1, "mid": 1, "high": 1}
+
+
+def test_a_topology_that_names_a_profile_set_is_given_the_tuned_one(monkeypatch, tmp_path, planner_service):
+    conf = {"hetsched.profiles": "default-cluster", "hetsched.component.profiles": LINEAR_PROFILES}
+    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--no-explore")
+    assert result.exit_code == 0, result.output
+    assert [r["conf_overrides"] for r in tuned.replaced] == [{"hetsched.profiles": "linear-tuned"}]
 
 
 def test_a_dry_run_binds_nothing_and_re_places_nothing(monkeypatch, tmp_path, planner_service):
     conf = {"hetsched.component.profiles": LINEAR_PROFILES}
     with planner_service.client() as client:
         bound_before = client.binding("linear")
-    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--dry-run", "--explore")
+    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--dry-run")
     assert result.exit_code == 0, result.output
-    assert tuned.replaced == [] and "--dry-run: the plan is not applied" in result.output
+    assert tuned.replaced == [] and tuned.idle == [] and "--dry-run: the plan is not applied" in result.output
     with planner_service.client() as client:
         assert client.binding("linear") == bound_before
 
 
-def test_explore_re_places_drained_once_per_round_with_each_key_on_the_type_it_lacks(monkeypatch, tmp_path, planner_service):
+def test_explore_lends_executors_then_plans(monkeypatch, tmp_path, planner_service):
     conf = {"hetsched.component.profiles": LINEAR_PROFILES}
-    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--explore", "--explore-seconds", "20")
+    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--explore-seconds", "20")
     assert result.exit_code == 0, result.output
-    # no pair observed: three rounds (one per machine type) and the tuned plan
-    assert len(tuned.replaced) == 4
+    # no record in the store: every pair is missing; one round lends each component one executor on each type
     first = tuned.replaced[0]
-    assert {m for machines in first["wanted"].values() for m in machines} == {"m-large-1"}
-    assert {c: len(m) for c, m in first["wanted"].items()} == {"spout": 1, "low": 1, "mid": 1, "high": 1}
-    assert first["conf_overrides"] == {"hetsched.profiles": "linear-explore"}
-    assert tuned.replaced[-1]["conf_overrides"] == {"hetsched.profiles": "linear-tuned"}
+    assert {c: sorted(m) for c, m in first["wanted"].items()} == {
+        c: ["m-large-1", "m-medium-1", "m-small-1"] for c in ("spout", "low", "mid", "high")}
+    assert first["conf_overrides"] == {"hetsched.profiles": "linear-tuned"}
+    assert tuned.replaced[-1]["conf_overrides"] == {}  # the set name was given once
+    assert tuned.idle == ["linear", "linear"]  # the start and the explore round
+    assert "explore round 1 of 1" in result.output
+
+
+def test_a_tune_that_cannot_plan_puts_the_topology_back(monkeypatch, tmp_path, planner_service):
+    # no fallback, no records: after exploring, no pair is covered, so no plan; the topology goes back drained
+    from tests.test_replan import _scripted
+
+    executors: list = []
+    yamls = _scripted(monkeypatch, tmp_path, "default-cluster", {"hetsched.component.profiles": LINEAR_PROFILES}, executors)
+    tuned = Tuned(monkeypatch, executors[0], [5.0, 5.0])
+    result = CliRunner().invoke(app, ["tune", "linear", "--store", str(tmp_path), "--window", "20", "--explore-seconds", "20",
+                                      "--planner", planner_service.url, *yamls])
+    assert result.exit_code == 1
+    assert "no plan: in no set" in result.output and "back on its starting placement" in result.output
+    assert tuned.replaced[-1]["wanted"] == {c: ["m-small-1"] for c in ("spout", "low", "mid", "high")}
+    assert "Traceback" not in result.output
+
+
+def test_someone_elses_rebalance_stops_the_tune_and_leaves_the_topology_alone(monkeypatch, tmp_path, planner_service):
+    import hetsched.tuning as tuning
+
+    conf = {"hetsched.component.profiles": LINEAR_PROFILES}
+    real_measure_calls = []
+
+    def moved_by_someone(tuner, label):
+        real_measure_calls.append(label)
+        raise tuning.Interference(f"{tuner.name} was re-placed by someone else during the tune",
+                                  "the tune stopped and left it as it is")
+
+    from tests.test_replan import _profiles, _scripted
+
+    fallback = _profiles(planner_service)
+    executors: list = []
+    yamls = _scripted(monkeypatch, tmp_path, fallback, conf, executors)
+    tuned = Tuned(monkeypatch, executors[0], [5.0])
+    monkeypatch.setattr(tuning.Tuner, "measure", moved_by_someone)
+    result = CliRunner().invoke(app, ["tune", "linear", "--store", str(tmp_path), "--planner", planner_service.url, *yamls])
+    assert result.exit_code == 1
+    assert "re-placed by someone else" in result.output and tuned.replaced == []
+
+
+def test_a_topology_whose_spouts_emit_nothing_is_not_tuned(monkeypatch, tmp_path, planner_service):
+    conf = {"hetsched.component.profiles": LINEAR_PROFILES}
+    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, measured=(0.0,))
+    assert result.exit_code == 1
+    assert "emitted no tuple" in result.output and "nothing was changed" in result.output
+    assert tuned.replaced == [] and tuned.idle == []
 
 
 def test_tune_names_an_unknown_topology(monkeypatch, tmp_path, planner_service):

@@ -1,0 +1,530 @@
+"""The ``hetsched tune`` workflow: measure a running topology, profile it from its own worker records, plan, re-place
+it drained, measure again, and never leave it worse than it started.
+
+The decisions are pure functions in :mod:`spark_profiling.tune` (which pairs to explore where, whether the new
+placement stays, what the watch does); this module is the I/O around them: Nimbus (counts, deactivate, rebalance),
+the planning service (profile sets, plans, bindings) and the Spark aggregation of the records store. The command
+(:mod:`hetsched.tune_cmd`) only parses options and prints.
+
+The loop, from cold (no profile set):
+
+1. measure the starting placement for a window, then deactivate it for a few seconds (the *idle probe*): every
+   executor's CPU at rate 0, so each (profile key, machine type) pair's line has two ends, even on a machine that
+   ran at its quota;
+2. explore: each round lends one executor of every component to each machine type its key was never measured on
+   (:func:`spark_profiling.tune.explore_rounds`), runs it, probes idle;
+3. aggregate every record since the start (intervals at quota kept, weak lines replaced by estimates from their
+   operating point, each named), fill the rest from ``--fallback``;
+4. plan, apply if the predicted gain is worth it, measure; if the new placement measures more than the noise
+   under the starting one, or anything fails after the topology was moved, put it back where it started, drained.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bench.measure import Throughputs
+from hetsched.replan import (
+    ReplanError,
+    RunningPlacement,
+    current_evaluation_request,
+    gain,
+    placement_of_plan,
+    plan_within_tasks,
+    planner_cluster,
+    replacement_line,
+    with_counts,
+)
+from observe.nimbus import NimbusError, connect
+from observe.replacement import ReplacementResult, SpoutTally, replace_drained
+from planner.client import PlannerClient, PlannerClientError
+from planner.model import Plan, ProfileEntry, ProfileRef, ProfileSet, Topology
+from planner.profiles import machine_base_load
+from spark_profiling.errors import NoPairError, ProfilingError
+from spark_profiling.fit import FitCriteria
+from spark_profiling.tune import (
+    ComponentShape,
+    Coverage,
+    Placement,
+    complete,
+    coverage,
+    coverage_lines,
+    explore_rounds,
+    never_worse,
+    watch_decision,
+)
+from topologies import conf as keys
+
+T = TypeVar("T")
+
+PLACEMENT_KIND = "hetsched.tune.placement"
+"""``source.kind`` of a set version stored only so that the plugin can place an explore round: its unmeasured pairs
+carry stand-in costs, so ``hetsched placement`` shows no prediction from it."""
+
+
+class TuneError(Exception):
+    """A tune that cannot go on; one sentence. ``left`` says where the topology was left."""
+
+    def __init__(self, message: str, left: str = "") -> None:
+        super().__init__(message + (f"; {left}" if left else ""))
+
+
+class Interference(TuneError):
+    """Someone else killed or re-placed the topology during the tune: it is left alone."""
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    store: Path
+    set_name: str
+    window_s: float = 60.0
+    warmup_s: float = 45.0
+    idle_s: float = 20.0
+    explore: bool = True
+    explore_s: float = 60.0
+    min_samples: int = 5
+    fallback: str | None = None
+    strategy: str | None = None
+    min_gain: float = 0.05
+    noise: float = 0.10
+    max_drain_s: float | None = None
+    dry_run: bool = False
+    master: str | None = None
+    outage_s: float = 90.0
+    """How long a planner or Nimbus that does not answer is waited for before the tune gives up."""
+
+
+@dataclass
+class TuneReport:
+    """What one tune did, for the summary table and ``--json``."""
+
+    topology: str
+    started: float = field(default_factory=time.time)
+    before: Throughputs | None = None
+    after: Throughputs | None = None
+    back: Throughputs | None = None
+    predicted_start: float | None = None
+    plan: Plan | None = None
+    capped: dict[str, int] = field(default_factory=dict)
+    coverage: Coverage | None = None
+    estimated: dict[str, Any] = field(default_factory=dict)
+    from_fallback: list[str] = field(default_factory=list)
+    explore_rounds: list[dict[str, list[str]]] = field(default_factory=list)
+    outcome: str = ""
+    returned: bool = False
+    failed_tuples: int = 0
+    minutes_to_plan: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        cov = self.coverage
+        return {
+            "topology": self.topology, "outcome": self.outcome, "returned_to_start": self.returned,
+            "minutes_to_plan": self.minutes_to_plan, "minutes": round((time.time() - self.started) / 60, 2),
+            "before": self.before.as_dict() if self.before else None,
+            "after": self.after.as_dict() if self.after else None,
+            "back": self.back.as_dict() if self.back else None,
+            "predicted_start": self.predicted_start,
+            "plan": {"id": self.plan.id, "input_rate": self.plan.input_rate, "instances": self.plan.instances,
+                     "strategy": self.plan.strategy} if self.plan else None,
+            "pairs": {"needed": len(cov.needed), "live": [f"{p}@{t}" for p, t in cov.live],
+                      "estimated": self.estimated, "from_fallback": self.from_fallback,
+                      "never_observed": [f"{p}@{t}" for p, t in cov.never_observed]} if cov else None,
+            "explore_rounds": self.explore_rounds, "failed_tuples": self.failed_tuples,
+        }
+
+
+def rate_of(t: Throughputs) -> float:
+    """The figure a tune is judged by: tuples/s at the sinks (what the operator gets), else the input rate."""
+    return t.sink_throughput if t.sink_throughput > 0 else t.input_rate
+
+
+class Tuner:
+    """One tune of one running topology; ``say`` prints a progress line (with the minutes since the start)."""
+
+    def __init__(self, state: Any, planner: PlannerClient, settings: TuneSettings, say: Callable[[str], None],
+                 read_state: Callable[[], Any]) -> None:
+        self.state = state
+        self.name: str = state.name
+        self.planner = planner
+        self.settings = settings
+        self.say = say
+        self.read_state = read_state
+        self.graph: Topology = state.planner_topology()
+        self.start: Placement = dict(state.now.machines)
+        self.placed: Placement = dict(self.start)
+        self.moved = False
+        self.conf_profiles: str | None = state.conf.get(keys.PROFILES)
+        self.report = TuneReport(self.name)
+        self.machines_by_type: dict[str, list[str]] = {}
+        for row in state.rows:
+            if row.machine_id and row.machine_type:
+                self.machines_by_type.setdefault(row.machine_type, []).append(row.machine_id)
+
+    # ---- the workflow -------------------------------------------------------------------------------------------
+
+    def run(self) -> TuneReport:
+        s = self.settings
+        r = self.report
+        r.before = self.measure("the starting placement")
+        self.check_flowing(r.before)
+        self.idle_probe()
+        live, left_out = self.profile()
+        needed = {c.profile for c in self.graph.components}
+        cov = coverage(needed, set(self.machines_by_type), live, left_out)
+        try:
+            if s.explore and cov.missing and not s.dry_run:
+                shapes = {c: ComponentShape(self._profile_of(c), len(ms), self.state.now.tasks.get(c, len(ms)))
+                          for c, ms in self.start.items()}
+                rounds = explore_rounds(cov.missing, shapes, self.start, self.machines_by_type)
+                for i, placement in enumerate(rounds, 1):
+                    visits = sorted({(self._profile_of(c), t) for c, ms in placement.items() for m in ms
+                                     for t, held in self.machines_by_type.items() if m in held} & set(cov.missing))
+                    self.say(f"explore round {i} of {len(rounds)}: measuring " + ", ".join(f"({p}, {t})" for p, t in visits))
+                    r.explore_rounds.append(placement)
+                    self.place(placement, self._placement_set(live, cov), f"hetsched tune: explore round {i} of {len(rounds)}")
+                    self.wait(s.explore_s, f"explore round {i}: running")
+                    self.idle_probe()
+                live, left_out = self.profile()
+                cov = coverage(needed, set(self.machines_by_type), live, left_out)
+            r.coverage = cov
+            fallback_set = self.patient(lambda: self.planner.get_profile_set(s.fallback), "the fallback set") if s.fallback else None
+            done = complete(live, fallback_set, cov, s.set_name)
+            r.estimated = dict((live.source.get("estimated_pairs") or {}) if live else {})
+            r.from_fallback = [f"{p}@{t}" for p, t in done.from_fallback]
+            for line in coverage_lines(cov, done):
+                self.say(line)
+            for pair, est in r.estimated.items():
+                self.say(f"estimated {pair}: e {float(est['e']):.3g} s/tuple from its mean operating point "
+                         f"({est['rate']} tuples/s, {est['cpu_percent']} % of the machine); {est['why']}")
+            if done.uncovered or done.profile_set is None:
+                raise TuneError("no plan: " + coverage_lines(cov, done)[-1])
+            stored = self.patient(lambda: self.planner.put_profile_set(done.profile_set), "storing the profile set")
+            self.say(f"profile set {stored.name} version {stored.version} stored")
+            profile_set = done.profile_set
+            cluster = planner_cluster(self.state.rows, machine_base_load(profile_set))
+            start_running = RunningPlacement(self.start, self.state.now.tasks)
+            current = self.patient(lambda: self.planner.evaluate(
+                current_evaluation_request(self.graph, cluster, s.set_name, start_running)), "evaluating the start")
+            plan, capped = self.patient(lambda: plan_within_tasks(self.planner.plan, self.graph, cluster, s.set_name,
+                                                                  self.state.now.tasks, s.strategy), "planning")
+            r.predicted_start, r.plan, r.capped = current.input_rate, plan, capped
+            r.minutes_to_plan = round((time.time() - r.started) / 60, 2)
+            predicted_gain = gain(current.input_rate, plan.input_rate)
+            self.say(f"plan {plan.id} ({plan.strategy}): " + ", ".join(f"{c} x{n}" for c, n in plan.instances.items())
+                     + f"; predicted input rate {current.input_rate:.2f} -> {plan.input_rate:.2f} tuples/s "
+                     f"({predicted_gain:+.1%}), {r.minutes_to_plan:.1f} min after the start")
+            if s.dry_run:
+                r.outcome = "--dry-run: the plan is not applied"
+                return r
+            if predicted_gain < s.min_gain:
+                r.outcome = f"not applied: predicted gain {predicted_gain:+.1%} is below --min-gain {s.min_gain:.0%}"
+                self.back_to_start(r.outcome)
+                return r
+            self.place(placement_of_plan(plan), None, f"hetsched tune: predicted {current.input_rate:.2f} -> "
+                                                      f"{plan.input_rate:.2f} tuples/s ({predicted_gain:+.1%})", plan=plan)
+            self.wait(s.warmup_s, "warming up on the plan")
+            r.after = self.measure("the plan")
+            verdict = never_worse(rate_of(r.before), rate_of(r.after), s.noise)
+            if verdict.keep:
+                r.outcome = f"planned: {verdict.reason}"
+                self.say(r.outcome)
+            else:
+                r.outcome = f"back to the starting placement: the plan {verdict.reason}"
+                self.back_to_start(r.outcome)
+            return r
+        except BaseException as exc:
+            if isinstance(exc, Interference):
+                raise
+            if self.moved:
+                why = str(exc) or type(exc).__name__
+                try:
+                    self.back_to_start(f"the tune stopped ({why})")
+                except Exception as back_exc:  # noqa: BLE001 - say both faults in one sentence
+                    raise TuneError(str(exc), f"putting {self.name} back where it started failed too: {back_exc}") from None
+                if isinstance(exc, TuneError):
+                    raise TuneError(str(exc), f"{self.name} is back on its starting placement") from None
+            raise
+
+    def replan_since(self, since: float) -> Plan | None:
+        """For the watch: profile the records since ``since``, keep the current set's entries for pairs not seen since,
+        store the new version, plan, and re-place if the predicted gain over the running placement is worth it."""
+        s = self.settings
+        live, left_out = self.profile(since)
+        if live is None:
+            self.say("watch: no usable records since the placement; nothing re-planned")
+            return None
+        current_set = self.patient(lambda: self.planner.get_profile_set(s.set_name), "reading the profile set")
+        cov = coverage({c.profile for c in self.graph.components}, set(self.machines_by_type), live, left_out)
+        done = complete(live, current_set, cov, s.set_name)
+        if done.uncovered or done.profile_set is None:
+            self.say("watch: " + coverage_lines(cov, done)[-1])
+            return None
+        new_set = done.profile_set
+        stored = self.patient(lambda: self.planner.put_profile_set(new_set), "storing the profile set")
+        self.say(f"watch: profile set {stored.name} version {stored.version} stored")
+        self.check_ours()
+        cluster = planner_cluster(self.state.rows, machine_base_load(new_set))
+        current = self.patient(lambda: self.planner.evaluate(
+            current_evaluation_request(self.graph, cluster, s.set_name, self.state.now)), "evaluating the placement")
+        plan, _ = self.patient(lambda: plan_within_tasks(self.planner.plan, self.graph, cluster, s.set_name,
+                                                         self.state.now.tasks, s.strategy), "planning")
+        predicted_gain = gain(current.input_rate, plan.input_rate)
+        if predicted_gain < s.min_gain:
+            self.say(f"watch: the new plan {plan.id} predicts {predicted_gain:+.1%} over the running placement (under "
+                     f"--min-gain {s.min_gain:.0%}): not re-placed")
+            return None
+        self.place(placement_of_plan(plan), None, f"hetsched tune --watch: predicted {current.input_rate:.2f} -> "
+                                                  f"{plan.input_rate:.2f} tuples/s ({predicted_gain:+.1%})", plan=plan)
+        self.wait(s.warmup_s, "warming up on the new plan")
+        return plan
+
+    def check_flowing(self, t: Throughputs) -> None:
+        """A topology that carries nothing, or fails every tree, has nothing to tune: say which, touch nothing."""
+        tally = self.tally()
+        if t.spout_emit_rate <= 0:
+            raise TuneError(f"{self.name}'s spouts emitted no tuple in {self.settings.window_s:g} s, so there is no rate "
+                            "to profile; start its source and tune again", "nothing was changed")
+        if tally is not None and tally.failed > 0 and tally.acked == 0:
+            raise TuneError(f"every tuple tree of {self.name} failed ({tally.failed} failed, none acked), so its rates "
+                            "say nothing of its costs; fix the failing component and tune again", "nothing was changed")
+
+    # ---- steps --------------------------------------------------------------------------------------------------
+
+    def measure(self, label: str) -> Throughputs:
+        from bench.measure import measured_throughputs
+        from topologies.measure import window_rates
+
+        self.check_ours()
+        self.say(f"measuring {label} for {self.settings.window_s:g} s")
+        with connect(self.state.address) as client:
+            t = measured_throughputs(window_rates(client, self.name, None, self.settings.window_s))
+        self.say(f"{label}: input rate {t.input_rate:.2f}, sink {t.sink_throughput:.2f} tuples/s")
+        return t
+
+    def idle_probe(self) -> None:
+        """Deactivate for ``idle_s``: every executor's CPU at rate 0, the other end of its pair's line."""
+        if self.settings.idle_s <= 0 or self.settings.dry_run:
+            return
+        self.check_ours()
+        self.say(f"idle probe: {self.name} inactive for {self.settings.idle_s:g} s (each executor's CPU at rate 0)")
+        with connect(self.state.address) as client:
+            client.deactivate(self.name)
+            try:
+                time.sleep(self.settings.idle_s)
+            finally:
+                client.activate(self.name)
+
+    def profile(self, since: float | None = None) -> tuple[ProfileSet | None, dict]:
+        """Every record of the topology since ``since`` (default: the tune's start), aggregated: at-quota intervals
+        fitted, weak lines estimated."""
+        from spark_profiling.aggregate import run as aggregate_run
+        from spark_profiling.inputs import store_topology_folders
+
+        store = self.settings.store
+        out = (store.parent if store.name == "records" else store) / f"{self.name}-live.json"
+        since = since if since is not None else self.report.started
+        try:
+            inputs = store_topology_folders(store, self.name, since)
+        except ProfilingError as exc:
+            self.say(f"no records: {exc}")
+            return None, {}
+        criteria = FitCriteria(min_samples=self.settings.min_samples, keep_at_quota=True, estimate_weak=True)
+        self.say("aggregating the records with Spark")
+        try:
+            return aggregate_run(inputs, out, f"{self.name}-live", self.settings.min_samples, master=self.settings.master,
+                                 since=since, criteria=criteria), {}
+        except NoPairError as exc:
+            self.say(f"no live profile yet: {exc}")
+            return None, dict(exc.left_out)
+        except ProfilingError as exc:
+            self.say(f"no live profile yet: {exc}")
+            return None, {}
+
+    def place(self, placement: Placement, profile_set: ProfileSet | None, reason: str, plan: Plan | None = None) -> ReplacementResult:
+        """Store ``placement`` as a plan (unless one is given), bind it, and re-place the topology onto it, drained."""
+        s = self.settings
+        self.check_ours()
+        if plan is None:
+            plan = self._placement_plan(placement, profile_set)
+        bound = plan
+        self.patient(lambda: self.planner.bind(self.name, bound.id, reason), "binding the plan")
+        overrides = {} if self.conf_profiles == s.set_name else {keys.PROFILES: s.set_name}
+        with connect(self.state.address) as client:
+            result = replace_drained(client, self.name, placement, self.state.machine_of_host, max_drain_s=s.max_drain_s,
+                                     conf_overrides=overrides, on_step=lambda step: self.say(f"{self.name}: {step}"))
+        self.moved = True
+        if overrides:
+            self.conf_profiles = s.set_name
+        self.placed = {c: list(ms) for c, ms in placement.items()}
+        self.report.failed_tuples += result.failed_during_drain
+        self.say(replacement_line(result))
+        if not result.matches_plan:
+            raise TuneError(f"the scheduler did not place {self.name} as asked ({result.scheduler_status})")
+        return result
+
+    def back_to_start(self, why: str) -> None:
+        """Put the topology back where it started (drained), if it was moved, and measure it there."""
+        r = self.report
+        if not self.moved or self._same(self.placed, self.start):
+            self.say(f"{why}; {self.name} stays on its starting placement")
+            return
+        self.say(f"{why}: putting {self.name} back on its starting placement")
+        live = self.planner.get_profile_set(self.settings.set_name) if self._set_exists() else None
+        self.place(self.start, live, f"hetsched tune: back to the starting placement ({why})")
+        r.returned = True
+        self.wait(self.settings.warmup_s, "warming up on the starting placement")
+        r.back = self.measure("the starting placement again")
+
+    def wait(self, seconds: float, label: str) -> None:
+        if seconds > 0:
+            self.say(f"{label} for {seconds:g} s")
+            time.sleep(seconds)
+
+    def tally(self) -> SpoutTally | None:
+        with connect(self.state.address) as client:
+            running = client.find(self.name)
+            return SpoutTally.of(client.counts(running.id)) if running is not None else None
+
+    def check_ours(self) -> None:
+        """Stop, touching nothing, when the topology is gone or placed otherwise than the tune left it."""
+        try:
+            state = self.read_state()
+        except (ReplanError, NimbusError) as exc:
+            raise Interference(f"{self.name} could not be read from Nimbus ({exc})", "the tune stopped and left it alone") from None
+        except Exception as exc:  # noqa: BLE001 - a topology killed mid-tune surfaces as the reader's own error
+            raise Interference(f"{self.name} is no longer running ({exc})", "the tune stopped") from None
+        if not self._same(state.now.machines, self.placed):
+            raise Interference(f"{self.name} was re-placed by someone else during the tune (now "
+                               f"{_placement_text(state.now.machines)}, the tune left it {_placement_text(self.placed)})",
+                               "the tune stopped and left it as it is")
+        self.state = state
+
+    def patient(self, call: Callable[[], T], what: str) -> T:
+        """``call``, asked again while the planner does not answer, for up to ``outage_s``."""
+        deadline = time.monotonic() + self.settings.outage_s
+        while True:
+            try:
+                return call()
+            except PlannerClientError as exc:
+                if exc.status is not None and exc.status < 500 or time.monotonic() > deadline:
+                    raise TuneError(f"{what}: {exc}") from None
+                self.say(f"{what}: the planner does not answer ({exc}); asking again in 10 s")
+                time.sleep(10.0)
+
+    # ---- helpers ------------------------------------------------------------------------------------------------
+
+    def _profile_of(self, component: str) -> str:
+        return next((c.profile for c in self.graph.components if c.id == component), component)
+
+    def _set_exists(self) -> bool:
+        try:
+            self.planner.get_profile_set(self.settings.set_name)
+            return True
+        except PlannerClientError:
+            return False
+
+    @staticmethod
+    def _same(a: Mapping[str, list[str]], b: Mapping[str, list[str]]) -> bool:
+        return {c: sorted(ms) for c, ms in a.items()} == {c: sorted(ms) for c, ms in b.items()}
+
+    def _placement_set(self, live: ProfileSet | None, cov: Coverage) -> ProfileSet:
+        """Live entries where measured, stand-ins (the key's dearest measured cost, else 1 ms) for the rest."""
+        have = {(e.profile, e.machine_type): e for e in (live.entries if live else [])}
+        entries = list(have.values())
+        for profile, machine_type in cov.needed:
+            if (profile, machine_type) not in have:
+                known = [e for (p, _), e in have.items() if p == profile]
+                entries.append(ProfileEntry(profile=profile, machine_type=machine_type, met=0.0,
+                                            e=max((e.e for e in known), default=0.001),
+                                            alpha=known[0].alpha if known else 1.0))
+        return ProfileSet(name=self.settings.set_name, entries=entries,
+                          source={"kind": PLACEMENT_KIND, "note": "stand-in costs for pairs not yet measured: "
+                                  "stored only so the plugin can place an explore round; not a prediction"})
+
+    def _placement_plan(self, placement: Placement, profile_set: ProfileSet | None) -> Plan:
+        """A stored plan that places every instance as ``placement`` says (a repair that keeps them all)."""
+        from planner.repair import KeptInstance, RepairRequest
+
+        if profile_set is None:
+            profile_set = self._placement_set(None, coverage({c.profile for c in self.graph.components},
+                                                             set(self.machines_by_type), None))
+        if profile_set.source.get("kind") == PLACEMENT_KIND or not self._set_exists():
+            self.patient(lambda: self.planner.put_profile_set(profile_set), "storing the placement set")
+        counts = {c: len(ms) for c, ms in placement.items()}
+        cluster = planner_cluster(self.state.rows, {})
+        request = RepairRequest(topology=with_counts(self.graph, counts), cluster=cluster,
+                                profiles=ProfileRef(name=self.settings.set_name),
+                                keep=[KeptInstance(component=c, index=i, machine=m)
+                                      for c, ms in placement.items() for i, m in enumerate(ms)])
+        return self.patient(lambda: self.planner.repair(request), "storing the placement as a plan")
+
+
+def _placement_text(placement: Mapping[str, list[str]]) -> str:
+    return "; ".join(f"{c}: {', '.join(ms)}" for c, ms in sorted(placement.items()))
+
+
+# ---- watch ----------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WatchSettings:
+    interval_s: float = 60.0
+    threshold: float = 0.25
+    patience: int = 2
+    min_interval_s: float = 600.0
+    minutes: float | None = None
+    log: Path | None = None
+
+
+def watch(tuner: Tuner, plan: Plan, settings: WatchSettings, replan: Callable[[float], Plan | None] | None = None) -> None:
+    """Keep measuring; re-plan (``replan(since)``: profile the records since ``since`` and re-place, or None) when the
+    rate drifts from the calibrated prediction beyond the threshold for ``patience`` windows. Every look is logged."""
+    calibration: float | None = None
+    drifting = 0
+    placed_at = time.time()
+    last_replace = time.monotonic()
+    ends = time.monotonic() + settings.minutes * 60 if settings.minutes else None
+    with _decision_log(settings.log) as log:
+        while ends is None or time.monotonic() < ends:
+            t = tuner.measure("the running placement")
+            measured = rate_of(t) if t.sink_throughput > 0 else t.input_rate
+            predicted = plan.sink_throughput if t.sink_throughput > 0 and plan.sink_throughput > 0 else plan.input_rate
+            decision = watch_decision(measured, predicted, calibration, drifting, settings.threshold, settings.patience,
+                                      time.monotonic() - last_replace, settings.min_interval_s)
+            entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "topology": tuner.name,
+                     "measured": round(measured, 3), "predicted": round(predicted, 3), "plan": plan.id,
+                     "action": decision.action, "drift": round(decision.drift, 4), "reason": decision.reason}
+            if decision.action == "calibrate":
+                calibration = measured / predicted if predicted > 0 else None
+            drifting = drifting + 1 if decision.action in ("drifting", "hold", "replan") else 0
+            if decision.action == "replan":
+                new = (replan or tuner.replan_since)(placed_at + tuner.settings.warmup_s)
+                if new is not None:
+                    plan, calibration, drifting = new, None, 0
+                    placed_at, last_replace = time.time(), time.monotonic()
+                    entry["new_plan"] = new.id
+                    entry["re_placed"] = True
+                else:
+                    entry["re_placed"] = False
+                    last_replace = time.monotonic()
+            log(entry)
+            tuner.say(f"watch: {decision.action}: {decision.reason}" + (f" -> plan {entry['new_plan']}" if entry.get("new_plan") else ""))
+
+
+@contextmanager
+def _decision_log(path: Path | None) -> Iterator[Callable[[dict], None]]:
+    if path is None:
+        yield lambda entry: None
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        def write(entry: dict) -> None:
+            f.write(json.dumps(entry) + "\n")
+            f.flush()
+        yield write
+
