@@ -9,7 +9,7 @@ import org.apache.storm.topology.TopologyBuilder;
 /**
  * A topology whose memory binds: Storm's TestWordSpout into {@code hold}, {@link MemoryBolt}s that each hold
  * {@code memoryMb} MB, declared to Storm as their on-heap memory ({@code setMemoryLoad}) so that RAS and the
- * hetsched plugin know it (benchmarks/memory_limit_live.py).
+ * hetsched plugin know it (docs/results/README.md, "Memory as a hard limit").
  *
  * <pre>
  * hetsched submit --jar topologies/java/target/hetsched-java-topologies.jar \

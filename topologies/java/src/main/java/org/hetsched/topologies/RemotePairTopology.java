@@ -8,7 +8,7 @@ import org.apache.storm.topology.TopologyBuilder;
 /**
  * A paced {@link PacedSpout} {@code src} and, unless {@code alone}, a {@link SinkBolt} {@code sink} fed by a shuffle
  * grouping, one executor each, no ackers: placed in one worker or in two on different machines, the difference in
- * CPU per tuple is what a tuple that crosses workers costs (issue 18, {@code benchmarks/remote_tuple_cost.py}).
+ * CPU per tuple is what a tuple that crosses workers costs ({@code python -m bench.remote_tuple_cost}).
  *
  * <p>Arguments: the topology name, the initial rate (tuples/s), the payload bytes (0: the tuple is a sequence
  * number only, as Linear's spout emits), and {@code pair} or {@code alone} (the spout with no subscriber).
