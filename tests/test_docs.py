@@ -402,3 +402,37 @@ def test_quoted_plugin_messages_are_the_plugin_s_own():
                      "stored plan ", " not used (", "; asking for a new plan"):
         assert fragment in page, f"docs/operations/plugin.md no longer quotes {fragment!r}"
         assert fragment in java, f"the plugin no longer says {fragment!r}, which docs/operations/plugin.md quotes"
+
+
+# --- figures live on the results page ---------------------------------------------------------------
+
+RESULTS_PAGE = DOCS / "results" / "README.md"
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+_FIGURE_LINE = re.compile(r"%|\d(?:\.\d+)?x\b")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\d)")
+
+
+def readme_figures() -> list[tuple[int, str]]:
+    """Every number on a README line that states a measured figure (a percentage or a speed-up), dates left out."""
+    found = []
+    for number, line in enumerate((REPO / "README.md").read_text().splitlines(), 1):
+        if not _FIGURE_LINE.search(line):
+            continue
+        for figure in _NUMBER.findall(_DATE.sub(" ", line.replace("`", " "))):
+            found.append((number, figure))
+    return found
+
+
+def test_readme_figures_are_those_of_the_results_page():
+    """A figure lives on the results page; the README quotes it with the same value, so no figure has two values."""
+    results = RESULTS_PAGE.read_text()
+    figures = readme_figures()
+    assert len(figures) >= 20, "the README states its result as figures"
+    for line, figure in figures:
+        assert re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d])", results), (
+            f"README.md:{line} states {figure}, which docs/results/README.md does not: the README quotes the results page")
+
+
+def test_the_figure_check_reads_figures():
+    line = "| Linear | 2.75x (2.09-3.84) | +1.1 % (range -5.8 to +8.1 %) on 2026-11-22, python 3.11 |"
+    assert [f for f in _NUMBER.findall(_DATE.sub(" ", line))] == ["2.75", "2.09", "3.84", "1.1", "5.8", "8.1", "3.11"]
