@@ -13,6 +13,7 @@ from planner.problem import compile_problem
 from planner.profiles import ProfileTable
 from planner.repair import KeptInstance, make_repair, repair
 from planner.model import PlanOptions
+from tests.fixtures.service import small_plan_request, small_profiles
 
 
 def _fixed(topology: Topology, counts: dict[str, int]) -> Topology:
@@ -130,8 +131,6 @@ def test_a_component_without_a_count_is_refused():
 
 
 # --- the service: POST /v1/repairs and /v1/assignments/{topology} through a real `hetsched serve` ----------------
-
-from tests.fixtures.service import small_plan_request, small_profiles  # noqa: E402
 
 
 @pytest.fixture
