@@ -291,6 +291,8 @@ def _streamparse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--metrics-url")
     parser.add_argument("--no-metrics", action="store_true")
     parser.add_argument("--force", action="store_true")
+    parser.add_argument("--dry-run", action="store_true", help="print the components and the topology conf; "
+                        "reach no Nimbus")
     parser.add_argument("--multilang-command", default=os.environ.get("HETSCHED_MULTILANG_COMMAND", MULTILANG_COMMAND))
     return parser.parse_args(argv)
 
@@ -316,10 +318,16 @@ def _submit(name: str, extra: list[str]) -> int:
     request = SubmitRequest(topology="heldout-streamparse", name=args.name, parallelism=parse_parallelism(args.parallelism),
                             workers=args.workers, conf=conf, profiles=args.profiles, spare_tasks=args.spare_tasks,
                             metrics=not args.no_metrics, metrics_url=None if args.no_metrics else (args.metrics_url or args.planner))
-    submission, topology_id = submit_streamparse(request, args.nimbus, args.force, args.multilang_command)
+    if args.dry_run:
+        submission, topology_id = streamparse_submission(request, args.multilang_command), None
+    else:
+        submission, topology_id = submit_streamparse(request, args.nimbus, args.force, args.multilang_command)
     for component, n in submission.parallelism.items():
         print(f"{component:10} {submission.conf[keys.COMPONENT_PROFILES][component]:20} executors {n}, "
               f"tasks {submission.tasks[component]}")
+    if args.dry_run:
+        print(json.dumps(submission.conf, indent=2, sort_keys=True))
+        return 0
     print(f"submitted {submission.name} as {topology_id or '(not listed yet)'}")
     return 0
 
