@@ -106,7 +106,7 @@ def flow_imbalance(measured: Throughputs, predicted: Throughputs) -> float | Non
     predicted one. Away from it, tuples pile up somewhere inside the topology: a multi-lang bolt on a
     machine at its quota is handed tuples (and counts them executed) faster than its subprocess takes
     them from the pipe, until the spouts' ``max.spout.pending`` fills. Its rates are then a transient
-    (issue18/star-default-naive-20261126).
+    (docs/results/README.md, "Steady windows").
     """
     if min(measured.spout_emit_rate, predicted.spout_emit_rate, predicted.sink_throughput) <= 0:
         return None
@@ -127,7 +127,7 @@ def steady(imbalance: float | None, failed: int) -> bool:
 
     A tree fails here only by timing out, so a failed tree means one waited ``topology.message.timeout.secs`` in a
     queue that grows; and each timeout frees a ``max.spout.pending`` slot, so the spouts then emit past what the
-    placement sustains, as fast as the slots free (issue18/bench-s15-20261126).
+    placement sustains, as fast as the slots free (docs/results/README.md, "Steady windows").
     """
     return failed == 0 and (imbalance is None or abs(imbalance) <= STEADY_WITHIN)
 

@@ -230,7 +230,7 @@ def _settle(ctx: RunContext, topology_id: str, component_roles: dict[str, str], 
 
     A placement that leaves a multi-lang bolt short of CPU fills a queue in front of it while the spouts still
     have pending tuples to spare: until ``max.spout.pending`` binds, the spouts emit faster than the placement
-    sustains, for minutes where the pending tuples are many (issue18/star-default-naive-20261126).
+    sustains, for minutes where the pending tuples are many (docs/results/README.md, "Steady windows").
     """
     if ctx.settle_max_s <= 0:
         return 0.0
