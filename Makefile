@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup storm tools demo lint test clean
+.PHONY: setup storm tools demo lint unit test clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -40,15 +40,20 @@ setup: $(BIN)/.installed $(PLUGIN_JAR) $(JAVA_TOPOLOGIES_JAR) storm tools
 demo: setup
 	$(BIN)/hetsched demo
 
-# ruff with its default rules on all Python, mypy on the planner (pyproject.toml), then the Java and Python tests.
+# ruff with its selected rules on all Python, mypy on every package ([tool.mypy] files in pyproject.toml).
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
-	$(BIN)/mypy planner
+	$(BIN)/mypy
 
+# The fast unit suite, as a bare `pytest` runs it: no live cluster, Docker, browser or long Spark job (-m "not live and not slow").
+unit: $(BIN)/.installed
+	$(BIN)/pytest
+
+# Everything (CI runs this through .ci/run): lint, the Java tests, and every Python test, live and slow ones included (-m "").
 test: setup lint
 	mvn -q -f storm-plugin/pom.xml test
 	mvn -q -f topologies/java/pom.xml test
-	$(BIN)/pytest
+	$(BIN)/pytest -m ""
 
 clean:
 	rm -rf $(VENV) .cache

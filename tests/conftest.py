@@ -1,4 +1,12 @@
-"""Shared fixtures. Each area keeps its fixtures in its own module under tests/fixtures/."""
+"""Shared fixtures. Each area keeps its fixtures in its own module under tests/fixtures/.
+
+A bare ``pytest`` runs the unit suite (pyproject.toml's addopts: ``-m "not live and not slow"``);
+``make test`` runs every test with ``-m ""``. A test that asks for the live Storm cluster or the
+Spark standalone cluster is marked ``live`` here, whatever its module says, so that the fast run
+can never start one by a missing marker.
+"""
+import pytest
+
 pytest_plugins = [
     "tests.fixtures.paper",
     "tests.fixtures.service",
@@ -6,3 +14,12 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.bench",
 ]
+
+LIVE_FIXTURES = frozenset({"live_cluster", "live_cluster_options", "spark_standalone"})
+"""Fixtures that start a cluster: a test that uses one (even indirectly) is ``live``."""
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.live)

@@ -34,7 +34,12 @@ from tests.fixtures.service import small_plan_request, small_profiles
 _register()
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "ui-test-token"
-needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (docker/install-tools.sh installs it)")
+_NO_CHROMIUM = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (docker/install-tools.sh installs it)")
+
+
+def needs_chromium(test):
+    """A test that renders the page in Chromium: slow (seconds a page; `make test` runs it), skipped without Chromium."""
+    return pytest.mark.slow(_NO_CHROMIUM(test))
 
 
 def _plan(machines: int = 4):
