@@ -15,13 +15,9 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from hetsched.cli import app
+from hetsched.errors import fail
 
 console = Console(width=None if sys.stdout.isatty() else 200)
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}", highlight=False)
-    return typer.Exit(code)
 
 
 def _default_out(kind: str) -> Path:
@@ -41,7 +37,7 @@ def _run_and_report(settings) -> int:
         with Progress(*columns, console=console, transient=True) as progress:
             result = run_bench(settings, RichReporter(progress))
     except BenchError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     data = report.result_dict(result)
     if result.saved_to is not None:
         _plot(data, result.saved_to)
@@ -146,7 +142,7 @@ def bench(
     from bench.settings import KNOWN_SCHEDULERS, TOPOLOGIES, BenchSettings, SCHEDULERS, parse_names
 
     if scenario is not None and cluster != "local":
-        raise _fail(f"the {scenario} scenario runs on the local cluster only (--cluster local)")
+        raise fail(f"the {scenario} scenario runs on the local cluster only (--cluster local)")
     if scenario == "machine-loss":
         _machine_loss(schedulers, profiles, window if window != 60.0 else 40.0, warmup, down,
                       240.0 if after is None else after, victim, repeats, max_spout_pending, out, spec, port_base,
@@ -154,7 +150,7 @@ def bench(
         return
     if scenario is not None:
         if scenario != "multi-tenant":
-            raise _fail(f"unknown scenario {scenario!r}; known: multi-tenant, machine-loss")
+            raise fail(f"unknown scenario {scenario!r}; known: multi-tenant, machine-loss")
         _multi_tenant(schedulers, profiles, window if window != 60.0 else 30.0, warmup if warmup != 30.0 else 20.0,
                       120.0 if after is None else after, min_rates, max_spout_pending, out, spec, port_base,
                       start_timeout, report_file)
@@ -179,7 +175,7 @@ def bench(
         if not profile_now:
             load_profile_set(settings.profiles)
     except BenchError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     code = _run_and_report(settings)
     if code:
         raise typer.Exit(code)
@@ -201,7 +197,7 @@ def _run_scenario(module, report_file, make_settings):
             data = module.run_scenario(settings, RichReporter(progress))
         return data, Path(data["saved_to"])
     except BenchError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
 
 def _show_scenario(data: dict, path: Path, plot, tables, headlines) -> None:
@@ -219,7 +215,7 @@ def _show_scenario(data: dict, path: Path, plot, tables, headlines) -> None:
     for p in drawn:
         console.print(f"plot: {p}")
     if data.get("error"):
-        raise _fail(data["error"])
+        raise fail(data["error"])
 
 
 def _multi_tenant(schedulers, profiles, window, warmup, after, min_rates, max_spout_pending, out, spec, port_base,
@@ -282,7 +278,7 @@ def demo(
         if not profile_now:
             load_profile_set(settings.profiles)
     except BenchError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if profile_now:
         console.print("profile set: measured now on the cluster (--profile-now)")
     elif DEFAULT_PROFILES in shipped_names():

@@ -5,12 +5,13 @@ import importlib
 
 import click
 import typer
-from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand
 from typer.models import CommandInfo
 
+from hetsched.errors import fail
 from hetsched.extras import extra_of_module, install_command, missing_modules, refusal
+from hetsched.options import DEPRECATED_ALIASES
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Heterogeneity-aware scheduling for Apache Storm.")
 
@@ -62,28 +63,40 @@ COMMAND_MODULES = (
 _registered = False
 
 
-def _fail_missing(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-    return typer.Exit(2)
-
-
 def _require(command: str, extras: tuple[str, ...]) -> None:
     missing = missing_modules(extras)
     if missing:
-        raise _fail_missing(refusal(f"`hetsched {command}`", extras, missing))
+        raise fail(refusal(f"`hetsched {command}`", extras, missing), code=2)
 
 
-def _refusing_first(command: str, extras: tuple[str, ...], base: type[TyperCommand]) -> type[TyperCommand]:
-    """The command's class, refusing with one sentence before its arguments are parsed (so a user does not fix
-    arguments of a command that cannot run) when an extra it needs is not installed; ``--help`` still works."""
+def _command_class(command: str, extras: tuple[str, ...], base: type[TyperCommand]) -> type[TyperCommand]:
+    """The command's class: it accepts the deprecated option names (``--url`` for ``--planner``) and, when an extra it
+    needs is not installed, refuses with one sentence before its arguments are parsed (so a user does not fix arguments
+    of a command that cannot run); ``--help`` still works."""
 
-    class NeedsExtras(base):  # type: ignore[valid-type, misc]
+    class Command(base):  # type: ignore[valid-type, misc]
         def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-            if not set(args) & set(ctx.help_option_names):
+            if extras and not set(args) & set(ctx.help_option_names):
                 _require(command, extras)
-            return super().parse_args(ctx, args)
+            return super().parse_args(ctx, renamed_options(self, args))
 
-    return NeedsExtras
+    return Command
+
+
+def renamed_options(command: click.Command, args: list[str]) -> list[str]:
+    """``args`` with each deprecated option name that ``command`` takes under its new name renamed, saying so on stderr."""
+    names = {name for param in command.params for name in param.opts}
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        old, eq, value = arg.partition("=")
+        new = DEPRECATED_ALIASES.get(old)
+        if new is not None and new in names and old not in names:
+            typer.echo(f"warning: {old} is deprecated; use {new}", err=True)
+            arg = f"{new}{eq}{value}"
+        out.append(arg)
+    return out
 
 
 def _placeholder(command: str, extras: tuple[str, ...]) -> None:
@@ -108,9 +121,7 @@ def _guard_all(typer_app: typer.Typer, prefix: str = "") -> None:
 
 def _guard_command(info: CommandInfo, prefix: str) -> None:
     command = f"{prefix}{info.name}"
-    extras = COMMAND_EXTRAS.get(command)
-    if extras:
-        info.cls = _refusing_first(command, extras, info.cls or TyperCommand)
+    info.cls = _command_class(command, COMMAND_EXTRAS.get(command, ()), info.cls or TyperCommand)
 
 
 def _register() -> None:
@@ -139,7 +150,7 @@ def main() -> None:
         if extra is None:
             raise
         module = (exc.name or extra).partition(".")[0]
-        raise SystemExit(_fail_missing(refusal("this command", (extra,), (module,))).exit_code) from None
+        raise SystemExit(fail(refusal("this command", (extra,), (module,)), code=2).exit_code) from None
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from hetsched.cli import app
+from hetsched.errors import fail
 from hetsched.status import print_scheduler_status
 
 cluster_app = typer.Typer(no_args_is_help=True, help="The local heterogeneous Storm 2.8 cluster (cgroup CPU quotas).")
@@ -28,11 +29,6 @@ PortBaseOption = typer.Option(
 ComposeOption = typer.Option(
     False, "--compose", help="The same machines as docker-compose containers (docker-compose.yml; docs/docker-compose.md)."
 )
-
-
-def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(1)
 
 
 def _open(spec: Optional[Path], home: Optional[Path], port_base: Optional[int], compose: bool = False):
@@ -93,7 +89,7 @@ def up(
                 allow_homogeneous=allow_homogeneous, timeout_s=timeout,
             )
     except ClusterError as fault:
-        raise _fail(str(fault)) from None
+        raise fail(str(fault)) from None
     if status.already_running:
         console.print(f"Cluster {status.name!r} is already running at {status.home}; nothing changed.")
     else:
@@ -115,7 +111,7 @@ def status(
         cluster = _open(spec, home, port_base, compose)
         current = cluster.status()
     except ClusterError as fault:
-        raise _fail(str(fault)) from None
+        raise fail(str(fault)) from None
     if not current.running:
         console.print(f"Cluster {current.name!r} ({current.home}) is not running.")
         raise typer.Exit(3)
@@ -140,10 +136,10 @@ def down(
         cluster = _open(spec, home, port_base, compose)
         report = cluster.down(purge=purge)
     except ClusterError as fault:
-        raise _fail(str(fault)) from None
+        raise fail(str(fault)) from None
     if compose:
         if report.left:
-            raise _fail(f"{cluster.name}: still there after down: {', '.join(report.left)}")
+            raise fail(f"{cluster.name}: still there after down: {', '.join(report.left)}")
         console.print(f"Cluster {cluster.spec.name!r} ({cluster.project}) is down: no container, network or volume "
                       "of the project is left" + (", state purged." if report.purged else "."))
         return
@@ -181,7 +177,7 @@ def logs(
             return
         files = cluster.worker_logs(daemon) if workers else [cluster.log_file(daemon)]
     except ClusterError as fault:
-        raise _fail(str(fault)) from None
+        raise fail(str(fault)) from None
     if not files:
         console.print(f"No worker logs on {daemon} yet.")
     for path in files:

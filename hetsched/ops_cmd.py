@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from hetsched.cli import app
+from hetsched.errors import fail
+from hetsched.errors import fail as _fail  # noqa: F401  (hetsched.replan_cmd imports it from here until it imports hetsched.errors)
 from hetsched.inventory import (
     Declaration,
     ExecutorPlace,
@@ -39,11 +41,6 @@ NimbusOption = typer.Option(None, "--nimbus", help=f"Nimbus host:port (default: 
 StormYamlOption = typer.Option(None, "--storm-yaml", help="A supervisor's storm.yaml, to read its supervisor.scheduler.meta (Nimbus does not report it); repeatable. The local cluster's are read without it.")
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of tables.")
 LEADER_TIMEOUT_S = 10.0
-
-
-def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(1)
 
 
 def _local_cluster(address: NimbusAddress) -> Any:
@@ -124,7 +121,7 @@ def supervisors(
         address, summary, nimbus_conf, local = _cluster_state(nimbus)
         declarations = read_declarations(storm_yaml or [], local)
     except TopologyError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     rows = supervisor_rows(summary, declarations, MetaKeys.from_nimbus_conf(nimbus_conf))
     strays = declarations_without_supervisor(summary, declarations)
     if as_json:
@@ -180,7 +177,7 @@ def placement(
             topology_conf = client.topology_conf(running.id)
             user_topology = client.user_topology(running.id)
     except TopologyError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     rows = supervisor_rows(summary, declarations, MetaKeys.from_nimbus_conf(nimbus_conf))
     machine_of_host = {r.host: r.machine_id for r in rows if r.machine_id}
     places = executor_places(info, machine_of_host)
@@ -219,25 +216,31 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
     unknown = sorted({p.host or "(not placed)" for p in user if not p.machine})
     if why_not is None and unknown:
         why_not = f"the machine of {', '.join(unknown)} is unknown (give its storm.yaml with --storm-yaml)"
-    if why_not is not None:
+    if why_not is not None or not url or not profiles:  # (url and profiles are set where why_not is None)
         notes.append(f"no predicted load: {why_not}")
         return loads
-    declared = [r for r in rows if r.machine_id and r.machine_type]
     types: dict[str, MachineType] = {}
-    for r in declared:
+    machines: list[Machine] = []
+    for r in rows:
+        if not r.machine_id or not r.machine_type:
+            continue
         known = types.get(r.machine_type)
         types[r.machine_type] = MachineType(name=r.machine_type, cores=r.cores if known is None else known.cores,
                                             slots=max(r.slots, known.slots if known else 1))
+        machines.append(Machine(id=r.machine_id, type=r.machine_type))
     try:
         request = EvaluationRequest(
             topology=(planner_topology(lookup(catalog_name), user_parallelism(places)) if catalog_name
                       else graph_topology(name, user_topology, topology_conf, user_parallelism(places))),
-            cluster=Cluster(machine_types=list(types.values()),
-                            machines=[Machine(id=r.machine_id, type=r.machine_type) for r in declared]),
+            cluster=Cluster(machine_types=list(types.values()), machines=machines),
             profiles=ProfileRef(name=profiles),
             assignments=[InstanceAssignment(component=p.component, machine=p.machine) for p in user],
         )
         with PlannerClient(url, token, timeout_s=30.0) as client:
+            if client.get_profile_set(profiles).source.get("kind") == "hetsched.tune.placement":
+                notes.append(f"no predicted load: profile set {profiles} holds stand-in costs that only place a "
+                             "`hetsched tune` explore round (its next version, when the tune ends, is measured)")
+                return loads
             evaluation = client.evaluate(request)
     except (PlannerClientError, TopologyError, TopologyGraphError, ValueError) as exc:
         notes.append(f"no predicted load: {str(exc).splitlines()[0]}")

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hetsched.cli import app
+from hetsched.errors import fail
 from planner import report
 from planner.api import make_plan
 from planner.client import TOKEN_ENV, PlannerClient, PlannerClientError
@@ -17,11 +18,6 @@ from planner.errors import PlanningError
 from planner.files import load_plan_request
 from planner.model import Plan
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
 
 
 def plan_tables(plan: Plan) -> list[Table]:
@@ -90,19 +86,20 @@ def plan_command(
     ),
     options: Optional[Path] = typer.Option(None, "--options", help="Plan options file (YAML or JSON), e.g. max_utilization."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON (the API's Plan)."),
-    url: Optional[str] = typer.Option(None, "--url", help="Send the same files to the planning service at this URL (the plan is stored there)."),
-    token: Optional[str] = typer.Option(None, "--token", envvar=TOKEN_ENV, help="Bearer token for --url."),
+    planner: Optional[str] = typer.Option(None, "--planner", help="Send the same files to the planning service at this URL (the plan is stored there)."),
+    token: Optional[str] = typer.Option(None, "--token", envvar=TOKEN_ENV, help="Bearer token for --planner."),
 ) -> None:
     """Plan instance counts and placement for a topology on a heterogeneous cluster."""
     try:
         request = load_plan_request(topology, cluster, profiles, strategy, options)
-        if url is not None:
-            with PlannerClient(url, token) as client:
+        if planner is not None:
+            with PlannerClient(planner, token) as client:
                 plan = client.plan(request)
         else:
-            plan = make_plan(request.topology, request.cluster, request.profiles.entries, request.strategy, request.options)
+            entries = request.profiles.entries or []  # load_plan_request always puts the profiles inline
+            plan = make_plan(request.topology, request.cluster, entries, request.strategy, request.options)
     except (PlanningError, PlannerClientError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         typer.echo(plan.model_dump_json(indent=2))
         return

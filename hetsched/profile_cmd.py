@@ -13,6 +13,7 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from hetsched.cli import app
+from hetsched.errors import fail
 from planner.client import TOKEN_ENV, URL_ENV, put_summary
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -22,11 +23,6 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 class InputFormat(str, Enum):
     jsonl = "jsonl"
     parquet = "parquet"
-
-
-def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(1)
 
 
 def _entries_table(profile_set) -> Table:
@@ -107,7 +103,7 @@ def aggregate(
             stored = put_profile_set(profile_set, put, planner, token)
             console.print(put_summary(stored, "in the planner"), highlight=False)
     except ProfilingError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
 
 def _names(values: Optional[List[str]]) -> Optional[List[str]]:
@@ -197,7 +193,7 @@ def profile(
                 master=master, aggregate=not no_aggregate, reporter=RichReporter(bar),
             )
     except (ProfilingError, TopologyError, ClusterError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     report = result.experiment
     console.print(f"collected {sum(r.records for r in report.rounds)} records of {len(report.pairs)} pairs in "
                   f"{report.collection_s:g} s ({len(report.rounds)} rounds); load average "

@@ -12,8 +12,13 @@ from rich.console import Console
 
 
 class _HasSchedulerStatus(Protocol):
-    name: str
-    scheduler_status: str
+    """Read-only, so that frozen dataclasses (observe.nimbus.TopologySummary) match."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def scheduler_status(self) -> str: ...
 
 
 def print_scheduler_status(out: Console, topologies: Iterable[_HasSchedulerStatus]) -> None:

@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from hetsched.cli import app
-from hetsched.profiles_cmd import TokenOption, UrlOption, _fail
+from hetsched.errors import fail
+from hetsched.options import PlannerOption, TokenOption
 from planner.client import PlannerClient, PlannerClientError
 from planner.ledger import Ledger
 
@@ -40,13 +41,13 @@ def ledger_tables(ledger: Ledger) -> list[Table]:
 
 
 @app.command("ledger")
-def ledger(url: Optional[str] = UrlOption, token: Optional[str] = TokenOption) -> None:
+def ledger(planner: Optional[str] = PlannerOption, token: Optional[str] = TokenOption) -> None:
     """The topologies sharing the cluster: each machine's load per topology and what is free, each topology's share."""
     try:
-        with PlannerClient(url, token) as client:
+        with PlannerClient(planner, token) as client:
             answer = client.ledger()
     except PlannerClientError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     console = Console()
     if not answer.tenants:
         console.print("no topology is registered: none is placed by plan on a shared cluster")
@@ -82,15 +83,15 @@ def priority(
     level: int = typer.Argument(..., min=0, help="Its new priority: 0 most important (Storm's topology.priority)."),
     replace: bool = typer.Option(True, "--replace/--no-replace", help="Re-place the topologies whose share changed."),
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port (default: $HETSCHED_NIMBUS, else the local cluster's)."),
-    url: Optional[str] = UrlOption,
+    planner: Optional[str] = PlannerOption,
     token: Optional[str] = TokenOption,
 ) -> None:
     """Change a topology's priority; the topologies whose share changed are re-planned and re-placed (drained)."""
     try:
-        with PlannerClient(url, token) as client:
+        with PlannerClient(planner, token) as client:
             answer = client.set_priority(topology, level)
     except PlannerClientError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     console = Console()
     affected = ", ".join(answer.affected) or "none"
     console.print(f"{topology}: priority {answer.priority}; shares changed: {affected}")
@@ -99,10 +100,10 @@ def priority(
     try:
         from observe.nimbus import NimbusError
     except ImportError:
-        raise _fail("re-placing needs the storm extra (streamparse); or pass --no-replace") from None
+        raise fail("re-placing needs the storm extra (streamparse); or pass --no-replace") from None
     for name in answer.affected:
         try:
             wait_s = rebalance_drained(nimbus, name)
         except NimbusError as exc:
-            raise _fail(f"re-placing {name} failed: {exc}") from None
+            raise fail(f"re-placing {name} failed: {exc}") from None
         console.print(f"{name}: re-placed by Nimbus's rebalance after a {wait_s} s drain")

@@ -165,7 +165,7 @@ def test_the_core_install_serves_and_plans_over_http(core_venv, tmp_path):
             url = found.group(1) if found else None
             time.sleep(0.1)
         assert url, f"hetsched serve of the core install did not start:\n{log_path.read_text()}"
-        done = subprocess.run([str(core_venv / "bin" / "hetsched"), "plan", "--json", "--url", url,
+        done = subprocess.run([str(core_venv / "bin" / "hetsched"), "plan", "--json", "--planner", url,
                                "--topology", str(FIXTURES / "paper_topology_linear.yaml"),
                                "--cluster", str(FIXTURES / "paper_cluster_1.yaml"),
                                "--profiles", str(FIXTURES / "paper_profiles.yaml")],

@@ -1,4 +1,4 @@
-"""``hetsched profiles``, ``hetsched plans`` and ``hetsched plan --url`` against a real service, and their one-line errors."""
+"""``hetsched profiles``, ``hetsched plans`` and ``hetsched plan --planner`` against a real service, and their one-line errors."""
 from __future__ import annotations
 
 import json
@@ -30,15 +30,15 @@ def test_profiles_put_get_list_round_trip(planner_service, tmp_path):
     source = small_profiles("whatever-the-file-says")
     yaml_file = tmp_path / "micro.yaml"
     yaml_file.write_text(yaml.safe_dump(source))
-    result = _run("profiles", "put", "cli-micro", str(yaml_file), "--url", planner_service.url)
+    result = _run("profiles", "put", "cli-micro", str(yaml_file), "--planner", planner_service.url)
     assert result.exit_code == 0, result.output
     assert result.output.strip() == (f"stored profile set cli-micro ({len(source['entries'])} entries) as version 1 "
                                      f"at {planner_service.url}")
 
-    listing = _run("profiles", "list", "--url", planner_service.url)
+    listing = _run("profiles", "list", "--planner", planner_service.url)
     assert "cli-micro" in listing.output.splitlines()
 
-    got = _run("profiles", "get", "cli-micro", "--url", planner_service.url)
+    got = _run("profiles", "get", "cli-micro", "--planner", planner_service.url)
     assert got.exit_code == 0
     body = json.loads(got.output)
     assert body["name"] == "cli-micro"
@@ -51,12 +51,12 @@ def test_profiles_put_accepts_a_bare_list_of_entries_and_the_url_from_the_enviro
     result = _run("profiles", "put", "cli-list", str(json_file), env={"HETSCHED_PLANNER_URL": planner_service.url})
     assert result.exit_code == 0, result.output
     out = tmp_path / "back.json"
-    assert _run("profiles", "get", "cli-list", "-o", str(out), "--url", planner_service.url).exit_code == 0
+    assert _run("profiles", "get", "cli-list", "-o", str(out), "--planner", planner_service.url).exit_code == 0
     assert len(json.loads(out.read_text())["entries"]) == len(small_profiles()["entries"])
 
 
 def test_profiles_versions_get_by_version_and_delete(planner_service, tmp_path):
-    url = ("--url", planner_service.url)
+    url = ("--planner", planner_service.url)
     first, second = tmp_path / "v1.json", tmp_path / "v2.json"
     first.write_text(json.dumps(small_profiles("cli-ver")))
     second.write_text(json.dumps({**small_profiles("cli-ver"), "source": {"run": 2}}))
@@ -84,7 +84,7 @@ def test_plans_get_and_delete(planner_service):
     with planner_service.http() as http:
         http.put("/v1/profiles/cli-plans", json=small_profiles("cli-plans"))
         plan = http.post("/v1/plans", json=small_plan_request(profiles={"name": "cli-plans"})).json()
-    url = ("--url", planner_service.url)
+    url = ("--planner", planner_service.url)
     shown = _run("plans", "get", plan["id"], *url)
     assert shown.exit_code == 0 and json.loads(shown.output)["profiles"] == {"name": "cli-plans", "version": 1}
     refused = _run("profiles", "delete", "cli-plans", "--version", "1", *url)
@@ -104,7 +104,7 @@ def test_plans_get_and_delete(planner_service):
     (("plans", "delete", "no-such-plan"), "error: plan 'no-such-plan' does not exist"),
 ])
 def test_server_answers_become_one_line(planner_service, args, message):
-    result = _run(*args, "--url", planner_service.url)
+    result = _run(*args, "--planner", planner_service.url)
     assert result.exit_code == 1
     assert result.output.strip() == message
 
@@ -112,27 +112,38 @@ def test_server_answers_become_one_line(planner_service, args, message):
 def test_bad_file_is_one_line(planner_service, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"entries": [{"profile": "p", "machine_type": "t", "e": -2}]}))
-    result = _run("profiles", "put", "x", str(bad), "--url", planner_service.url)
+    result = _run("profiles", "put", "x", str(bad), "--planner", planner_service.url)
     assert result.exit_code == 1
     assert result.output.strip().startswith(f"error: {bad}: entries.0.e: Input should be greater than or equal to 0")
-    missing = _run("profiles", "put", "x", str(tmp_path / "nope.yaml"), "--url", planner_service.url)
+    missing = _run("profiles", "put", "x", str(tmp_path / "nope.yaml"), "--planner", planner_service.url)
     assert missing.exit_code == 1 and "cannot read" in missing.output and len(missing.output.strip().splitlines()) == 1
 
 
 def test_no_planner_at_the_url_is_one_line():
     url = f"http://127.0.0.1:{_free_port()}"
-    result = _run("profiles", "list", "--url", url)
+    result = _run("profiles", "list", "--planner", url)
     assert result.exit_code == 1
     assert result.output.strip() == f"error: no planner at {url} (connection refused): start one with `hetsched serve`"
 
 
+@pytest.mark.parametrize("args", [["profiles", "list"], ["plans", "get", "p-1"], ["ledger"], ["plan", "--topology", "t.yaml",
+                                                                                             "--cluster", "c", "--profiles", "p"]])
+def test_the_old_url_option_still_names_the_planner_with_a_warning_and_is_hidden(args):
+    url = f"http://127.0.0.1:{_free_port()}"
+    for alias in (["--url", url], [f"--url={url}"]):
+        result = _run(*args, *alias)
+        assert "warning: --url is deprecated; use --planner" in result.output
+        assert "No such option" not in result.output
+    assert "--url" not in _run(*args, "--help").output
+
+
 def test_refused_token_is_one_line(guarded_planner_service):
     url = guarded_planner_service.url
-    result = _run("profiles", "list", "--url", url)
+    result = _run("profiles", "list", "--planner", url)
     assert result.exit_code == 1
     assert "refused the call (401)" in result.output and len(result.output.strip().splitlines()) == 1
-    assert _run("profiles", "list", "--url", url, "--token", GUARDED_TOKEN).exit_code == 0
-    assert _run("profiles", "list", "--url", url, env={"HETSCHED_PLANNER_TOKEN": GUARDED_TOKEN}).exit_code == 0
+    assert _run("profiles", "list", "--planner", url, "--token", GUARDED_TOKEN).exit_code == 0
+    assert _run("profiles", "list", "--planner", url, env={"HETSCHED_PLANNER_TOKEN": GUARDED_TOKEN}).exit_code == 0
 
 
 def _paper_files() -> list[str]:
@@ -143,9 +154,9 @@ def _paper_files() -> list[str]:
             "--profiles", str(fixture_path("paper_profiles.yaml"))]
 
 
-def test_plan_with_url_sends_the_same_files_to_the_service(planner_service):
+def test_plan_with_planner_sends_the_same_files_to_the_service(planner_service):
     local = _run("plan", *_paper_files(), "--json")
-    remote = _run("plan", *_paper_files(), "--json", "--url", planner_service.url)
+    remote = _run("plan", *_paper_files(), "--json", "--planner", planner_service.url)
     assert local.exit_code == 0 and remote.exit_code == 0, remote.output
     local_plan, remote_plan = json.loads(local.output), json.loads(remote.output)
     assert remote_plan["id"] and local_plan["id"] is None
@@ -156,12 +167,12 @@ def test_plan_with_url_sends_the_same_files_to_the_service(planner_service):
         assert http.get(f"/v1/plans/{remote_plan['id']}").json()["instances"] == local_plan["instances"]
 
 
-def test_plan_with_url_reports_the_servers_sentence_and_an_absent_planner(planner_service):
-    bad = _run("plan", *_paper_files(), "--strategy", "clairvoyant", "--url", planner_service.url)
+def test_plan_with_planner_reports_the_servers_sentence_and_an_absent_planner(planner_service):
+    bad = _run("plan", *_paper_files(), "--strategy", "clairvoyant", "--planner", planner_service.url)
     assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1
     assert bad.output.startswith("error: ") and "clairvoyant" in bad.output
     url = f"http://127.0.0.1:{_free_port()}"
-    absent = _run("plan", *_paper_files(), "--url", url)
+    absent = _run("plan", *_paper_files(), "--planner", url)
     assert absent.exit_code == 1 and f"no planner at {url}" in absent.output
 
 

@@ -131,14 +131,14 @@ def test_the_ledger_and_priority_on_the_command_line(start_planner_service):
     with planner_service.http() as http:
         plan(http, tenant_request("cli-first", priority=1, target_rate=20))
         plan(http, tenant_request("cli-second", priority=4))
-    shown = runner.invoke(app, ["ledger", "--url", planner_service.url], env={"COLUMNS": "250"})
+    shown = runner.invoke(app, ["ledger", "--planner", planner_service.url], env={"COLUMNS": "250"})
     assert shown.exit_code == 0, shown.output
     assert "cli-first" in shown.output and "cli-second" in shown.output and "free" in shown.output
-    changed = runner.invoke(app, ["priority", "cli-second", "0", "--no-replace", "--url", planner_service.url])
+    changed = runner.invoke(app, ["priority", "cli-second", "0", "--no-replace", "--planner", planner_service.url])
     assert changed.exit_code == 0, changed.output
     line = next(line for line in changed.output.splitlines() if line.startswith("cli-second: priority 0; shares changed:"))
     assert "cli-second" in line.split(":", 2)[2]
-    missing = runner.invoke(app, ["priority", "nobody", "0", "--url", planner_service.url])
+    missing = runner.invoke(app, ["priority", "nobody", "0", "--planner", planner_service.url])
     assert missing.exit_code == 1
     assert "topology 'nobody' is not registered in the ledger" in missing.output
 
@@ -292,9 +292,9 @@ def test_the_joint_replan_figures_in_the_model_doc_are_the_services(joint_replan
     import re
     from pathlib import Path
 
-    text = " ".join((Path(__file__).parents[1] / "docs" / "model.md").read_text().split())
+    text = " ".join((Path(__file__).parents[1] / "docs" / "concepts" / "model.md").read_text().split())
     said = re.search(r"rises from ([\d.]+) to ([\d.]+) tuples/s and the weighted rate from ([\d.]+) to ([\d.]+)", text)
-    assert said, "docs/model.md states the joint re-plan's figures"
+    assert said, "docs/concepts/model.md states the joint re-plan's figures"
     replaced = joint_replanned[0.05]["diamond"]["stats"]["tenancy"]["replaced"][0]
     computed = (replaced["rate_before"], replaced["rate_after"], replaced["weighted_before"], replaced["weighted_after"])
     assert [float(x) for x in said.groups()] == pytest.approx(computed, abs=0.006)
@@ -342,10 +342,10 @@ def test_the_parted_machines_figures_in_the_model_doc_are_the_services(shipped_j
     import re
     from pathlib import Path
 
-    text = " ".join((Path(__file__).parents[1] / "docs" / "model.md").read_text().split())
+    text = " ".join((Path(__file__).parents[1] / "docs" / "concepts" / "model.md").read_text().split())
     said = re.search(r"the weighted rate rises from ([\d.]+) to ([\d.]+) \(Linear ([\d.]+) tuples/s alone on "
                      r"(\S+), Diamond ([\d.]+) on", text)
-    assert said, "docs/model.md states the parted placement's figures"
+    assert said, "docs/concepts/model.md states the parted placement's figures"
 
     def weighted(ledger):
         return sum(t["rate"] / (1 + t["priority"]) for t in ledger["tenants"])
