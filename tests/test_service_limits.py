@@ -23,6 +23,7 @@ from planner.service.planning import RequestSize, check_size
 from planner.service.errors import ServiceError
 from planner.service.settings import ServiceSettings, SizeLimit
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
+from planner.strategies.optimal import TIME_LIMIT_ADVICE
 from tests.fixtures.service import GUARDED_TOKEN, small_plan_request, small_profiles
 
 TOKEN = GUARDED_TOKEN
@@ -224,6 +225,27 @@ def test_planning_timeout_from_the_core_maps_to_422(tmp_path, monkeypatch):
         response = client.post("/v1/plans", json=small_plan_request())
     assert response.status_code == 422
     assert response.json()["error"] == "time_limit" and "12 iterations" in response.json()["detail"]
+
+
+def optimal_timing_out_plan_json(*args, **kwargs):
+    raise PlanningTimeout(f"the optimal strategy ran past its time limit of 0.2 s after 3 MILP solves; {TIME_LIMIT_ADVICE}")
+
+
+@pytest.mark.parametrize("asked_s, advice", [
+    (None, "; use strategy fast, or ask the service's operator to raise its limit (hetsched serve --time-limit-s)"),
+    (60.0, "; use strategy fast, or ask the service's operator to raise its limit (hetsched serve --time-limit-s)"),
+    (0.1, "; raise options.time_limit_s (this service allows up to 0.2 s) or use strategy fast"),
+])
+def test_a_timeout_over_http_advises_what_the_caller_can_do(tmp_path, monkeypatch, asked_s, advice):
+    """The service lowers a larger options.time_limit_s to its own, so raising it helps only below that limit."""
+    monkeypatch.setattr(planning, "plan_json", optimal_timing_out_plan_json)
+    body = small_plan_request()
+    if asked_s is not None:
+        body["options"] = {**body.get("options", {}), "time_limit_s": asked_s}
+    with TestClient(create_app(ServiceSettings(db_path=tmp_path / "db.sqlite", time_limit_s=0.2))) as client:
+        response = client.post("/v1/plans", json=body)
+    assert response.status_code == 422 and response.json()["error"] == "time_limit"
+    assert response.json()["detail"] == f"the optimal strategy ran past its time limit of 0.2 s after 3 MILP solves{advice}"
 
 
 def test_a_worker_that_dies_is_answered_500_and_replaced(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 
 from planner.api import evaluate_assignments, make_plan
+from planner.errors import PlanningTimeout
 from planner.model import (
     Assignment,
     Cluster,
@@ -30,6 +31,8 @@ from planner.service.errors import ServiceError, not_found
 from planner.service.settings import ServiceSettings, SizeLimit
 from planner.service.workers import PlanningPool
 from planner.storage import Storage
+from planner.strategies.base import DEFAULT_STRATEGY
+from planner.strategies.optimal import TIME_LIMIT_ADVICE
 
 log = logging.getLogger("hetsched.service")
 
@@ -67,6 +70,23 @@ def limited_options(options: PlanOptions, service_limit_s: float) -> PlanOptions
     asked = options.time_limit_s
     limit = service_limit_s if asked is None else min(asked, service_limit_s)
     return options.model_copy(update={"time_limit_s": limit})
+
+
+def caller_advice(timeout: PlanningTimeout, limit_s: float | None, service_limit_s: float) -> PlanningTimeout:
+    """The core's timeout with advice a caller of the service can follow.
+
+    The core says to raise ``options.time_limit_s``, but the service lowers any value above its own limit
+    (:func:`limited_options`): where that limit bound, only a faster strategy or the operator can help.
+    """
+    message = str(timeout)
+    if not message.endswith(TIME_LIMIT_ADVICE):
+        return timeout
+    if limit_s is not None and limit_s < service_limit_s:
+        advice = f"raise options.time_limit_s (this service allows up to {service_limit_s:g} s) or use strategy {DEFAULT_STRATEGY}"
+    else:
+        advice = (f"use strategy {DEFAULT_STRATEGY}, or ask the service's operator to raise its limit "
+                  f"(hetsched serve --time-limit-s)")
+    return PlanningTimeout(message[: -len(TIME_LIMIT_ADVICE)] + advice)
 
 
 @dataclass(frozen=True)
@@ -131,6 +151,7 @@ class Planner:
     small: bool
     limit_s: float | None
     queue_wait_s: float
+    service_limit_s: float
 
     @classmethod
     def for_request(cls, pool: PlanningPool, settings: ServiceSettings, topology: Topology, cluster: Cluster,
@@ -138,18 +159,24 @@ class Planner:
         """Refuses a request over the size limit (413) before any planning."""
         size = RequestSize.of(topology, cluster)
         check_size(size, settings.max_size)
-        return cls(pool, size.within(settings.small_size), options.time_limit_s, settings.queue_wait_s)
+        return cls(pool, size.within(settings.small_size), options.time_limit_s, settings.queue_wait_s, settings.time_limit_s)
 
     async def plan(self, topology: Topology, cluster: Cluster, entries: list[ProfileEntry], strategy: str | None,
                    options: PlanOptions) -> Plan:
-        body = await self.pool.run(plan_json, topology, cluster, entries, strategy, options, small=self.small,
-                                   limit_s=self.limit_s, queue_wait_s=self.queue_wait_s)
+        try:
+            body = await self.pool.run(plan_json, topology, cluster, entries, strategy, options, small=self.small,
+                                       limit_s=self.limit_s, queue_wait_s=self.queue_wait_s)
+        except PlanningTimeout as timeout:
+            raise caller_advice(timeout, self.limit_s, self.service_limit_s) from None
         return Plan.model_validate_json(body)
 
     async def evaluate(self, topology: Topology, cluster: Cluster, entries: list[ProfileEntry],
                        assignments: list[InstanceAssignment], options: PlanOptions) -> Evaluation:
-        body = await self.pool.run(evaluation_json, topology, cluster, entries, assignments, options, small=self.small,
-                                   limit_s=self.limit_s, queue_wait_s=self.queue_wait_s)
+        try:
+            body = await self.pool.run(evaluation_json, topology, cluster, entries, assignments, options, small=self.small,
+                                       limit_s=self.limit_s, queue_wait_s=self.queue_wait_s)
+        except PlanningTimeout as timeout:
+            raise caller_advice(timeout, self.limit_s, self.service_limit_s) from None
         return Evaluation.model_validate_json(body)
 
 

@@ -1,6 +1,7 @@
 """What an operator sets when starting the service (``hetsched serve`` options)."""
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,12 +99,34 @@ class ServiceSettings:
         return Retention(keep_plans_days=self.keep_plans_days, keep_profile_versions=self.keep_profile_versions)
 
 
+LOG_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
+"""Every line of the service's log starts with its local time and UTC offset, so it can be set beside Storm's logs."""
+
+UPGRADE_NOISE = ("Unsupported upgrade request.", "No supported WebSocket library detected.")
+"""What uvicorn logs for each request that asks to switch protocol: Java's HttpClient (the workers' metrics hook)
+asks for HTTP/2 (``Upgrade: h2c``) on every call. The service has no WebSocket and answers over HTTP/1.1, which
+those clients accept; the two lines said nothing else and were most of the log."""
+
+
+class DropUpgradeNoise(logging.Filter):
+    """Drops uvicorn's two warnings about a protocol upgrade it did not make (:data:`UPGRADE_NOISE`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name.startswith("uvicorn") and isinstance(record.msg, str) and record.msg.startswith(UPGRADE_NOISE))
+
+
 def log_config(level: str = "info") -> dict:
-    """uvicorn's own logging, with the service's logger (``hetsched.*``) printed the same way."""
+    """uvicorn's own logging, with the service's logger (``hetsched.*``) printed the same way, each line dated."""
     import copy
 
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
+    for formatter in config["formatters"].values():
+        formatter["fmt"] = "%(asctime)s " + formatter["fmt"]
+        formatter["datefmt"] = LOG_TIME_FORMAT
+    config.setdefault("filters", {})["drop_upgrade_noise"] = {"()": f"{__name__}.{DropUpgradeNoise.__name__}"}  # plain data: callers write it as JSON
+    for handler in config["handlers"].values():
+        handler.setdefault("filters", []).append("drop_upgrade_noise")
     config["loggers"]["hetsched"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
     return config

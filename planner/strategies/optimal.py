@@ -96,6 +96,9 @@ from planner.strategies.base import DEFAULT_STRATEGY, StrategyResult
 
 log = logging.getLogger(__name__)
 
+TIME_LIMIT_ADVICE = f"raise options.time_limit_s or use strategy {DEFAULT_STRATEGY}"
+"""How a caller of the core gets past the search's time limit (the service rewrites it where its own limit binds)."""
+
 
 @dataclass(frozen=True)
 class OptimalTuning:
@@ -438,8 +441,7 @@ class _Search:
         found = f"the best plan found sustains {self.low:.6g} tuples/s" if self.best else "no plan was found yet"
         raise PlanningTimeout(
             f"the optimal strategy ran past its time limit of {self.time_limit_s:g} s after {self.solves} MILP "
-            f"solves without proving the optimum ({found}; no plan reaches {self.high:.6g} tuples/s); "
-            f"raise options.time_limit_s or use strategy {DEFAULT_STRATEGY}"
+            f"solves without proving the optimum ({found}; no plan reaches {self.high:.6g} tuples/s); {TIME_LIMIT_ADVICE}"
         )
 
     def step(self) -> None:
