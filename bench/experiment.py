@@ -32,7 +32,7 @@ from bench.errors import BenchError
 from planner.durable import private_folder, write_atomic
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas, load_profile_set, require_pairs
-from bench.run import RunContext, RunResult, run, utc_now
+from bench.run import BenchCluster, RunContext, RunResult, run, utc_now
 from bench.schedulers import PHASES, POOLS_FILE, RunSpec, nimbus_setup, run_specs, user_pools
 from bench.settings import BenchSettings
 from cluster.errors import ClusterError
@@ -103,7 +103,7 @@ def _signals_interrupt():
 
 def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
               measure_profiles: Callable[[LocalCluster, str, Path, list[str]], tuple[ProfileSet, str]] | None = None,
-              cluster: LocalCluster | None = None, planner_url: str | None = None) -> BenchResult:
+              cluster: BenchCluster | None = None, planner_url: str | None = None) -> BenchResult:
     """Run the bench; the result holds every run, failed ones with their reason.
 
     By default the bench starts its own planner and cluster and always stops both. Given a running
@@ -146,8 +146,9 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
     """Only a cluster this bench started is brought down (never one it found running)."""
     with _signals_interrupt():
         try:
-            if not settings.profile_now:
-                result.profile_set, result.profile_origin = _load_profiles(settings, spec)
+            loaded = None if settings.profile_now else _load_profiles(settings, spec)
+            if loaded is not None:
+                result.profile_set, result.profile_origin = loaded
             if own_cluster and cluster.is_running():
                 raise BenchError(f"a cluster already runs in {cluster.layout.home}; bring it down first "
                                  f"('hetsched cluster down --home {cluster.layout.home}')")
@@ -162,16 +163,21 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 cluster_started = True
                 _cluster_up(cluster, "plugin", result.planner_url, reporter)
                 phase_up = "plugin"
-                if on_compose:
+                if not isinstance(cluster, LocalCluster):
                     result.planner_url = cluster.planner_url
                     reporter.log(f"planner at {result.planner_url} (the compose cluster's)")
-            if settings.profile_now:
+            planner_at = result.planner_url
+            if planner_at is None:
+                raise BenchError("no planner to plan with: give a planner URL with a running cluster")
+            if loaded is None:
+                if not isinstance(cluster, LocalCluster):
+                    raise BenchError("profiling now (--profile-now) needs the local cluster (--cluster local)")
                 measure = measure_profiles or measure_profiles_now
-                result.profile_set, result.profile_origin = measure(cluster, result.planner_url, out / "profiling",
-                                                                    list(settings.topologies))
-                _require_profiles(result.profile_set, settings, spec, result.profile_origin)
-            _adjust_profiles(result, settings, reporter)
-            specs = _plan(settings, spec, result, reporter)
+                loaded = measure(cluster, planner_at, out / "profiling", list(settings.topologies))
+                result.profile_set, result.profile_origin = loaded
+                _require_profiles(loaded[0], settings, spec, result.profile_origin)
+            profile_set = result.profile_set = _adjust_profiles(loaded[0], settings, reporter)
+            specs = _plan(settings, spec, result, profile_set, planner_at, reporter)
             result.expected_runs = [(s.topology, s.scheduler) for s in _in_run_order(specs)]
             save(result, started)
             for phase in PHASES:
@@ -193,11 +199,11 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                     else:
                         reporter.log(f"restarting the cluster with Nimbus running {phase}")
                         cluster.down()
-                    _cluster_up(cluster, phase, result.planner_url, reporter)
+                    _cluster_up(cluster, phase, planner_at, reporter)
                     phase_up = phase
-                ctx = RunContext(cluster, result.planner_url, result.profile_set.name, settings.window_s,
+                ctx = RunContext(cluster, planner_at, profile_set.name, settings.window_s,
                                  settings.warmup_s, settings.start_timeout_s, reporter,
-                                 machine_base_load(result.profile_set),
+                                 machine_base_load(profile_set),
                                  cluster_planner_url=getattr(cluster, "cluster_planner_url", None),
                                  settle_max_s=settings.settle_max_s)
                 for s in phase_specs:
@@ -253,7 +259,7 @@ def save(result: BenchResult, started: float, quiet: bool = False) -> None:
     result.saved_to = path
 
 
-def _shutdown(cluster: LocalCluster | None, planner: PlannerService | None, result: BenchResult) -> None:
+def _shutdown(cluster: BenchCluster | None, planner: PlannerService | None, result: BenchResult) -> None:
     """Cluster down, then planner down (those the bench started); a second Ctrl-C meanwhile is ignored."""
     try:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -262,7 +268,7 @@ def _shutdown(cluster: LocalCluster | None, planner: PlannerService | None, resu
     try:
         if cluster is not None:
             try:
-                if hasattr(cluster, "save_logs"):  # the containers' logs go with them
+                if not isinstance(cluster, LocalCluster):  # the containers' logs go with them
                     cluster.save_logs(cluster.layout.home / "logs")
                 cluster.down()
             except ClusterError as exc:
@@ -282,14 +288,14 @@ def _restore_env(name: str, value: str | None) -> None:
         os.environ[name] = value
 
 
-def _pools(cluster: LocalCluster) -> dict:
+def _pools(cluster: BenchCluster) -> dict:
     """The submitting user guaranteed the whole cluster's CPU and memory (``ras-priority``)."""
     machines = cluster.layout.machines
     return user_pools(getpass.getuser(), sum(m.cpu_capacity for m in machines),
                       float(sum(m.memory_mb for m in machines)))
 
 
-def _cluster_up(cluster: LocalCluster, phase: str, planner_url: str, reporter: Reporter,
+def _cluster_up(cluster: BenchCluster, phase: str, planner_url: str | None, reporter: Reporter,
                 dps_priorities: Path | None = None, extra_conf: dict | None = None) -> None:
     """Bring the cluster up with Nimbus set up for ``phase`` (bench.schedulers.PHASES), plus ``extra_conf`` in storm.yaml."""
     setup = nimbus_setup(phase, getattr(cluster, "cluster_planner_url", None) or planner_url, dps_priorities, _pools(cluster))
@@ -328,35 +334,37 @@ def _require_profiles(profile_set: ProfileSet, settings: BenchSettings, spec: Cl
         raise BenchError(f"{origin}: {exc}") from None
 
 
-def _adjust_profiles(result: BenchResult, settings: BenchSettings, reporter: Reporter) -> None:
+def _adjust_profiles(profile_set: ProfileSet, settings: BenchSettings, reporter: Reporter) -> ProfileSet:
     """Alpha of pass-through kinds profiled only as sinks (see bench.profiles.fill_pass_through_alphas), said aloud."""
-    result.profile_set, notes = fill_pass_through_alphas(result.profile_set, list(settings.topologies))
+    adjusted, notes = fill_pass_through_alphas(profile_set, list(settings.topologies))
     for note in notes:
-        reporter.log(f"[yellow]profile set {result.profile_set.name}: {note}[/yellow]")
+        reporter.log(f"[yellow]profile set {adjusted.name}: {note}[/yellow]")
+    return adjusted
 
 
-def _plan(settings: BenchSettings, spec: ClusterSpec, result: BenchResult, reporter: Reporter) -> list[RunSpec]:
-    """Store the profile set, plan every topology for this cluster, and lay out every run."""
-    base_load = machine_base_load(result.profile_set)
+def _plan(settings: BenchSettings, spec: ClusterSpec, result: BenchResult, profile_set: ProfileSet, planner_url: str,
+          reporter: Reporter) -> list[RunSpec]:
+    """Store the profile set, plan every topology for this cluster, and lay out every run (the plans go into ``result``)."""
+    base_load = machine_base_load(profile_set)
     if base_load:
         reporter.log("planning on capacity 100 less each machine type's base load from the profile set: "
                      + ", ".join(f"{t} {b:.1f}%" for t, b in sorted(base_load.items())))
     cluster_model = spec.planner_cluster(base_load)
     reference = cluster_model.machine_types[0]
     specs: list[RunSpec] = []
-    with PlannerClient(result.planner_url) as client:
-        client.put_profile_set(result.profile_set)
+    with PlannerClient(planner_url) as client:
+        client.put_profile_set(profile_set)
         for name in settings.topologies:
             entry = lookup(name)
             plan = client.plan(PlanRequest(
                 topology=planner_topology(entry), cluster=cluster_model,
-                profiles=ProfileRef(name=result.profile_set.name), strategy=settings.strategy,
+                profiles=ProfileRef(name=profile_set.name), strategy=settings.strategy,
             ))
             result.plans[entry.name] = plan
             reporter.log(f"plan {plan.id} for {entry.name} ({plan.strategy}): R = {plan.input_rate:.2f} tuples/s, "
                          + ", ".join(f"{c} x{n}" for c, n in plan.instances.items()))
-            specs += run_specs(settings, entry, plan, result.profile_set.entries, len(cluster_model.machines),
-                               reference.name, reference.cores or 1.0, result.planner_url, result.profile_set.name)
+            specs += run_specs(settings, entry, plan, profile_set.entries, len(cluster_model.machines),
+                               reference.name, reference.cores or 1.0, planner_url, profile_set.name)
     return specs
 
 

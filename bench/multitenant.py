@@ -342,7 +342,7 @@ class LedgerPacer:
         alone = isolated_tenants(self.last)
         for t in self.tenants:
             rate = UNPACED if t.name in alone else rates.get(t.name)
-            if rate is not None and (not t.paced or t.paced[-1][1] != round(rate, 3)):
+            if rate is not None and t.rate_file is not None and (not t.paced or t.paced[-1][1] != round(rate, 3)):
                 write_rate(t.rate_file, rate)
                 t.paced.append((now, round(rate, 3)))
 
@@ -602,7 +602,7 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     settings = replace(settings, out_dir=out)  # by absolute path, from their own working folders
     scenario_run.results_folder(out)
     path = out / RESULT_FILE
-    data = read_result(path) if path.is_file() else {"scenario": "multi-tenant", "runs": {}}
+    data: dict[str, Any] = read_result(path) if path.is_file() else {"scenario": "multi-tenant", "runs": {}}
     data.update({"started_at": scenario_files.now(), "settings": scenario_files.settings_dict(settings), "versions": versions(), "error": None,
                  "tenants": [{"topology": t, "priority": p} for t, p in TENANTS],
                  "change": {"topology": CHANGED[0], "priority": CHANGED[1]}})

@@ -86,7 +86,7 @@ def headline_lines(data: dict[str, Any]) -> list[str]:
                                                  else "every minimum held"))
     runs = {r["scheduler"]: r for r in _runs(data)}
     baselines = {s: r["weighted_throughput"] for s, r in runs.items() if s not in PLANNED}
-    best = max(baselines, key=baselines.get) if baselines else None
+    best = max(baselines, key=lambda s: baselines[s]) if baselines else None
     for planned in PLANNED:
         if planned in runs and best is not None and baselines[best] > 0:
             lines.append(f"{planned}'s weighted throughput {runs[planned]['weighted_throughput']:.2f} is "

@@ -37,6 +37,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from bench.live import add_run_options, cluster_and_planner, header, recording_console, up_with_plugin
@@ -231,7 +232,7 @@ def main() -> int:
             ref = ProfileVersionRef(name=stored.name, version=stored.version)
             planner_cluster = spec.planner_cluster(machine_base_load(profile_set))
             storage = Storage(work / "planner.db")
-            plans = {run.name: storage.save_plan(pinned_plan(client, run, planner_cluster, ref)).id
+            plans = {run.name: _stored_id(storage.save_plan(pinned_plan(client, run, planner_cluster, ref)))
                      for phase in phases(machine) for run in phase}
             storage.close()
         up_with_plugin(cluster, url, lambda _: None)
@@ -243,6 +244,13 @@ def main() -> int:
     report(console, windows, types, cores, args)
     args.out.write_text(console.export_text())
     return 0
+
+
+def _stored_id(plan: Plan) -> str:
+    """The id Storage.save_plan gave the plan (always set; typed optional as a plan made elsewhere has none)."""
+    if plan.id is None:
+        raise SystemExit(f"the plan of {plan.topology} was stored without an id")
+    return plan.id
 
 
 def run_phase(console: Console, cluster: LocalCluster, url: str, phase: list[Run], plans: dict[str, str],
@@ -260,6 +268,8 @@ def run_phase(console: Console, cluster: LocalCluster, url: str, phase: list[Run
                 profile_keys={c: k for c, k in PROFILE_KEYS.items() if c in run.roles()},
                 conf={RATE_FILE: str(rate_files[run.name]), "topology.acker.executors": 0}, metrics=False)
             submitted = submit_java(request, address)
+            if submitted.topology_id is None:
+                raise SystemExit(f"{run.name} was submitted but Nimbus does not list it")
             ids[run.name] = submitted.topology_id
         placed = wait_placed(cluster, address, phase, ids)
         console.print("placed: " + "; ".join(f"{n}: {p}" for n, p in placed.items()))
@@ -327,7 +337,7 @@ def window(console: Console, cluster: LocalCluster, address, phase: list[Run], i
             time.sleep(SAMPLE_S)
     elapsed = time.monotonic() - t0
     cores = {m: (cluster.machine_cpu_seconds(m) - cpu0[m]) / elapsed for m in machines}
-    out = []
+    out: list[dict[str, Any]] = []
     for run in phase:
         handled = {r.component: (r.per_second if r.measured_executors else 0.0)
                    for r in component_rates(samples[run.name], run.roles())}
@@ -337,8 +347,10 @@ def window(console: Console, cluster: LocalCluster, address, phase: list[Run], i
             slots = [("alone", run.src, handled["src"])]
         elif run.kind == "local":
             slots = [("local", run.src, handled["src"])]
-        else:
+        elif run.sink is not None:
             slots = [("send", run.src, handled["src"]), ("receive", run.sink, handled["sink"])]
+        else:
+            raise SystemExit(f"{run.name}: a {run.kind} run needs a sink machine")
         for slot, m, tps in slots:
             out.append({"phase": index, "repeat": repeat, "run": run.name, "slot": slot, "machine": m,
                         "rate": rate, "tuples_per_s": tps, "cores": cores[m], "seconds": elapsed})

@@ -285,6 +285,8 @@ def unsteady_line(run: dict[str, Any]) -> str | None:
         return (f"{run['topology']}/{run['scheduler']} was not steady: {failed} of its spouts' tuple trees failed (timed "
                 f"out) in the window, so a queue in it grows and, as the timeouts free their pending slots, its spouts "
                 f"emit past what the placement sustains: its measured rates are above it")
+    if imbalance is None:  # (steady: only a measured flow can be off)
+        return None
     where = "below" if imbalance < 0 else "above"
     return (f"{run['topology']}/{run['scheduler']} was not steady: its sinks ran {abs(imbalance):.0%} {where} what its "
             f"spouts emitted, against the placement's flow (tuples piled up inside the topology while its spouts' "

@@ -14,7 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import psutil
 
@@ -38,8 +38,14 @@ from topologies.errors import TopologyError
 from topologies.jar import build_jar
 from topologies.measure import roles
 from topologies.submission import SubmitRequest, build_submission
+
+if TYPE_CHECKING:
+    from cluster.compose_cluster import ComposeCluster
 from topologies.conf import PLANNER_URL as PLANNER_URL_KEY
 from topologies.submit import KILL_TIMEOUT_S, apply_plan
+
+BenchCluster: TypeAlias = "LocalCluster | ComposeCluster"
+"""The clusters a bench runs on: the local one, or the compose one (which loads Docker's tooling when used)."""
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +107,7 @@ class RunResult:
 
 @dataclass
 class RunContext:
-    cluster: LocalCluster
+    cluster: BenchCluster
     planner_url: str
     profile_set: str
     window_s: float
@@ -119,8 +125,9 @@ class RunContext:
     @property
     def handle(self) -> ClusterHandle:
         """What the runs read of the cluster (Nimbus, machines, CPU); the cluster itself is only restarted."""
-        own = getattr(self.cluster, "handle", None)
-        return own() if callable(own) else LocalClusterHandle(self.cluster)
+        if isinstance(self.cluster, LocalCluster):
+            return LocalClusterHandle(self.cluster)
+        return self.cluster.handle()
 
     @property
     def machines(self) -> dict[str, tuple[str, float]]:
@@ -342,7 +349,7 @@ def _wait_until_running(spec: RunSpec, ctx: RunContext, topology_id: str, entry,
             time.sleep(POLL_S)
 
 
-def _require_healthy(cluster: LocalCluster, reporter: Reporter, restart: bool = True) -> None:
+def _require_healthy(cluster: BenchCluster, reporter: Reporter, restart: bool = True) -> None:
     """Every daemon up. Before the window, a supervisor that halted is restarted (Storm's daemons are
     fail-fast, made to run under supervision), said aloud; after it, or anything else lost, fails the run."""
     if restart and cluster.restart_stopped_supervisors(report=reporter.log):

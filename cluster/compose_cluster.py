@@ -436,8 +436,8 @@ class ComposeClusterHandle:
     def cpu_quota_cores(self, machine_id: str) -> float | None:
         v1, v2 = self._cgroup(machine_id)
         if v2 is not None:
-            quota, period = (v2 / "cpu.max").read_text().split()
-            return None if quota == "max" else int(quota) / int(period)
+            limit, every = (v2 / "cpu.max").read_text().split()
+            return None if limit == "max" else int(limit) / int(every)
         quota = int((v1["cpu"] / "cpu.cfs_quota_us").read_text())
         period = int((v1["cpu"] / "cpu.cfs_period_us").read_text())
         return None if quota <= 0 else quota / period

@@ -277,13 +277,11 @@ class LocalCluster:
 
     def cgroup_path(self, machine_id: str) -> Path:
         """The machine's cgroup folder in the cpu controller (where ``cpu.cfs_quota_us`` lives)."""
-        self._require_cgroups()
-        return self.hierarchies.cpu / self.layout.machine(machine_id).cgroup
+        return self._require_cgroups().cpu / self.layout.machine(machine_id).cgroup
 
     def machine_cpu_seconds(self, machine_id: str) -> float:
         """CPU seconds used so far by everything in the machine's cgroup (supervisor, workers, Python)."""
-        self._require_cgroups()
-        return cgroups.usage_ns(self.hierarchies, self.layout.machine(machine_id).cgroup) / 1e9
+        return cgroups.usage_ns(self._require_cgroups(), self.layout.machine(machine_id).cgroup) / 1e9
 
     def machine_of_pid(self, pid: int) -> str | None:
         """The machine id a process runs on: by its cgroup, else by its supervisor ancestor; None if not in this cluster."""
@@ -372,13 +370,13 @@ class LocalCluster:
         Priority (``cpu_weight``, default :data:`cgroups.DEFAULT_CLUSTER_SHARES`) is what makes the
         quotas capacities a machine really gets on a busy host, not just caps.
         """
-        self._require_cgroups()
-        cgroups.create(self.hierarchies, CGROUP_ROOT_NAME, None, shares=cgroups.ROOT_SHARES)
+        hierarchies = self._require_cgroups()
+        cgroups.create(hierarchies, CGROUP_ROOT_NAME, None, shares=cgroups.ROOT_SHARES)
         cluster_weight = self.spec.cpu_weight or cgroups.DEFAULT_CLUSTER_SHARES
-        cgroups.create(self.hierarchies, self.layout.cluster_cgroup, None, shares=cluster_weight)
-        cgroups.create(self.hierarchies, self.layout.daemons_cgroup, None)
+        cgroups.create(hierarchies, self.layout.cluster_cgroup, None, shares=cluster_weight)
+        cgroups.create(hierarchies, self.layout.daemons_cgroup, None)
         for m in self.layout.machines:
-            cgroups.create(self.hierarchies, m.cgroup, m.cpu_cores, memory_mb=m.memory_limit_mb)
+            cgroups.create(hierarchies, m.cgroup, m.cpu_cores, memory_mb=m.memory_limit_mb)
 
     def _start_daemons(self, storm_home: Path, heterogeneous: bool, report: Report, timeout_s: float) -> None:
         env = _daemon_environment(self._cluster_jar())
@@ -410,7 +408,7 @@ class LocalCluster:
             cwd=self.layout.local_dir(daemon),
             console_file=self.layout.console_file(daemon),
             pid_file=self.layout.pid_file(daemon),
-            before_exec=_joiner(self.hierarchies, cgroup) if cgroup else None,
+            before_exec=_joiner(self._require_cgroups(), cgroup) if cgroup else None,
         )
 
     def _wait_for_port(self, daemon: str, port: int, timeout_s: float) -> None:
@@ -489,11 +487,15 @@ class LocalCluster:
 
     # ---- cgroups and home -----------------------------------------------------------------
 
-    def _require_cgroups(self) -> None:
+    def _require_cgroups(self) -> cgroups.Hierarchies:
+        """The host's cgroup controllers, refusing with one sentence where there are none."""
         if self.hierarchies is None:
             raise ClusterError("This host has no cgroup v1 cpu/cpuacct controllers; machines have no CPU accounting.")
+        return self.hierarchies
 
     def _cpu_seconds_or_none(self, cgroup: str) -> float | None:
+        if self.hierarchies is None:
+            return None
         try:
             return cgroups.usage_ns(self.hierarchies, cgroup) / 1e9
         except (ClusterError, OSError, ValueError):
@@ -514,7 +516,7 @@ class LocalCluster:
             pass
 
 
-def _joiner(hierarchies: cgroups.Hierarchies | None, cgroup: str) -> Callable[[], None]:
+def _joiner(hierarchies: cgroups.Hierarchies, cgroup: str) -> Callable[[], None]:
     """Runs in the forked child before exec: the daemon starts inside its cgroup."""
 
     def join() -> None:

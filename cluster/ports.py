@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Literal
 
 import psutil
 
@@ -37,7 +38,7 @@ def listeners() -> dict[int, int | None]:
     return {c.laddr.port: c.pid for c in connections if c.status == psutil.CONN_LISTEN and c.laddr}
 
 
-def listener_of(port: int, snapshot: dict[int, int | None] | None = None) -> psutil.Process | None | bool:
+def listener_of(port: int, snapshot: dict[int, int | None] | None = None) -> psutil.Process | None | Literal[False]:
     """The process listening on ``port`` (any address); False if the port is free, None if in use by an unknown process."""
     snapshot = listeners() if snapshot is None else snapshot
     if port not in snapshot:

@@ -12,6 +12,7 @@ A step is dated midway between the sample that showed it and the one before, so 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from observe.counts import Count, ExecutorCounts, TopologyCounts
@@ -94,7 +95,7 @@ def executor_windows(samples: list[CountSample], count: Count = handled) -> dict
     return {task: ExecutorWindow(seen[0], seen[-1]) for task, seen in steps(samples, count).items() if len(seen) >= 2}
 
 
-def component_rates(samples: list[CountSample], roles: dict[str, str], count: Count = handled) -> list[ComponentRate]:
+def component_rates(samples: list[CountSample], roles: Mapping[str, str], count: Count = handled) -> list[ComponentRate]:
     """Per component of ``roles`` (component -> spout, bolt or sink), in that order: its rate in the samples."""
     windows = executor_windows(samples, count)
     executors: dict[str, set[int]] = {c: set() for c in roles}
@@ -136,7 +137,7 @@ class ExecutorRate:
     per_second: float
 
 
-def executor_rates(samples: list[CountSample], roles: dict[str, str], count: Count = handled) -> list[ExecutorRate]:
+def executor_rates(samples: list[CountSample], roles: Mapping[str, str], count: Count = handled) -> list[ExecutorRate]:
     """Every executor of a component of ``roles`` that stepped twice in the samples, by component (``roles``' order)
     and first task id."""
     windows = executor_windows(samples, count)

@@ -112,6 +112,19 @@ def _bad_line(kind: str, record: dict, rng: random.Random) -> str:
 
 
 @dataclass
+class _Executor:
+    """One synthetic executor's truth and running totals (its worker's records are read off these)."""
+
+    pair: PairTruth
+    task: int
+    pid: int
+    rates: list[float]
+    glitch_at: int | None
+    executed: float = 0.0
+    cpu: float = 0.0
+
+
+@dataclass
 class SyntheticRun:
     """Generated JSON lines and what the aggregation must find in them."""
 
@@ -260,8 +273,7 @@ def generate_workers(
             rates = [low] * steps if steady else [low + (high - low) * j / max(steps - 1, 1) for j in range(steps)]
             glitch_at = rng.randrange(2, samples) if glitches_left > 0 else None
             glitches_left -= glitch_at is not None
-            executors = [{"pair": pair, "task": task_id, "pid": 70_000 + task_id, "rates": rates,
-                          "executed": 0.0, "cpu": 0.0, "glitch_at": glitch_at}]
+            executors = [_Executor(pair=pair, task=task_id, pid=70_000 + task_id, rates=rates, glitch_at=glitch_at)]
             ts = T0 + rng.uniform(0, interval_s)
             worker_cpu = 0.0
             for k in range(samples):
@@ -269,24 +281,24 @@ def generate_workers(
                 ts += dt
                 worker_cpu += worker_rest_percent / 100.0 * cores * dt
                 for ex in executors:
-                    pair = ex["pair"]
+                    pair = ex.pair
                     if k > 0:
-                        rate = ex["rates"][min((k - 1) // samples_per_step, steps - 1)]
+                        rate = ex.rates[min((k - 1) // samples_per_step, steps - 1)]
                         d_exec = round(max(rate * (1 + rng.gauss(0, rate_jitter)), 0.0) * dt)
                         d_cpu = max((pair.e * d_exec / dt + pair.met / 100.0) * cores * dt * (1 + rng.gauss(0, cpu_noise)), 0.0)
-                        ex["executed"] += d_exec * (100 if k == ex["glitch_at"] else 1)
-                        ex["cpu"] += d_cpu
+                        ex.executed += d_exec * (100 if k == ex.glitch_at else 1)
+                        ex.cpu += d_cpu
                         worker_cpu += THREAD_SHARE * d_cpu
-                    thread = THREAD_SHARE * ex["cpu"]
+                    thread = THREAD_SHARE * ex.cpu
                     records.append({
                         "source": "worker", "cpu_basis": "thread", "run_id": run_id, "ts": round(ts, 3),
                         "topology": topology, "component": pair.profile, "profile": pair.profile,
-                        "task_id": ex["task"], "executor": [ex["task"], ex["task"]], "pid": ex["pid"],
+                        "task_id": ex.task, "executor": [ex.task, ex.task], "pid": ex.pid,
                         "worker_id": f"{machine_type}-{w}.local:{port}", "machine": f"{machine_type}-{w}",
                         "machine_type": machine_type, "machine_cores": cores,
-                        "executed": int(ex["executed"]), "emitted": math.floor(pair.alpha * ex["executed"]),
-                        "cpu_seconds": round(ex["cpu"], 6), "thread_cpu_seconds": round(thread, 6),
-                        "subprocess_cpu_seconds": round(ex["cpu"] - thread, 6),
+                        "executed": int(ex.executed), "emitted": math.floor(pair.alpha * ex.executed),
+                        "cpu_seconds": round(ex.cpu, 6), "thread_cpu_seconds": round(thread, 6),
+                        "subprocess_cpu_seconds": round(ex.cpu - thread, 6),
                         "worker_cpu_seconds": round(worker_cpu, 6),
                     })
     return SyntheticRun(lines=[json.dumps(r) for r in records], truth=truth, valid_rows=len(records))

@@ -59,6 +59,8 @@ class _Relay(socketserver.ThreadingTCPServer):
 
     def __init__(self, listen: tuple[str, int], target: tuple[str, int]):
         self.target = target
+        self.host = listen[0]
+        """The loopback address it listens on (``server_address`` is typed for any socket family)."""
         super().__init__(listen, _Forward)
 
 
@@ -104,7 +106,7 @@ def leader_route(address: NimbusAddress, leader: str | None) -> Iterator[list[st
         with tempfile.TemporaryDirectory(prefix="hetsched-hosts-") as tmp:
             hosts = Path(tmp) / "hosts"
             local = socket.gethostname()
-            hosts.write_text(f"127.0.0.1 localhost {local}\n{relay.server_address[0]} {host}\n")
+            hosts.write_text(f"127.0.0.1 localhost {local}\n{relay.host} {host}\n")
             yield [f"-Djdk.net.hosts.file={hosts}"]
     finally:
         relay.shutdown()

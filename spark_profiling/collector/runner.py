@@ -211,7 +211,7 @@ class Experiment:
         self.run_id = run_id or f"{stamp}-{self.entry.name}-{uuid.uuid4().hex[:6]}"
         self.records_path = self.out_dir / f"records-{self.run_id}.jsonl"
         self.address = cluster.nimbus
-        self.inputs = {c.id: [] for c in self.graph.components if c.kind == "bolt"}
+        self.inputs: dict[str, list[str]] = {c.id: [] for c in self.graph.components if c.kind == "bolt"}
         for s in self.graph.streams:
             self.inputs[s.target].append(s.source)
         self.spouts = [c.id for c in self.graph.components if c.kind == "spout"]
@@ -401,6 +401,8 @@ class Experiment:
         except PlannerClientError as exc:
             raise ProfilingError(f"the planner did not store the plan of round {round_.index}: {exc}") from None
         check_pinned(plan, round_)
+        if plan.id is None:
+            raise ProfilingError(f"the planner answered the plan of round {round_.index} without storing it (no id)")
         return plan.id
 
     def _round_cpu_ms(self, round_: Round) -> dict[str, float]:
