@@ -42,7 +42,6 @@ from planner.model import ProfileSet
 from planner.profiles import MACHINE_BASE_LOAD
 from topologies.catalog import lookup
 
-REPO = Path(__file__).resolve().parents[1]
 
 ALL_TYPES = "*"
 """The machine type of a coefficient shared by every type (``--per-type`` not given)."""

@@ -29,8 +29,6 @@ from cluster.spec import ClusterSpec
 from planner.model import ProfileSet
 from topologies import conf as keys
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 @dataclass(frozen=True)
 class MachineOverhead:

@@ -29,7 +29,6 @@ from cluster.cgroups import find_hierarchies
 from cluster.layout import CGROUP_ROOT_NAME
 from observe.machines import process_cpu_seconds
 
-REPO = Path(__file__).resolve().parents[1]
 
 KINDS = ("supervisor", "worker", "logwriter", "python", "other")
 

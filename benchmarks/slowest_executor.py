@@ -27,8 +27,6 @@ from cluster.spec import ClusterSpec
 from planner.api import evaluate_assignments
 from planner.model import ProfileSet
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 @dataclass(frozen=True)
 class KeptUp:
