@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from planner.errors import PlanningError
-from planner.model import Cluster, PlanOptions, Topology
+from planner.errors import MissingProfile, PlanningError, ProfilesMissing
+from planner.model import Cluster, PlanOptions, ProfileEntry, Topology
 from planner.profiles import ProfileTable
 from planner.rates import find_cycle, unit_rates
 from planner.simulator import entry_cpu_pct, fits_within
@@ -76,15 +76,38 @@ def used_machine_types(cluster: Cluster) -> list[str]:
     return [t.name for t in cluster.machine_types if t.name in used]
 
 
-def validate_profiles(topology: Topology, cluster: Cluster, profiles: ProfileTable) -> None:
-    """Every non-system component needs a profile on every machine type a machine has."""
+def missing_profiles(topology: Topology, cluster: Cluster, profiles: ProfileTable) -> list[MissingProfile]:
+    """Every (profile key, machine type) pair a non-system component needs on a machine type a machine has, and
+    the profiles lack; each pair once, named by the first component that needs it."""
+    missing: dict[tuple[str, str], MissingProfile] = {}
     types = used_machine_types(cluster)
     for c in topology.components:
-        if c.is_system:
+        if c.is_system or c.profile is None:
             continue
         for t in types:
-            if c.profile is None or profiles.get(c.profile, t) is None:
-                raise PlanningError(f"no profile for {c.profile} on machine type {t} (component {c.id})")
+            if profiles.get(c.profile, t) is None and (c.profile, t) not in missing:
+                missing[(c.profile, t)] = MissingProfile(c.id, c.profile, t)
+    return list(missing.values())
+
+
+def validate_profiles(topology: Topology, cluster: Cluster, profiles: ProfileTable) -> None:
+    """Every non-system component needs a profile on every machine type a machine has (ProfilesMissing names all)."""
+    for c in topology.components:
+        if not c.is_system and c.profile is None:
+            raise PlanningError(f"component {c.id} has no profile key")
+    missing = missing_profiles(topology, cluster, profiles)
+    if missing:
+        raise ProfilesMissing(missing)
+
+
+def check_profiles(topology: Topology, cluster: Cluster, entries: list[ProfileEntry]) -> None:
+    """The profile check alone, on the request's own cluster, before any planning.
+
+    A tenant is planned on clusters derived from the request's (one machine type per machine,
+    ``small@small-1``), where a missing pair would read as a cluster without room and be answered as
+    an admission refusal; checked here first, it is answered as what it is.
+    """
+    validate_profiles(topology, cluster, ProfileTable.from_entries(entries))
 
 
 def validate_capacity(topology: Topology, cluster: Cluster, profiles: ProfileTable, options: PlanOptions) -> None:

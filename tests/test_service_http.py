@@ -222,7 +222,8 @@ def _semantic_faults() -> dict[str, tuple[dict, tuple[str, ...]]]:
 def test_semantic_fault_is_422_with_one_sentence_naming_it(http, fault):
     body, words = _semantic_faults()[fault]
     error = _error(http, "POST", "/v1/plans", 422, json=body)
-    assert error["error"] == "planning_error" and "\n" not in error["detail"]
+    code = "profile_missing" if fault == "missing profile pair" else "planning_error"
+    assert error["error"] == code and "\n" not in error["detail"]
     for word in words:
         assert word in error["detail"], error["detail"]
 

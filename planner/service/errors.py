@@ -3,7 +3,8 @@
 The body is always ``{"detail": "<sentence naming the fault>", "error": "<code>"}``;
 schema errors add ``"errors": [{"loc": [...], "msg": "...", "type": "..."}]`` with
 the field at fault. Codes: ``invalid_request`` (schema, 422), ``planning_error``
-(the core's PlanningError, 422), ``time_limit`` (the search stopped at the time
+(the core's PlanningError, 422), ``profile_missing`` (the profiles lack pairs the request
+needs, 422, every pair in ``"missing": [{"component", "profile", "machine_type"}]``), ``time_limit`` (the search stopped at the time
 limit, 422), ``not_found`` (404), ``in_use`` (409: a profile set version that
 stored plans name cannot be deleted), ``unauthorized`` (401), ``body_too_large`` (413),
 ``method_not_allowed`` (405), ``busy`` and ``storage`` (503), ``internal`` (500, a bug).
@@ -19,7 +20,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from planner.errors import PlanningError, PlanningTimeout
+from planner.errors import PlanningError, PlanningTimeout, ProfilesMissing
 from planner.storage import StorageError
 
 log = logging.getLogger("hetsched.service")
@@ -31,12 +32,19 @@ class FieldError(BaseModel):
     type: str
 
 
+class MissingPair(BaseModel):
+    component: str
+    profile: str
+    machine_type: str
+
+
 class ErrorBody(BaseModel):
     """The body of every non-2xx answer."""
 
     detail: str = Field(description="One plain sentence that names the fault.")
-    error: str = Field(description="A stable code: invalid_request, planning_error, time_limit, not_found, in_use, unauthorized, body_too_large, ...")
+    error: str = Field(description="A stable code: invalid_request, planning_error, profile_missing, time_limit, not_found, in_use, unauthorized, body_too_large, ...")
     errors: list[FieldError] | None = Field(default=None, description="Schema errors only: every field at fault.")
+    missing: list[MissingPair] | None = Field(default=None, description="profile_missing only: every (profile, machine type) pair the request needs and its profiles lack, with a component that needs it.")
 
 
 class ServiceError(Exception):
@@ -59,9 +67,12 @@ def in_use(detail: str) -> ServiceError:
 
 
 def error_response(status_code: int, error: str, detail: str, headers: dict[str, str] | None = None,
-                   errors: list[dict[str, Any]] | None = None) -> JSONResponse:
+                   errors: list[dict[str, Any]] | None = None,
+                   missing: list[dict[str, str]] | None = None) -> JSONResponse:
     body = ErrorBody(detail=detail, error=error,
-                     errors=None if errors is None else [FieldError.model_validate(e) for e in errors]).model_dump(exclude_none=True)
+                     errors=None if errors is None else [FieldError.model_validate(e) for e in errors],
+                     missing=None if missing is None else [MissingPair.model_validate(m) for m in missing],
+                     ).model_dump(exclude_none=True)
     return JSONResponse(body, status_code=status_code, headers=headers)
 
 
@@ -124,6 +135,9 @@ async def _on_validation_error(request: Request, exc: RequestValidationError) ->
 
 async def _on_planning_error(request: Request, exc: PlanningError) -> JSONResponse:
     code = "time_limit" if isinstance(exc, PlanningTimeout) else "planning_error"
+    if isinstance(exc, ProfilesMissing):
+        log.debug("%s %s rejected (422, profile_missing): %s", request.method, request.url.path, exc)
+        return error_response(422, "profile_missing", str(exc), missing=[m._asdict() for m in exc.missing])
     log.debug("%s %s rejected (422, %s): %s", request.method, request.url.path, code, exc)
     return error_response(422, code, str(exc))
 

@@ -41,6 +41,7 @@ from planner.service.tenants import (
 from planner.service.workers import PlanningPool
 from planner.storage import Storage
 from planner.tenancy import Refusal
+from planner.validation import check_profiles
 from planner.strategies import DEFAULT_STRATEGY
 
 log = logging.getLogger("hetsched.service")
@@ -70,6 +71,7 @@ async def create_plan(
         options = limited_options(request.options, settings.time_limit_s)
         planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
         profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
+        check_profiles(request.topology, request.cluster, profiles.entries)  # before a tenant's derived clusters
         plan = await _reuse(request, profiles, options, storage, planner)
         if request.tenant is not None:
             plan = await _plan_tenant(request, profiles, plan, options, storage, settings, planner)

@@ -87,6 +87,8 @@ public class HetschedScheduler implements IScheduler {
     /** When each topology was last re-placed onto a better plan (plugin clock, ms). */
     private final Map<String, Long> lastReplaced = new HashMap<>();
     private AliveHeartbeat heartbeat;
+    /** Topologies placed evenly because their own profiles cannot plan them, asked for again only after a change. */
+    private final ProfileWaits profileWaits = new ProfileWaits();
 
     public HetschedScheduler() {
         this(System::currentTimeMillis, null);
@@ -173,6 +175,7 @@ public class HetschedScheduler implements IScheduler {
         long deadline = nowMillis.getAsLong() + settings.roundBudget().toMillis();
         forgetGone(topologies);
         List<String> joined = noticeSupervisors(cluster);
+        checkProfileWaits(topologies, cluster);
         List<TopologyDetails> waiting = new ArrayList<>(cluster.needsSchedulingTopologies());
         waiting.sort(Comparator.comparing(TopologyDetails::getId));
         Map<TopologyDetails, Fallback> evenWithReason = new LinkedHashMap<>();
@@ -180,9 +183,18 @@ public class HetschedScheduler implements IScheduler {
         for (TopologyDetails topology : waiting) {
             if (!TopologySettings.asksForPlanner(topology.getConf())) {
                 evenWithReason.put(topology, new Fallback("the topology asks for no planner (no "
-                        + TopologySettings.PROFILES + " in its conf)", false, false));
+                        + TopologySettings.PROFILES + " in its conf)", false, false, null));
             } else if (!cluster.getUnassignedExecutors(topology).isEmpty()) {
-                planned.add(topology);
+                ProfileWaits.Wait wait = profileWaits.get(topology.getId());
+                if (wait != null && lostSomeOnly(topology, cluster, wait)) { // asking would get the same answer
+                    evenWithReason.put(topology, new Fallback(wait.cause(), true, false, wait));
+                } else {
+                    if (wait != null) { // rebalanced (hetsched tune, replan) or given another set: asked, placed whole
+                        profileWaits.forget(topology.getId());
+                        fellBack.put(topology.getId(), new FellBack(wait.sinceMillis(), wait.cause()));
+                    }
+                    planned.add(topology);
+                }
             } // else placed whole already: the plan, not topology.workers, decides its worker count
         }
         List<TopologyDetails> replanned = fellBack.keySet().stream().sorted().map(topologies::getById)
@@ -239,7 +251,7 @@ public class HetschedScheduler implements IScheduler {
      * Why a topology is placed evenly: {@code plannerTopology} when it asked for the planner, {@code retry} when it is
      * planned again once the planner answers.
      */
-    private record Fallback(String reason, boolean plannerTopology, boolean retry) {
+    private record Fallback(String reason, boolean plannerTopology, boolean retry, ProfileWaits.Wait profileWait) {
     }
 
     /** A topology placed evenly because the planner was unavailable, planned again in the background. */
@@ -280,6 +292,49 @@ public class HetschedScheduler implements IScheduler {
         fellBack.keySet().removeIf(id -> topologies.getById(id) == null);
         upgrades.keySet().removeIf(id -> topologies.getById(id) == null);
         lastReplaced.keySet().removeIf(id -> topologies.getById(id) == null);
+        profileWaits.retainOnly(id -> topologies.getById(id) != null);
+    }
+
+    /**
+     * For each topology waiting for profiles: asks again (as after a fallback: in the background, re-placed by plan
+     * when one comes) once its profile set has a new version or the machine types changed; otherwise reads the set's
+     * version in the background, at most every {@link ProfileWaits#VERSION_CHECK_MS}.
+     */
+    private void checkProfileWaits(Topologies topologies, Cluster cluster) {
+        if (planner == null) {
+            return;
+        }
+        Set<String> types = Machine.typesOf(cluster, settings);
+        for (String id : profileWaits.topologyIds()) {
+            TopologyDetails topology = topologies.getById(id);
+            if (topology == null || !cluster.getUnassignedExecutors(topology).isEmpty() || jobs.containsKey(id)
+                    || !replanAllowed(topology)) {
+                continue;
+            }
+            ProfileWaits.Wait wait = profileWaits.get(id);
+            String change = profileWaits.changed(id, types);
+            if (change != null) {
+                LOG.info("hetsched: topology {} is planned again: {}", id, change);
+                profileWaits.forget(id);
+                fellBack.put(id, new FellBack(wait.sinceMillis(), wait.cause()));
+                continue;
+            }
+            long now = nowMillis.getAsLong();
+            if (profileWaits.versionReadDue(id, now) && breaker.allowsCall()) {
+                try {
+                    profileWaits.versionReadStarted(id, CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return ask(() -> planner.fetchProfileSet(wait.profileSet()), false).version();
+                        } catch (PlanFault fault) {
+                            LOG.debug("hetsched: reading profile set {} failed: {}", wait.profileSet(), fault.reason());
+                            throw new java.util.concurrent.CompletionException(fault);
+                        }
+                    }, executor), now);
+                } catch (RejectedExecutionException e) {
+                    LOG.debug("hetsched: the planner threads refused reading profile set {}", wait.profileSet());
+                }
+            }
+        }
     }
 
     /** Starts a request for a topology that needs placing, unless one is under way; falls back where none can be. */
@@ -458,6 +513,15 @@ public class HetschedScheduler implements IScheduler {
             cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
             before.forEach((slot, executors) -> cluster.assign(slot, topology.getId(), executors));
             fellBack.remove(topology.getId());
+            if (e instanceof PlanFault fault && fault.profileGap() != null) {
+                ProfileWaits.Wait wait = profileWait(topology, cluster, fault.profileGap());
+                wait = new ProfileWaits.Wait(wait.profileSet(), wait.version(), wait.machineTypes(), wait.cause(),
+                        fell.atMillis());
+                profileWaits.waitFor(topology.getId(), wait);
+                cluster.setStatus(topology.getId(), STATUS + waitingStatus(topology, cluster, wait));
+                LOG.info("hetsched: topology {} keeps its even placement: {}", topology.getId(), wait.cause());
+                return true;
+            }
             cluster.setStatus(topology.getId(), STATUS + evenly + "; not planned again: " + reason);
             LOG.warn("hetsched: topology {} keeps its even placement; its plan cannot be used: {}", topology.getId(), reason);
         }
@@ -588,9 +652,18 @@ public class HetschedScheduler implements IScheduler {
                             in.topologyId(), wanted.planId(), fault.reason());
                 }
             }
-            Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
-            Plan plan = ask(() -> planner.requestPlan(
-                    PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad, in.tenant())), true);
+            PlannerClient.ProfileSetInfo set = ask(() -> planner.fetchProfileSet(wanted.profiles()), false);
+            Map<String, Double> baseLoad = set.baseLoad();
+            Plan plan;
+            try {
+                plan = ask(() -> planner.requestPlan(
+                        PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad, in.tenant())), true);
+            } catch (PlanFault fault) {
+                if (fault.profileGap() == null) {
+                    throw fault;
+                }
+                throw PlanFault.profilesMissing(fault.reason(), fault.profileGap().withVersion(set.version()));
+            }
             return new PlanAnswer(plan, null, baseLoad, nowMillis.getAsLong() - started, Source.PLANNED);
         } catch (PlanFault fault) {
             return new PlanAnswer(null, fault, Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
@@ -713,7 +786,7 @@ public class HetschedScheduler implements IScheduler {
         SchedulerAssignment assignment = cluster.getAssignmentById(id);
         if (planner == null || !TopologySettings.asksForPlanner(topology.getConf()) || assignment == null
                 || !cluster.getUnassignedExecutors(topology).isEmpty() || fellBack.containsKey(id)
-                || jobs.containsKey(id) || upgrades.containsKey(id) || !breaker.allowsCall()) {
+                || profileWaits.isWaiting(id) || jobs.containsKey(id) || upgrades.containsKey(id) || !breaker.allowsCall()) {
             return;
         }
         try {
@@ -874,6 +947,13 @@ public class HetschedScheduler implements IScheduler {
     private void fallBack(TopologyDetails topology, Cluster cluster, PlanFault fault,
                           Map<TopologyDetails, Fallback> evenWithReason) {
         String reason = fault.reason();
+        if (fault.profileGap() != null) { // whatever hetsched.fallback says: no later round can plan it as it is
+            ProfileWaits.Wait wait = profileWait(topology, cluster, fault.profileGap());
+            LOG.warn("hetsched: topology {} is placed evenly: {} ({}); it is planned again once its profile set or "
+                    + "the machine types change", topology.getId(), wait.cause(), reason);
+            evenWithReason.put(topology, new Fallback(wait.cause(), true, false, wait));
+            return;
+        }
         if (fault.notAdmitted()) {
             LOG.warn("hetsched: topology {} left unscheduled: {}", topology.getId(), reason);
             cluster.setStatus(topology.getId(), STATUS + "not admitted (" + reason + "); left unscheduled, the next "
@@ -883,7 +963,7 @@ public class HetschedScheduler implements IScheduler {
         if (settings.fallback() == SchedulerSettings.Fallback.EVEN) {
             LOG.warn("hetsched: topology {} falls back to even scheduling: {}", topology.getId(), reason);
             boolean retry = fault.plannerUnavailable() && replanAllowed(topology);
-            evenWithReason.put(topology, new Fallback(reason, true, retry));
+            evenWithReason.put(topology, new Fallback(reason, true, retry, null));
         } else {
             LOG.warn("hetsched: topology {} left unscheduled ({}: none): {}",
                     topology.getId(), SchedulerSettings.FALLBACK, reason);
@@ -900,7 +980,56 @@ public class HetschedScheduler implements IScheduler {
         }
     }
 
+    /**
+     * A topology waiting for profiles that lost some executors (a worker or machine died) with its set unchanged: placed
+     * evenly again without asking. One whose every executor waits (Nimbus's rebalance, e.g. by {@code hetsched tune},
+     * which may have bound a plan) or whose conf names another set is asked for.
+     */
+    private static boolean lostSomeOnly(TopologyDetails topology, Cluster cluster, ProfileWaits.Wait wait) {
+        SchedulerAssignment assignment = cluster.getAssignmentById(topology.getId());
+        Object set = topology.getConf().get(TopologySettings.PROFILES);
+        return assignment != null && !assignment.getExecutors().isEmpty()
+                && set != null && wait.profileSet().equals(set.toString().trim());
+    }
+
+    /** What a topology refused for its own profiles waits for, and the sentence that says why. */
+    private ProfileWaits.Wait profileWait(TopologyDetails topology, Cluster cluster, ProfileGap gap) {
+        Map<String, String> keys = new TreeMap<>();
+        String set = "?";
+        try {
+            TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
+            set = wanted.profiles();
+            for (TopologyGraph.Component component : TopologyGraph.of(topology).components()) {
+                if (!component.id().startsWith(TopologyGraph.SYSTEM_PREFIX)) {
+                    keys.put(component.id(), wanted.componentProfiles().getOrDefault(component.id(), component.id()));
+                }
+            }
+        } catch (PlanFault fault) {
+            // the planner read the same conf to answer; the cause is named without the components then
+        }
+        return new ProfileWaits.Wait(set, gap.version(), Machine.typesOf(cluster, settings),
+                gap.cause(set, settings.plannerUrl().toString(), keys), nowMillis.getAsLong());
+    }
+
+    /** The status of a topology placed evenly for its own profiles: the cause, since when, and what to do. */
+    private String waitingStatus(TopologyDetails topology, Cluster cluster, ProfileWaits.Wait wait) {
+        String status = wait.cause() + "; " + evenOutcome(topology, cluster) + " at " + clockTime(wait.sinceMillis())
+                + ". To plan it, profile it live: hetsched tune " + topology.getName() + " --store DIR --explore (its "
+                + "workers' records flow from this placement), or store the missing profiles in set " + wait.profileSet();
+        return status + (replanAllowed(topology)
+                ? "; planned again once profile set " + wait.profileSet() + " or the machine types change"
+                : "; kept evenly (" + TopologySettings.REPLAN_AFTER_FALLBACK + ": false)");
+    }
+
     private void placedEvenly(TopologyDetails topology, Cluster cluster, Fallback fallback) {
+        if (fallback.profileWait() != null) {
+            if (profileWaits.get(topology.getId()) != fallback.profileWait()) {
+                profileWaits.waitFor(topology.getId(), fallback.profileWait());
+            }
+            fellBack.remove(topology.getId());
+            cluster.setStatus(topology.getId(), STATUS + waitingStatus(topology, cluster, fallback.profileWait()));
+            return;
+        }
         String status = fallback.plannerTopology() ? "planner not used (" + fallback.reason() + "); " : fallback.reason() + "; ";
         status += evenOutcome(topology, cluster);
         if (!fallback.retry()) {

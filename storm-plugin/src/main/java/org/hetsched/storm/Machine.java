@@ -82,6 +82,18 @@ public record Machine(String id, String name, String host, String type, Double c
         return machines;
     }
 
+    /** The machine types of every supervisor Nimbus offers (blacklisted ones left out), free ports or not. */
+    public static java.util.Set<String> typesOf(Cluster cluster, SchedulerSettings settings) {
+        java.util.Set<String> types = new TreeSet<>();
+        for (SupervisorDetails supervisor : cluster.getSupervisors().values()) {
+            if (!cluster.isBlackListed(supervisor.getId())) {
+                String type = metaValue(supervisor, settings.machineTypeKey());
+                types.add(type == null || type.isBlank() ? settings.defaultMachineType() : type);
+            }
+        }
+        return types;
+    }
+
     /** The same machine with its usable ports in the order given (the first ones are used first). */
     public Machine withUsablePorts(List<Integer> ports) {
         return new Machine(id, name, host, type, cores, totalSlots, List.copyOf(ports), memoryMb);

@@ -12,6 +12,7 @@ public final class PlanFault extends Exception {
     private final boolean countsAgainstPlanner;
     private final boolean plannerUnavailable;
     private boolean notAdmitted;
+    private ProfileGap profileGap;
 
     private PlanFault(String reason, boolean countsAgainstPlanner) {
         this(reason, countsAgainstPlanner, countsAgainstPlanner);
@@ -63,6 +64,21 @@ public final class PlanFault extends Exception {
     /** Left unscheduled, not placed evenly: an evenly placed topology would take the CPU the admitted ones were promised. */
     public boolean notAdmitted() {
         return notAdmitted;
+    }
+
+    /**
+     * The topology's own profiles cannot plan it: its set is not stored, or lacks pairs it needs. It is placed evenly
+     * and asked for again only once the set or the cluster's machine types change.
+     */
+    public static PlanFault profilesMissing(String reason, ProfileGap gap) {
+        PlanFault fault = new PlanFault(reason, false);
+        fault.profileGap = gap;
+        return fault;
+    }
+
+    /** What the topology's profiles lack, or null when the fault is of another kind. */
+    public ProfileGap profileGap() {
+        return profileGap;
     }
 
     /** A hetsched.* value in the topology conf is malformed. */

@@ -14,7 +14,9 @@ import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -33,6 +35,11 @@ import java.util.concurrent.TimeoutException;
 public final class PlannerClient {
     private static final int MAX_DETAIL_CHARS = 300;
     private static final String BASE_LOAD = "machine_base_load";
+    /** The service's code for a request whose profiles lack pairs it needs (planner/service/errors.py). */
+    static final String PROFILE_MISSING = "profile_missing";
+    /** The calls whose body names a profile set: a 404 to any of them says the set is not stored (docs/reference/api.md). */
+    private static final java.util.Set<String> NAMES_A_PROFILE_SET =
+            java.util.Set.of("POST /v1/plans", "POST /v1/repairs", "POST /v1/evaluations");
 
     private final URI baseUrl;
     private final Duration timeout;
@@ -132,6 +139,18 @@ public final class PlannerClient {
      * plan request itself says what is wrong).
      */
     public Map<String, Double> fetchBaseLoad(String profileSet) throws PlanFault {
+        return fetchProfileSet(profileSet).baseLoad();
+    }
+
+    /**
+     * What the plugin reads of a stored profile set: its newest version (null where the planner has no such set)
+     * and its machine base load ({@link #fetchBaseLoad}).
+     */
+    public record ProfileSetInfo(Long version, Map<String, Double> baseLoad) {
+    }
+
+    /** Reads a stored profile set ({@code GET /v1/profiles/{name}}); a set the planner refuses to give has no version. */
+    public ProfileSetInfo fetchProfileSet(String profileSet) throws PlanFault {
         String path = "/v1/profiles/" + URLEncoder.encode(profileSet, StandardCharsets.UTF_8).replace("+", "%20");
         JsonNode set;
         try {
@@ -140,9 +159,11 @@ public final class PlannerClient {
             if (fault.countsAgainstPlanner()) {
                 throw fault;
             }
-            return Map.of();
+            return new ProfileSetInfo(null, Map.of());
         }
-        return baseLoadOf(set, profileSet);
+        JsonNode version = set == null ? null : set.get("version");
+        return new ProfileSetInfo(version != null && version.canConvertToLong() ? version.asLong() : null,
+                baseLoadOf(set, profileSet));
     }
 
     /** Reads and checks {@code source.machine_base_load} of a profile set. */
@@ -233,6 +254,13 @@ public final class PlannerClient {
             }
         }
         String reason = what + " answered HTTP " + status + detail(response.body());
+        String code = errorCode(response.body());
+        if (status == 422 && PROFILE_MISSING.equals(code)) {
+            throw PlanFault.profilesMissing("planner refused the request: " + reason, ProfileGap.pairs(missingPairs(response.body())));
+        }
+        if (status == 404 && NAMES_A_PROFILE_SET.contains(what)) { // their only 404: the profile set
+            throw PlanFault.profilesMissing("planner refused the request: " + reason, ProfileGap.unknown());
+        }
         if (status == 409 && response.body() != null && response.body().contains("\"admission_refused\"")) {
             throw PlanFault.notAdmitted("planner did not admit it: " + detail(response.body()).substring(2));
         }
@@ -240,6 +268,30 @@ public final class PlannerClient {
             throw PlanFault.plannerRefused("planner refused the request: " + reason);
         }
         throw PlanFault.plannerFailed("planner failed: " + reason);
+    }
+
+    /** The service's machine-readable {@code error} code of an error answer, or null. */
+    private String errorCode(String body) {
+        try {
+            JsonNode code = body == null || body.isBlank() ? null : json.readTree(body).get("error");
+            return code != null && code.isTextual() ? code.asText() : null;
+        } catch (JsonProcessingException notJson) {
+            return null;
+        }
+    }
+
+    /** The pairs of a {@code profile_missing} answer ({@code missing}); empty where it names none. */
+    private List<ProfileGap.Pair> missingPairs(String body) {
+        List<ProfileGap.Pair> pairs = new ArrayList<>();
+        try {
+            for (JsonNode pair : json.readTree(body).path("missing")) {
+                pairs.add(new ProfileGap.Pair(pair.path("component").asText(""), pair.path("profile").asText(""),
+                        pair.path("machine_type").asText("")));
+            }
+        } catch (JsonProcessingException notJson) {
+            // errorCode read it, so it is JSON; nothing more to take
+        }
+        return pairs;
     }
 
     private PlanFault timedOut(String what) {

@@ -239,10 +239,20 @@ class HetschedSchedulerTest {
     }
 
     @Test
-    void missingProfileSetFallsBackWithThePlannersWords() {
+    void missingProfileSetIsPlacedEvenlyNamingTheSet() {
         planner.answerWith(call -> FakePlanner.Answer.raw(404,
                 "{\"detail\": \"profile set 'micro' does not exist: store it with PUT /v1/profiles/micro\"}"));
-        assertFallsBackEvenly(planner.url(), Map.of(), "HTTP 404: profile set 'micro' does not exist");
+        TopologyDetails linear = linearTopology("linear-1", ASKS_PLANNER);
+        Topologies topologies = new Topologies(linear);
+        Cluster cluster = cluster(supervisors, topologies, Map.of());
+
+        schedulerFor(planner.url(), Map.of()).schedule(topologies, cluster);
+
+        assertEquals(placementBy(new DefaultScheduler(), supervisors, topologies, Map.of(), "linear-1"),
+                placement(cluster, "linear-1"), "placed as Storm's DefaultScheduler places it");
+        String status = cluster.getStatus("linear-1");
+        assertTrue(status.startsWith("hetsched: profile set micro does not exist on the planner at " + planner.url()
+                + "; scheduled evenly by Storm's DefaultScheduler at "), status);
     }
 
     @Test
