@@ -10,8 +10,9 @@ from rich.table import Table
 
 from hetsched.cli import app
 from hetsched.status import print_scheduler_status
+from hetsched.submit_checks import check_profile_pairs, cluster_machines, metrics_choice, planned_defaults
 from planner.client import URL_ENV
-from topologies.catalog import CATALOG
+from topologies.catalog import CATALOG, lookup
 from topologies.errors import TopologyError
 from topologies.locate import NIMBUS_ENV, nimbus_address
 from topologies.submission import MULTILANG_COMMAND, MULTILANG_ENV, SubmitRequest, parse_conf, parse_parallelism
@@ -26,6 +27,12 @@ NimbusOption = typer.Option(
 def _fail(message: str) -> typer.Exit:
     Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(1)
+
+
+def _note(note: str | None) -> None:
+    """A check that could not be made in full: said once, the submission goes on."""
+    if note:
+        Console(stderr=True).print(f"[yellow]note:[/yellow] {note}", highlight=False, soft_wrap=True)
 
 
 def _uptime(seconds: int) -> str:
@@ -62,18 +69,24 @@ def submit(
     name: Optional[str] = typer.Option(None, "--name", help="Name to run under (default: the topology's own)."),
     sample_rate: float = typer.Option(1.0, "--sample-rate", help="topology.stats.sample.rate (1.0: exact counts)."),
     spare_tasks: Optional[float] = typer.Option(None, "--spare-tasks", help="Tasks per executor of every component (hetsched.spare.tasks; default 1): 2 lets `hetsched replan` double any component's executors later. Each task of a Python component is its own subprocess."),
-    metrics: bool = typer.Option(True, "--metrics/--no-metrics", help="Ship every executor's counts and CPU to the planning service (the plugin jar's task hook; the jar must be in the workers' extlib)."),
+    metrics: Optional[bool] = typer.Option(None, "--metrics/--no-metrics", help="Ship every executor's counts and CPU to the planning service (the plugin jar's task hook; the jar must be in the workers' extlib/). Default: on for the clusters this checkout starts; elsewhere submit cannot tell and asks for one of the two."),
+    load_aware: bool = typer.Option(False, "--load-aware", help="With --profiles or --plan: keep Storm's load-aware shuffle (by default turned off, as the planner models shuffle as an even split)."),
+    storm_yaml: Optional[List[Path]] = typer.Option(None, "--storm-yaml", help="A supervisor's storm.yaml, for its machine type (Nimbus does not report it), so --profiles is checked against every machine type; repeatable. The local and compose clusters' are known without it."),
     force: bool = typer.Option(False, "--force", help="Kill a running topology of the same name first, and wait for it to go."),
     multilang_command: str = typer.Option(MULTILANG_COMMAND, "--multilang-command", envvar=MULTILANG_ENV, help="What workers run for each Python component: a name on the supervisors' PATH, or an absolute path on every supervisor host."),
     nimbus: Optional[str] = NimbusOption,
 ) -> None:
     """Submit TOPOLOGY of the catalog, an app's main class (--jar, --class) or a Flux file (--flux), with the plan and the workers' metrics."""
-    from topologies.plans import check_profile_set
     from topologies.submit import submit as do_submit
 
     positional = list(topology_or_args or [])
-    if metrics_url is not None and not metrics:
+    if metrics_url is not None and metrics is False:
         raise _fail(f"--metrics-url {metrics_url} is where the workers' metrics go, and --no-metrics turns them off")
+    if metrics_url is not None:
+        metrics = True
+    if load_aware and profiles is None and plan is None:
+        raise _fail("--load-aware applies to a topology the planner places (--profiles or --plan); Storm's own "
+                    "scheduling keeps the load-aware shuffle anyway")
     if main_class is not None or flux is not None:
         catalog_only = {"--parallelism": parallelism, "--rate": rate, "--spare-tasks": spare_tasks,
                         "--multilang-command": None if multilang_command == MULTILANG_COMMAND else multilang_command}
@@ -86,7 +99,7 @@ def submit(
         if flux is not None and positional:
             raise _fail(f"--flux takes no arguments, got {' '.join(positional)}; the topology is the file's")
         _submit_java(positional, jar, main_class, flux, flux_filter, env_filter, profile_keys, plan, planner, profiles,
-                     workers, conf, name, sample_rate, metrics, force, nimbus, metrics_url)
+                     workers, conf, name, sample_rate, metrics, force, nimbus, metrics_url, load_aware, storm_yaml)
         return
     if jar is not None:
         raise _fail(f"--jar {jar} needs --class (the main class to run) or --flux (a Flux file using the jar's classes)")
@@ -97,15 +110,22 @@ def submit(
                     + (f"; got {' '.join(positional)}" if positional else ""))
     topology = positional[0]
     try:
-        if profiles is not None and planner:
-            check_profile_set(profiles, planner)
+        address = nimbus_address(nimbus)
+        entry = lookup(topology)
+        machines = cluster_machines(address, storm_yaml or [])
+        metrics = metrics_choice(metrics, machines, address)
+        if profiles is not None:
+            _note(check_profile_pairs(profiles, planner, entry.profiles(), name or entry.name, machines))
+        topology_conf = parse_conf(conf)
+        if profiles is not None or plan is not None:
+            topology_conf = planned_defaults(topology_conf, load_aware)
         request = SubmitRequest(
             topology=topology,
             name=name,
             parallelism=parse_parallelism(parallelism),
             rate=rate,
             workers=workers,
-            conf=parse_conf(conf),
+            conf=topology_conf,
             sample_rate=sample_rate,
             plan_id=plan,
             profiles=profiles,
@@ -114,7 +134,7 @@ def submit(
             metrics=metrics,
             metrics_url=metrics_url or planner,
         )
-        result = do_submit(request, nimbus_address(nimbus), force=force, multilang_command=multilang_command)
+        result = do_submit(request, address, force=force, multilang_command=multilang_command)
     except TopologyError as exc:
         raise _fail(str(exc)) from None
 
@@ -137,25 +157,49 @@ def submit(
 def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str], flux: Optional[Path],
                  flux_filter: Optional[Path], env_filter: bool, profile_keys: Optional[str], plan: Optional[str],
                  planner: Optional[str], profiles: Optional[str], workers: Optional[int], conf: Optional[List[str]],
-                 name: Optional[str], sample_rate: float, metrics: bool, force: bool, nimbus: Optional[str],
-                 metrics_url: Optional[str] = None) -> None:
-    """``hetsched submit --jar J --class C [ARGS]`` and ``--flux F``: run Storm's client JVM, then show what Nimbus runs."""
+                 name: Optional[str], sample_rate: float, metrics: Optional[bool], force: bool, nimbus: Optional[str],
+                 metrics_url: Optional[str] = None, load_aware: bool = False,
+                 storm_yaml: Optional[List[Path]] = None) -> None:
+    """``hetsched submit --jar J --class C [ARGS]`` and ``--flux F``: run Storm's client JVM, then show what Nimbus runs.
+
+    A Flux file's components are known before the JVM starts, so its pairs are checked first; an app's main class
+    builds its topology itself, so only the keys of ``--profile-keys`` are, and the rest once Nimbus runs it.
+    """
+    from topologies.flux_topology import read_flux
     from topologies.java_submit import JavaSubmitRequest, parse_profile_keys, submit_java
-    from topologies.plans import check_profile_set
 
     try:
-        if profiles is not None and planner:
-            check_profile_set(profiles, planner)
+        address = nimbus_address(nimbus)
+        machines = cluster_machines(address, storm_yaml or [])
+        metrics = metrics_choice(metrics, machines, address)
+        given_keys = parse_profile_keys(profile_keys)
+        label = name or main_class or "the topology"
+        if profiles is not None:
+            keys = given_keys
+            if flux is not None:
+                read = read_flux(flux, flux_filter, env_filter)
+                label = name or read.name
+                keys = {**read.profiles(), **given_keys}
+            _note(check_profile_pairs(profiles, planner, keys, label, machines))
+        topology_conf = parse_conf(conf)
+        if profiles is not None or plan is not None:
+            topology_conf = planned_defaults(topology_conf, load_aware)
         request = JavaSubmitRequest(
             jar=jar, main_class=main_class, args=args, flux=flux, flux_filter=flux_filter, env_filter=env_filter,
             name=name, plan_id=plan, profiles=profiles, planner_url=planner if plan else None,
-            profile_keys=parse_profile_keys(profile_keys), conf=parse_conf(conf), workers=workers,
+            profile_keys=given_keys, conf=topology_conf, workers=workers,
             sample_rate=sample_rate, metrics=metrics, metrics_url=metrics_url or planner,
         )
         with console.status(f"running {'Flux' if flux is not None else main_class} against Nimbus"):
-            result = submit_java(request, nimbus_address(nimbus), force=force)
+            result = submit_java(request, address, force=force)
     except TopologyError as exc:
         raise _fail(str(exc)) from None
+    if profiles is not None and flux is None and result.profiles:
+        try:  # the app's components, now that Nimbus runs them: the plugin places it evenly where pairs are missing
+            _note(check_profile_pairs(profiles, planner, result.profiles, result.name or label, machines))
+        except TopologyError as exc:
+            Console(stderr=True).print(f"[yellow]warning:[/yellow] submitted, but {exc}; until then the plugin "
+                                       "places it evenly", highlight=False, soft_wrap=True)
 
     title = f"{result.main_class} submitted {result.name}" if result.name else f"{result.main_class} ran"
     table = Table(title=title, title_justify="left")
