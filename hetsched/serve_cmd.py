@@ -7,11 +7,12 @@ import logging.config
 import stat
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 
 from hetsched.cli import app
+from hetsched.errors import fail
 from planner.client import TOKEN_ENV
 from planner.service.settings import (
     DEFAULT_HOST,
@@ -173,6 +174,6 @@ def _nimbus_address(text: str) -> str:
     return f"{host}:{int(port)}"
 
 
-def _refuse(sentence: str) -> None:
-    typer.echo(f"error: {sentence}.", err=True)
-    raise typer.Exit(2)
+def _refuse(sentence: str) -> NoReturn:
+    """Refuse to start (exit 2, as for a bad option), before anything is opened or listened on."""
+    raise fail(sentence, code=2)

@@ -27,7 +27,7 @@ def test_serve_refuses_a_non_loopback_address_without_a_token(tmp_path, host):
     result = _serve("--host", host, "--db", str(tmp_path / "db.sqlite"))
     assert result.exit_code == 2
     assert result.output == (f"error: refusing to listen on {host} without a token: anyone who can reach it could plan "
-                             "and overwrite profile sets; give --token-file (or --token), or --insecure-no-token if you mean it.\n")
+                             "and overwrite profile sets; give --token-file (or --token), or --insecure-no-token if you mean it\n")
     assert not (tmp_path / "db.sqlite").exists(), "refused before anything was opened"
 
 
@@ -49,7 +49,7 @@ def test_serve_refuses_a_token_file_naming_it_and_the_fault(tmp_path, text, mode
 def test_serve_takes_a_token_or_a_token_file_not_both(tmp_path):
     result = _serve("--token", "t", "--token-file", str(_token_file(tmp_path)), "--db", str(tmp_path / "db.sqlite"))
     assert result.exit_code == 2
-    assert result.output == "error: give --token or --token-file, not both.\n"
+    assert result.output == "error: give --token or --token-file, not both\n"
 
 
 def test_read_token_file_returns_the_word_and_refuses_a_folder(tmp_path):
