@@ -174,24 +174,26 @@ class Tuner:
         r.before = self.measure("the starting placement")
         self.check_flowing(r.before)
         self.idle_probe()
-        live, left_out = self.profile()
         needed = {c.profile for c in self.graph.components}
-        cov = coverage(needed, set(self.machines_by_type), live, left_out)
+        ran = self._pairs_of(self.start)
+        missing = tuple(sorted((p, t) for p in needed for t in self.machines_by_type if (p, t) not in ran))
         try:
-            if s.explore and cov.missing and not s.dry_run:
+            if s.explore and missing and not s.dry_run:
                 shapes = {c: ComponentShape(self._profile_of(c), len(ms), self.state.now.tasks.get(c, len(ms)))
                           for c, ms in self.start.items()}
-                rounds = explore_rounds(cov.missing, shapes, self.start, self.machines_by_type)
+                rounds = explore_rounds(missing, shapes, self.start, self.machines_by_type)
                 for i, placement in enumerate(rounds, 1):
-                    visits = sorted({(self._profile_of(c), t) for c, ms in placement.items() for m in ms
-                                     for t, held in self.machines_by_type.items() if m in held} & set(cov.missing))
+                    visits = sorted(self._pairs_of(placement) & set(missing))
                     self.say(f"explore round {i} of {len(rounds)}: measuring " + ", ".join(f"({p}, {t})" for p, t in visits))
                     r.explore_rounds.append(placement)
-                    self.place(placement, self._placement_set(live, cov), f"hetsched tune: explore round {i} of {len(rounds)}")
+                    self.place(placement, self._placement_set(None, needed),
+                               f"hetsched tune: explore round {i} of {len(rounds)}")
                     self.wait(s.explore_s, f"explore round {i}: running")
                     self.idle_probe()
-                live, left_out = self.profile()
-                cov = coverage(needed, set(self.machines_by_type), live, left_out)
+            elif missing:
+                self.say("not explored (--no-explore or --dry-run): " + ", ".join(f"({p}, {t})" for p, t in missing))
+            live, left_out = self.profile()
+            cov = coverage(needed, set(self.machines_by_type), live, left_out)
             r.coverage = cov
             fallback_set = self.patient(lambda: self.planner.get_profile_set(s.fallback), "the fallback set") if s.fallback else None
             done = complete(live, fallback_set, cov, s.set_name)
@@ -366,6 +368,7 @@ class Tuner:
         self.say(replacement_line(result))
         if not result.matches_plan:
             raise TuneError(f"the scheduler did not place {self.name} as asked ({result.scheduler_status})")
+        self.wait_flowing()
         return result
 
     def back_to_start(self, why: str) -> None:
@@ -380,6 +383,25 @@ class Tuner:
         r.returned = True
         self.wait(self.settings.warmup_s, "warming up on the starting placement")
         r.back = self.measure("the starting placement again")
+
+    def wait_flowing(self, timeout_s: float = 180.0) -> None:
+        """Wait until every executor handles tuples again (a worker moved to a small machine takes a minute or two to
+        start), so that an explore window measures the placement, not its start-up."""
+        started = time.monotonic()
+        with connect(self.state.address) as client:
+            running = client.find(self.name)
+            if running is None:
+                return
+            first = client.counts(running.id).executors
+            while time.monotonic() - started < timeout_s:
+                time.sleep(5.0)
+                now = client.counts(running.id)
+                idle = sorted({e.component for k, e in now.executors.items()
+                               if not (e.handled > 0 and (k not in first or e.handled != first[k].handled))})
+                if now.placed and not idle:
+                    self.say(f"every executor handles tuples, {time.monotonic() - started:.0f} s after the placement")
+                    return
+        self.say(f"after {timeout_s:g} s some executors still handle no tuple ({', '.join(idle)}); measuring anyway")
 
     def wait(self, seconds: float, label: str) -> None:
         if seconds > 0:
@@ -433,11 +455,16 @@ class Tuner:
     def _same(a: Mapping[str, list[str]], b: Mapping[str, list[str]]) -> bool:
         return {c: sorted(ms) for c, ms in a.items()} == {c: sorted(ms) for c, ms in b.items()}
 
-    def _placement_set(self, live: ProfileSet | None, cov: Coverage) -> ProfileSet:
+    def _pairs_of(self, placement: Placement) -> set[tuple[str, str]]:
+        """The (profile key, machine type) pairs a placement runs."""
+        type_of = {m: t for t, ms in self.machines_by_type.items() for m in ms}
+        return {(self._profile_of(c), type_of[m]) for c, ms in placement.items() for m in ms if m in type_of}
+
+    def _placement_set(self, live: ProfileSet | None, profiles: set[str]) -> ProfileSet:
         """Live entries where measured, stand-ins (the key's dearest measured cost, else 1 ms) for the rest."""
         have = {(e.profile, e.machine_type): e for e in (live.entries if live else [])}
         entries = list(have.values())
-        for profile, machine_type in cov.needed:
+        for profile, machine_type in sorted((p, t) for p in profiles for t in self.machines_by_type):
             if (profile, machine_type) not in have:
                 known = [e for (p, _), e in have.items() if p == profile]
                 entries.append(ProfileEntry(profile=profile, machine_type=machine_type, met=0.0,
@@ -452,8 +479,7 @@ class Tuner:
         from planner.repair import KeptInstance, RepairRequest
 
         if profile_set is None:
-            profile_set = self._placement_set(None, coverage({c.profile for c in self.graph.components},
-                                                             set(self.machines_by_type), None))
+            profile_set = self._placement_set(None, {c.profile for c in self.graph.components})
         if profile_set.source.get("kind") == PLACEMENT_KIND or not self._set_exists():
             self.patient(lambda: self.planner.put_profile_set(profile_set), "storing the placement set")
         counts = {c: len(ms) for c, ms in placement.items()}
