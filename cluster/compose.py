@@ -102,7 +102,7 @@ TOKEN_FILE_VARIABLE = "HETSCHED_PLANNER_TOKEN_FILE"
 """``hetsched serve --token-file`` from the environment."""
 TOKEN_FILE_SETTING = "hetsched.planner.token.file"
 METRICS_URL_SETTING = "hetsched.metrics.url"
-"""Where the workers' metrics hook posts its records (docs/plugin.md#worker-metrics); a supervisor's storm.yaml sets
+"""Where the workers' metrics hook posts its records (docs/operations/plugin.md#worker-metrics); a supervisor's storm.yaml sets
 it for its workers, with the Storm daemons' copy of the token (the supervisors run as the same user as Nimbus)."""
 
 STORM_HOME_IN_IMAGE = "/apache-storm"

@@ -98,7 +98,7 @@ def _base(report: Report, force: bool) -> bool:
         return False
     if not _can_debootstrap():
         raise ClusterError(f"No {BASE_IMAGE} image, and it cannot be made here: docker/build-base.sh needs root and debootstrap "
-                           "(apt-get install debootstrap); or build it from a Debian image (docs/docker-compose.md).")
+                           "(apt-get install debootstrap); or build it from a Debian image (docs/quickstart/compose.md).")
     report(f"building {BASE_IMAGE} with debootstrap (Debian bookworm, OpenJDK 17, Python 3); about 2 minutes")
     _run(["sh", str(script), BASE_IMAGE, "", digest], "docker/build-base.sh")
     return True

@@ -1,4 +1,4 @@
-"""A Python client of the planning service (docs/api.md), used by the command line and the benchmarks.
+"""A Python client of the planning service (docs/reference/api.md), used by the command line and the benchmarks.
 
 Every failure becomes a :class:`PlannerClientError` whose message is one line a person can act
 on: no planner at the URL, the server's own sentence for 404/413/422, a refused token.

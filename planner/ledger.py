@@ -50,7 +50,7 @@ class MachineShare(_Model):
     fixed: NonNegativeFloat = Field(default=0.0, le=MAX_PERCENT, description="Percent of the machine at any rate (the instances' MET).")
     worker: NonNegativeFloat = Field(default=0.0, le=MAX_PERCENT, description=(
         "Percent of the machine the topology's own worker costs at any rate: the machine base load, which every "
-        "topology's worker on a machine costs again (docs/model.md, \"Many topologies\")."))
+        "topology's worker on a machine costs again (docs/concepts/model.md, \"Many topologies\")."))
     capacity: NonNegativeFloat = Field(le=MAX_PERCENT, description=(
         "The machine's limit, capacity * max_utilization, percent: planned on 100 less one worker's base load."))
     type: Name

@@ -1,6 +1,6 @@
-"""The planning model of docs/model.md as typed objects.
+"""The planning model of docs/concepts/model.md as typed objects.
 
-The same shapes as the HTTP contract (docs/api.md), so one class parses a request
+The same shapes as the HTTP contract (docs/reference/api.md), so one class parses a request
 body, a YAML/JSON file and a test fixture. Units: rates in tuples per second,
 CPU in percent of one machine (100 = the whole machine), ``e`` in seconds of
 the machine's whole CPU per tuple.
@@ -127,7 +127,7 @@ class ProfileEntry(_Model):
         default=0.0, le=100.0,
         description="Percent of the machine an instance's executor thread takes with nothing to do on a machine at its "
         "quota (its wait strategy's wake-ups): the least an instance is charged, and all a held spout is; 0: not "
-        "measured (docs/model.md, \"Idle executor threads\").",
+        "measured (docs/concepts/model.md, \"Idle executor threads\").",
     )
     alpha: NonNegativeFloat = Field(default=1.0, description="Output tuples per input tuple.")
     remote_send: NonNegativeFloat = Field(
@@ -224,13 +224,13 @@ class PlanOptions(_Model):
     spouts_held: bool = Field(
         default=False,
         description="Charge spouts no MET: the topology runs free, so at its largest rate every spout is held by "
-        "max.spout.pending and never polls idle (docs/model.md, \"Spouts at the largest rate\"). Default: a spout "
+        "max.spout.pending and never polls idle (docs/concepts/model.md, \"Spouts at the largest rate\"). Default: a spout "
         "is paced and charged its MET, its idle polling.",
     )
 
 
 class TenantSpec(_Model):
-    """What a topology asks when it shares the cluster (docs/model.md, "Many topologies")."""
+    """What a topology asks when it shares the cluster (docs/concepts/model.md, "Many topologies")."""
 
     priority: int = Field(default=29, ge=0, le=10_000, description="Storm's topology.priority: 0 most important, default 29.")
     min_rate: NonNegativeFloat = Field(default=0.0, description="Guaranteed input rate, tuples/s: refused admission if it does not fit.")

@@ -57,7 +57,7 @@ def compute_shares(topology: Topology, profiles: ProfileTable, component_ids: tu
 
 
 SPLIT, ALL, GLOBAL = 0, 1, 2
-"""Stream kinds by how the receiver's instances share a stream (docs/model.md, "Groupings")."""
+"""Stream kinds by how the receiver's instances share a stream (docs/concepts/model.md, "Groupings")."""
 
 
 def stream_kind(grouping: str) -> int:

@@ -1,4 +1,4 @@
-"""The profile table: the cost of one profile key on one machine type (docs/model.md, "Profile").
+"""The profile table: the cost of one profile key on one machine type (docs/concepts/model.md, "Profile").
 
 A ProfileSet arrives as a flat list of entries; the planner looks them up by
 (profile key, machine type) all the time, so they are indexed once here.
@@ -49,7 +49,7 @@ class ProfileTable:
     def alpha(self, profile: str) -> float:
         """Output tuples per input tuple of a profile key.
 
-        docs/model.md makes alpha a property of the key, not of the machine type; the
+        docs/concepts/model.md makes alpha a property of the key, not of the machine type; the
         measured entries of one key may differ slightly per type, so their mean is used.
         """
         try:
@@ -82,7 +82,7 @@ MACHINE_BASE_LOAD = "machine_base_load"
 
 What a machine spends with nothing to do (its supervisor and worker JVM), measured by the
 profiling job and kept out of every instance's ``MET`` so that it is counted once per machine,
-not once per instance. A caller plans on ``capacity = 100 - base load`` (docs/profiling.md).
+not once per instance. A caller plans on ``capacity = 100 - base load`` (docs/operations/profiling.md).
 """
 
 
@@ -106,7 +106,7 @@ def machine_base_load(profile_set: ProfileSet) -> dict[str, float]:
 
 IDLE_MET = "idle_met"
 """Key of a ProfileSet's ``source``: where its entries' ``idle_met`` came from (machine type -> percent of the
-machine, and the run that measured it; docs/model.md, "Idle executor threads")."""
+machine, and the run that measured it; docs/concepts/model.md, "Idle executor threads")."""
 
 
 def with_idle_met(profile_set: ProfileSet, idle_met: dict[str, float], measured_in: str) -> ProfileSet:

@@ -1,4 +1,4 @@
-"""Rate propagation through the topology graph (docs/model.md, "Rates").
+"""Rate propagation through the topology graph (docs/concepts/model.md, "Rates").
 
 All rates here are *per unit of the topology input rate R*: multiply by R for
 tuples per second. Every subscriber of a stream receives the whole stream, and

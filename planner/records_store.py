@@ -49,7 +49,7 @@ class WorkerIdentity(BaseModel):
 
 
 class WorkerRecord(BaseModel):
-    """One executor's sample (docs/profiling-records.md); counters are cumulative since the executor started.
+    """One executor's sample (docs/reference/profiling-records.md); counters are cumulative since the executor started.
 
     Fields the page does not name are kept as sent, so workers may add their own.
     """

@@ -2,7 +2,7 @@
 
 The cost is measured per machine type, not per profile key (the benchmark moves Linear-sized tuples: one
 number each), so every entry of a machine type gets its type's ``remote_send`` and ``remote_receive``
-(docs/model.md, "Remote tuples"). A measured median below zero (noise around a cost too small to see) is
+(docs/concepts/model.md, "Remote tuples"). A measured median below zero (noise around a cost too small to see) is
 taken as 0 and the set's ``source`` says so.
 """
 from __future__ import annotations

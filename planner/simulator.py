@@ -1,4 +1,4 @@
-"""The simulator: scores any placement with the same closed form (docs/model.md, "Load and constraints").
+"""The simulator: scores any placement with the same closed form (docs/concepts/model.md, "Load and constraints").
 
 For a fixed placement every load is linear in the input rate R: machine w
 carries ``U_w(R) = a_w * R + b_w`` and instance i uses ``a_i * R + b_i``. So
@@ -8,7 +8,7 @@ the largest sustainable rate is
 
 with the thread cap ``100 / cores`` where a type declares cores. No search. Tuples that cross workers add
 their CPU to ``a_w`` (``remote_loads``: the expected share of each stream that leaves or reaches a machine,
-docs/model.md "Remote tuples"), not to the thread cap.
+docs/concepts/model.md "Remote tuples"), not to the thread cap.
 
 This module is the one place that computes loads and rates: the strategies
 (also the incremental ones, on a (component x machine) instance-count matrix),

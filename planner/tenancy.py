@@ -1,4 +1,4 @@
-"""Many topologies on one cluster: who is admitted and what input rate each gets (docs/model.md, "Many topologies").
+"""Many topologies on one cluster: who is admitted and what input rate each gets (docs/concepts/model.md, "Many topologies").
 
 Pure: every tenant is a topology whose placement is fixed, so its load on every machine is
 linear in its input rate R (``fixed_w + slope_w * R``, the simulator's closed form). Given

@@ -33,7 +33,7 @@ def test_every_machine_registers_with_nimbus_as_its_type(live_cluster):
 
 
 def test_zookeeper_nimbus_and_supervisors_listen_on_loopback_addresses_only(live_cluster):
-    """Workers' Netty servers are left out: Storm 2.8 binds them to every address, with no setting (docs/security.md)."""
+    """Workers' Netty servers are left out: Storm 2.8 binds them to every address, with no setting (docs/operations/security.md)."""
     listening = {}
     for daemon in live_cluster.layout.daemon_names():
         process = running(live_cluster.layout.pid_file(daemon))

@@ -1,4 +1,4 @@
-"""Every topology's worker costs each machine it uses its base load (docs/model.md, "Many topologies")."""
+"""Every topology's worker costs each machine it uses its base load (docs/concepts/model.md, "Many topologies")."""
 from __future__ import annotations
 
 import copy

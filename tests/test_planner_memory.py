@@ -1,4 +1,4 @@
-"""Memory as a hard limit (docs/model.md, "Memory"): the simulator, validation, every strategy, and the exact
+"""Memory as a hard limit (docs/concepts/model.md, "Memory"): the simulator, validation, every strategy, and the exact
 solver against brute force with memory."""
 from __future__ import annotations
 

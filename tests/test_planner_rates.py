@@ -1,4 +1,4 @@
-"""Rate propagation, worked by hand (docs/model.md, "Rates")."""
+"""Rate propagation, worked by hand (docs/concepts/model.md, "Rates")."""
 from __future__ import annotations
 
 import pytest

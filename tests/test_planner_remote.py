@@ -1,4 +1,4 @@
-"""Tuples that cross workers cost CPU (docs/model.md, "Remote tuples"): the simulator's charge by hand, its two forms
+"""Tuples that cross workers cost CPU (docs/concepts/model.md, "Remote tuples"): the simulator's charge by hand, its two forms
 agreeing, old profile sets unchanged, and the strategies weighing co-location against balance."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every endpoint of docs/api.md through a real ``hetsched serve`` process on a loopback port."""
+"""Every endpoint of docs/reference/api.md through a real ``hetsched serve`` process on a loopback port."""
 from __future__ import annotations
 
 import asyncio

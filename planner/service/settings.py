@@ -46,7 +46,7 @@ class SizeLimit:
 
 
 DEFAULT_MAX_SIZE = SizeLimit(placement_cells=2_000_000, lp_cells=12_000_000)
-"""2,000 components on 1,000 machines of 3 types; planning it peaks near 0.5 GB (docs/api.md#limits)."""
+"""2,000 components on 1,000 machines of 3 types; planning it peaks near 0.5 GB (docs/reference/api.md#limits)."""
 SMALL_SIZE = SizeLimit(placement_cells=10_000, lp_cells=100_000)
 """Plugin-sized requests (tens of components on tens to hundreds of machines): they have a planning lane of their own."""
 
@@ -68,7 +68,7 @@ class ServiceSettings:
     ``joint_min_gain``: a running tenant is planned again and re-placed beside a newcomer when that raises the
     tenants' weighted rate by this fraction (planner.service.tenants.joint_replans); None: never.
     ``joint_placements``: how many (at least 1) of a newcomer's placements are settled so (each costs a re-plan of every
-    running tenant and of the newcomer on up to 7 sets of machine types; docs/model.md, "Parting the machines").
+    running tenant and of the newcomer on up to 7 sets of machine types; docs/concepts/model.md, "Parting the machines").
     ``evict_refused``: a running tenant a more important newcomer leaves without its minimum is released from the
     ledger and named to the plugin, which frees its slots (Storm's RAS evicts so too); off: it stays, idle and charged.
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.

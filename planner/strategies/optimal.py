@@ -1,4 +1,4 @@
-"""The exact optimum under the planning model (docs/model.md, "optimal"), for small requests.
+"""The exact optimum under the planning model (docs/concepts/model.md, "optimal"), for small requests.
 
 The yardstick for every heuristic: the largest input rate R that any choice
 of instance counts and placement sustains, found by mixed-integer programming
@@ -56,7 +56,7 @@ their counts are enumerated outside the MILP (see ``_Roles``). Components that c
 ``__acker``) get their fixed parallelism or one instance, spread over the
 machines the plan uses.
 
-**Remote tuples** (docs/model.md, "Remote tuples"): a tuple that crosses workers costs CPU in proportion to
+**Remote tuples** (docs/concepts/model.md, "Remote tuples"): a tuple that crosses workers costs CPU in proportion to
 the share of a receiver's instances on other machines, a product of placement variables (``x[d,w,n] / n``
 times the sender's load on w). The MILP does not linearise it: where the profiles give a remote cost it
 solves the model without it (an upper bound stays an upper bound, the costs being >= 0), the plan is scored

@@ -1,6 +1,6 @@
-"""The paper's algorithm, faithful: FirstAssignment then MaximizeThroughput (docs/model.md, "The paper's algorithm").
+"""The paper's algorithm, faithful: FirstAssignment then MaximizeThroughput (docs/concepts/model.md, "The paper's algorithm").
 
-Where the paper is loose, docs/model.md decides and this follows it: the new
+Where the paper is loose, docs/concepts/model.md decides and this follows it: the new
 instance goes where it *fits* (least predicted CPU, then most remaining
 capacity, then machine id), all instances of a component are re-split when
 one is added, the step stops on a relative tolerance, and an iteration guard
@@ -90,7 +90,7 @@ def _place_new_instance(state: PlacementState, component: int, rate: float) -> i
 
 
 def maximize_throughput(state: PlacementState, rate: float, deadline: Deadline) -> tuple[PlacementState, float, int, str]:
-    """Algorithm 2 with docs/model.md's fixes; returns (final state, its input rate, iterations, why it stopped)."""
+    """Algorithm 2 with docs/concepts/model.md's fixes; returns (final state, its input rate, iterations, why it stopped)."""
     problem = state.problem
     options = problem.options
     scale = 1.0

@@ -2,7 +2,7 @@
 
 The fluid LP, the packing and the polish's move estimates see each instance's own CPU only, so they spread a
 topology for balance; a tuple sent to another worker also costs both machines its serialising and moving
-(docs/model.md, "Remote tuples"). This local search weighs one against the other through the closed form: each
+(docs/concepts/model.md, "Remote tuples"). This local search weighs one against the other through the closed form: each
 step moves one instance, or all of a component's instances on one machine, onto a machine that hosts one of the
 component's stream neighbours, and takes the move that raises R_max (remote costs included) the most, within a
 budget of closed-form evaluations that shrinks with the request's size. A request whose profiles have no remote

@@ -1,6 +1,6 @@
 """Memory in ``fast``: a layout over some machine's memory is repaired before the local search starts.
 
-Memory is a hard limit that does not depend on the rate (docs/model.md, "Memory"),
+Memory is a hard limit that does not depend on the rate (docs/concepts/model.md, "Memory"),
 so the closed form scores a layout over it at no rate, and a local search that
 only takes steps raising R cannot leave it. So every starting layout is first
 made to fit: while a machine is over, one instance on the machine most over is

@@ -11,7 +11,7 @@ import org.apache.storm.task.TopologyContext;
  * reserved), as a component with a large state (a cache, a window, a model) holds it.
  *
  * <p>It stands for a component whose memory is known, so a placement that puts more of them on a machine than its
- * memory holds really runs out there (docs/model.md, "Memory").
+ * memory holds really runs out there (docs/concepts/model.md, "Memory").
  */
 public class MemoryBolt extends CpuWorkBolt {
     private static final long serialVersionUID = 1L;
