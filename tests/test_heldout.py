@@ -89,11 +89,15 @@ def test_split_and_tag_do_what_their_docstrings_say():
 # --- heldout-java ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not run.JAR.is_file(), reason="the heldout jar is not built (python -m benchmarks.heldout.run build)")
-def test_heldout_jar_holds_the_main_class_and_the_shell_scripts():
+def test_heldout_jar_holds_the_main_class_the_shell_scripts_and_flux_wrappers():
     with zipfile.ZipFile(run.JAR) as zf:
         names = set(zf.namelist())
     assert run.JAVA_MAIN.replace(".", "/") + ".class" in names
-    assert {f"resources/{p.name}" for p in SCRIPTS.glob("*.py")} <= names
+    assert {n for n in names if n.startswith("resources/") and not n.endswith("/")} == \
+        {f"resources/{p.name}" for p in SCRIPTS.glob("*.py")}, "our scripts, not flux-wrappers' samples"
+    # the workers' class path (lib-worker/) has no Flux: the topology jar must bring the shell wrappers
+    for wrapper in ("org.apache.storm.flux.wrappers.spouts.FluxShellSpout", "org.apache.storm.flux.wrappers.bolts.FluxShellBolt"):
+        assert _jar_has_class(run.JAR, wrapper), wrapper
 
 
 def test_submit_commands_are_hetsched_submit():

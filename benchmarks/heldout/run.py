@@ -272,6 +272,18 @@ def run_local(name: str, seconds: int, conf: dict[str, Any], workdir: Path) -> L
     return local_counts(text)
 
 
+def local_nimbus_command(port: int, seconds: int, jar: Path, log_file: Path) -> list[str]:
+    """A private in-process Storm (local/LocalNimbus.java) whose Nimbus answers on ``port``; ``jar`` first on its
+    class path, where its local-mode workers find the topology's classes and ``resources/``."""
+    from cluster.storm_home import ensure_storm_home
+
+    home = ensure_storm_home(quiet=True)
+    plugin = ROOT / "storm-plugin" / "target" / "hetsched-storm-plugin.jar"  # the metrics hook, where built
+    cp = os.pathsep.join([str(jar), str(home / "lib" / "*"), *([str(plugin)] if plugin.is_file() else [])])
+    return ["java", f"-Dheldout.local.log={log_file}", f"-Dlog4j.configurationFile={LOCAL_LOG4J}", "-cp", cp,
+            str(HERE / "local" / "LocalNimbus.java"), str(port), str(seconds)]
+
+
 # --- command line ---------------------------------------------------------------------------------------------------
 
 def _streamparse_args(argv: list[str]) -> argparse.Namespace:
@@ -344,6 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     local.add_argument("name", choices=NAMES)
     local.add_argument("--seconds", type=int, default=30)
     local.add_argument("--conf", "-c", action="append", default=[])
+    nimbus = sub.add_parser("local-nimbus", help="a private in-process Storm whose Nimbus answers on --port for "
+                            "--seconds, to try the real submit commands on (not the shared cluster)")
+    nimbus.add_argument("--port", type=int, default=16997)
+    nimbus.add_argument("--seconds", type=int, default=60)
+    nimbus.add_argument("--for", dest="topology", choices=NAMES, default="heldout-java",
+                        help="whose jar goes first on its class path (local mode takes classes and resources/ from it)")
+    nimbus.add_argument("--log", type=Path, default=Path(tempfile.gettempdir()) / "heldout-local-nimbus.log")
     args, extra = parser.parse_known_args(argv)
     if extra and extra[0] == "--":
         extra = extra[1:]
@@ -353,6 +372,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "submit":
             return _submit(args.name, extra)
+        if args.command == "local-nimbus":
+            jar = sensor_jar(args.log.with_suffix(".jar")) if args.topology == "heldout-streamparse" else JAR
+            env = {**os.environ, "PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+            print(f"log: {args.log}", flush=True)
+            return subprocess.run(local_nimbus_command(args.port, args.seconds, jar, args.log), env=env).returncode
         if extra:
             parser.error(f"unknown arguments {' '.join(extra)}")
         with tempfile.TemporaryDirectory(prefix="heldout-local-") as tmp:
