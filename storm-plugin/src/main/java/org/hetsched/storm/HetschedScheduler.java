@@ -14,17 +14,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.apache.storm.metric.StormMetricsRegistry;
@@ -67,25 +63,23 @@ public class HetschedScheduler implements IScheduler {
     private final LongSupplier nowMillis;
     private final ObjectMapper json = new ObjectMapper();
     /** Requests under way or answered but not yet applied, by topology id; written by Nimbus's thread only. */
-    private final Map<String, PlanJob> jobs = new ConcurrentHashMap<>();
+    private final PlanJobs<PlanAnswer> jobs;
     /** Topologies placed evenly because the planner was unavailable, planned again in the background. */
     private final Map<String, FellBack> fellBack = new HashMap<>();
     private Executor executor;
     private ExecutorService ownExecutor;
     private SchedulerSettings settings;
     private PlannerClient planner;
+    /** The planner's calls through the circuit breaker; null without a planner. */
+    private PlannerCalls calls;
     private CircuitBreaker breaker;
     private ReplanSettings replanSettings;
     private ReturnedPorts returnedPorts;
     private Rebalancer rebalancer;
-    /** Supervisor ids of the last round (null before the first): a new id is a machine that joined or returned. */
-    private Map<String, String> seenSupervisors;
-    /** Supervisor ids gone since they were last seen, with their machine names (for statuses). */
-    private final Map<String, String> lostSupervisors = new HashMap<>();
-    /** Background requests for a better plan after a machine joined, by topology id. */
-    private final Map<String, UpgradeJob> upgrades = new ConcurrentHashMap<>();
-    /** When each topology was last re-placed onto a better plan (plugin clock, ms). */
-    private final Map<String, Long> lastReplaced = new HashMap<>();
+    /** Machines joining and leaving since the last round. */
+    private MachineChanges machineChanges;
+    /** Re-planning, in the background, of topologies running by plan after machines joined. */
+    private Upgrades upgrades;
     private AliveHeartbeat heartbeat;
     /** Topologies placed evenly because their own profiles cannot plan them, asked for again only after a change. */
     private final ProfileWaits profileWaits = new ProfileWaits();
@@ -107,6 +101,7 @@ public class HetschedScheduler implements IScheduler {
         this.nowMillis = nowMillis;
         this.executor = executor;
         this.rebalancer = rebalancer;
+        this.jobs = new PlanJobs<>(nowMillis);
     }
 
     @Override
@@ -123,8 +118,10 @@ public class HetschedScheduler implements IScheduler {
             ownExecutor = plannerThreads(settings.plannerConcurrency());
             executor = ownExecutor;
         }
+        machineChanges = new MachineChanges(settings.machineIdKey());
         if (settings.hasPlanner()) {
             planner = new PlannerClient(settings.plannerUrl(), settings.timeout(), settings.plannerToken(), json);
+            calls = new PlannerCalls(planner, breaker, settings.slowAnswer().toMillis(), nowMillis);
             heartbeat = new AliveHeartbeat(planner, nowMillis);
             LOG.info("hetsched: planner at {} (timeout {} ms, fallback {}, machine type from scheduler meta '{}', {})",
                     settings.plannerUrl(), settings.timeout().toMillis(), settings.fallback(), settings.machineTypeKey(),
@@ -134,6 +131,7 @@ public class HetschedScheduler implements IScheduler {
             LOG.warn("hetsched: {} is not set in storm.yaml; every topology is scheduled evenly",
                     SchedulerSettings.PLANNER_URL);
         }
+        upgrades = new Upgrades(calls, json, replanSettings, nowMillis);
     }
 
     /** Daemon threads, as many as requests may be in flight; the round never queues more than that. */
@@ -170,65 +168,115 @@ public class HetschedScheduler implements IScheduler {
         }
     }
 
+    /**
+     * One Nimbus round: notice machines that came and went, place the answers that have come, ask the planner for
+     * what needs placing (in the background), place the answers that come within the round's budget, place evenly
+     * what the planner will not, re-plan onto joined machines, and tell the planner which topologies run.
+     */
     @Override
     public void schedule(Topologies topologies, Cluster cluster) {
-        long deadline = nowMillis.getAsLong() + settings.roundBudget().toMillis();
+        Round round = new Round(nowMillis.getAsLong() + settings.roundBudget().toMillis());
         forgetGone(topologies);
-        List<String> joined = noticeSupervisors(cluster);
+        List<String> joined = noticeMachines(cluster);
         checkProfileWaits(topologies, cluster);
+        sortOut(topologies, cluster, round);
+        placeAnswered(cluster, round);
+        askPlanner(cluster, round);
+        jobs.await(round.deadline);
+        placeAnswered(cluster, round);
+        placeEvenly(cluster, round);
+        replanAfterJoins(topologies, cluster, joined, round);
+        returnedPorts.seen(cluster);
+        if (heartbeat != null) {
+            heartbeat.send(topologies);
+        }
+    }
+
+    /** What one round found and decided, topology by topology. */
+    private static final class Round {
+        final long deadline;
+        /** Topologies placed evenly this round, with why. */
+        final Map<TopologyDetails, Fallback> even = new LinkedHashMap<>();
+        /** Planner topologies with executors to place. */
+        final List<TopologyDetails> planned = new ArrayList<>();
+        /** Topologies running evenly after a planner fault, planned again in the background. */
+        List<TopologyDetails> replanned = List.of();
+        /** Topologies whose answer was applied this round. */
+        final Set<String> answered = new HashSet<>();
+
+        Round(long deadline) {
+            this.deadline = deadline;
+        }
+    }
+
+    /** The supervisors that joined since the last round, by machine name; a lost one's ports are remembered. */
+    private List<String> noticeMachines(Cluster cluster) {
+        MachineChanges.Changes changes = machineChanges.notice(cluster);
+        changes.lost().forEach(supervisor -> returnedPorts.lost(supervisor.id()));
+        changes.joined().forEach(supervisor -> returnedPorts.returned(supervisor.id(), nowMillis.getAsLong()));
+        return changes.joinedNames();
+    }
+
+    /** Sorts the topologies Nimbus wants placed: evenly at once, or by plan; and those to plan again after a fallback. */
+    private void sortOut(Topologies topologies, Cluster cluster, Round round) {
         List<TopologyDetails> waiting = new ArrayList<>(cluster.needsSchedulingTopologies());
         waiting.sort(Comparator.comparing(TopologyDetails::getId));
-        Map<TopologyDetails, Fallback> evenWithReason = new LinkedHashMap<>();
-        List<TopologyDetails> planned = new ArrayList<>();
         for (TopologyDetails topology : waiting) {
             if (!TopologySettings.asksForPlanner(topology.getConf())) {
-                evenWithReason.put(topology, new Fallback("the topology asks for no planner (no "
+                round.even.put(topology, new Fallback("the topology asks for no planner (no "
                         + TopologySettings.PROFILES + " in its conf)", false, false, null));
             } else if (!cluster.getUnassignedExecutors(topology).isEmpty()) {
                 ProfileWaits.Wait wait = profileWaits.get(topology.getId());
                 if (wait != null && lostSomeOnly(topology, cluster, wait)) { // asking would get the same answer
-                    evenWithReason.put(topology, new Fallback(wait.cause(), true, false, wait));
+                    round.even.put(topology, new Fallback(wait.cause(), true, false, wait));
                 } else {
                     if (wait != null) { // rebalanced (hetsched tune, replan) or given another set: asked, placed whole
                         profileWaits.forget(topology.getId());
                         fellBack.put(topology.getId(), new FellBack(wait.sinceMillis(), wait.cause()));
                     }
-                    planned.add(topology);
+                    round.planned.add(topology);
                 }
             } // else placed whole already: the plan, not topology.workers, decides its worker count
         }
-        List<TopologyDetails> replanned = fellBack.keySet().stream().sorted().map(topologies::getById)
+        round.replanned = fellBack.keySet().stream().sorted().map(topologies::getById)
                 .filter(t -> t != null && cluster.getUnassignedExecutors(t).isEmpty()).toList();
+    }
 
-        Set<String> answered = new HashSet<>();
-        applyAnswers(planned, replanned, cluster, deadline, evenWithReason, answered);
-        for (TopologyDetails topology : planned) {
-            if (!answered.contains(topology.getId())) {
-                startPlanning(topology, cluster, deadline, evenWithReason);
+    /** Starts a request for every topology of the round that has no answer yet. */
+    private void askPlanner(Cluster cluster, Round round) {
+        for (TopologyDetails topology : round.planned) {
+            if (!round.answered.contains(topology.getId())) {
+                startPlanning(topology, cluster, round.deadline, round.even);
             }
         }
-        for (TopologyDetails topology : replanned) {
-            if (!answered.contains(topology.getId())) {
-                startReplanning(topology, cluster, deadline);
+        for (TopologyDetails topology : round.replanned) {
+            if (!round.answered.contains(topology.getId())) {
+                startReplanning(topology, cluster, round.deadline);
             }
         }
-        awaitAnswers(deadline);
-        applyAnswers(planned, replanned, cluster, deadline, evenWithReason, answered);
+    }
 
-        EvenScheduling.schedule(cluster, evenWithReason.keySet());
-        evenWithReason.forEach((topology, fallback) -> placedEvenly(topology, cluster, fallback));
+    /** Storm's even scheduling for the round's even topologies, each with its status. */
+    private void placeEvenly(Cluster cluster, Round round) {
+        EvenScheduling.schedule(cluster, round.even.keySet());
+        round.even.forEach((topology, fallback) -> placedEvenly(topology, cluster, fallback));
+    }
 
+    /** After machines joined: asks for better plans of the topologies running by plan; applies answers that came. */
+    private void replanAfterJoins(Topologies topologies, Cluster cluster, List<String> joined, Round round) {
         if (!joined.isEmpty()) {
             for (TopologyDetails topology : topologies.getTopologies()) {
-                if (!answered.contains(topology.getId()) && !evenWithReason.containsKey(topology)) {
+                if (!round.answered.contains(topology.getId()) && !round.even.containsKey(topology)) {
                     startUpgrade(topology, cluster, joined);
                 }
             }
         }
-        applyUpgrades(topologies, cluster);
-        returnedPorts.seen(cluster);
-        if (heartbeat != null) {
-            heartbeat.send(topologies);
+        for (Upgrades.Outcome outcome : upgrades.answered(topologies)) {
+            if (outcome.rebalance() != null) {
+                Upgrades.Rebalance r = outcome.rebalance();
+                rebalanceLater(r.topologyName(), r.planId(), r.waitSecs(), r.reason());
+            }
+            cluster.setStatus(outcome.topologyId(), STATUS + outcome.status());
         }
     }
 
@@ -258,10 +306,6 @@ public class HetschedScheduler implements IScheduler {
     private record FellBack(long atMillis, String reason) {
     }
 
-    /** One background request for a topology's plan, and when it was started (the plugin's clock, ms). */
-    private record PlanJob(CompletableFuture<PlanAnswer> answer, long startedMillis) {
-    }
-
     /** Where a plan came from: asked afresh (or the conf's stored plan), bound to the topology, or a repair. */
     private enum Source { PLANNED, BOUND, REPAIR }
 
@@ -278,20 +322,11 @@ public class HetschedScheduler implements IScheduler {
                               Map<String, Map<Integer, String>> kept, TenantSettings tenant) {
     }
 
-    /** A background request for a better plan after machines joined. */
-    private record UpgradeJob(CompletableFuture<UpgradeAnswer> answer, long startedMillis, List<String> joined) {
-    }
-
-    /** The new plan and the predicted input rate of the placement running now (tuples/s), or the fault. */
-    private record UpgradeAnswer(Plan plan, double currentRate, PlanFault fault) {
-    }
-
     /** Drops what is kept for topologies Nimbus no longer lists (killed); their answers are not needed. */
     private void forgetGone(Topologies topologies) {
-        jobs.keySet().removeIf(id -> topologies.getById(id) == null);
+        jobs.retainOnly(id -> topologies.getById(id) != null);
         fellBack.keySet().removeIf(id -> topologies.getById(id) == null);
-        upgrades.keySet().removeIf(id -> topologies.getById(id) == null);
-        lastReplaced.keySet().removeIf(id -> topologies.getById(id) == null);
+        upgrades.retainOnly(id -> topologies.getById(id) != null);
         profileWaits.retainOnly(id -> topologies.getById(id) != null);
     }
 
@@ -307,7 +342,7 @@ public class HetschedScheduler implements IScheduler {
         Set<String> types = Machine.typesOf(cluster, settings);
         for (String id : profileWaits.topologyIds()) {
             TopologyDetails topology = topologies.getById(id);
-            if (topology == null || !cluster.getUnassignedExecutors(topology).isEmpty() || jobs.containsKey(id)
+            if (topology == null || !cluster.getUnassignedExecutors(topology).isEmpty() || jobs.has(id)
                     || !replanAllowed(topology)) {
                 continue;
             }
@@ -324,7 +359,7 @@ public class HetschedScheduler implements IScheduler {
                 try {
                     profileWaits.versionReadStarted(id, CompletableFuture.supplyAsync(() -> {
                         try {
-                            return ask(() -> planner.fetchProfileSet(wait.profileSet()), false).version();
+                            return calls.ask(() -> planner.fetchProfileSet(wait.profileSet()), false).version();
                         } catch (PlanFault fault) {
                             LOG.debug("hetsched: reading profile set {} failed: {}", wait.profileSet(), fault.reason());
                             throw new java.util.concurrent.CompletionException(fault);
@@ -340,7 +375,7 @@ public class HetschedScheduler implements IScheduler {
     /** Starts a request for a topology that needs placing, unless one is under way; falls back where none can be. */
     private void startPlanning(TopologyDetails topology, Cluster cluster, long deadline,
                                Map<TopologyDetails, Fallback> evenWithReason) {
-        if (jobs.containsKey(topology.getId())) {
+        if (jobs.has(topology.getId())) {
             return;
         }
         try {
@@ -359,8 +394,8 @@ public class HetschedScheduler implements IScheduler {
                         + settings.roundBudget().toMillis() + " ms) is used up; the next round asks the planner");
                 return;
             }
-            if (inFlight() >= settings.plannerConcurrency()) {
-                leaveWaiting(topology, cluster, inFlight() + " planner requests in flight (" + SchedulerSettings.PLANNER_CONCURRENCY
+            if (jobs.inFlight() >= settings.plannerConcurrency()) {
+                leaveWaiting(topology, cluster, jobs.inFlight() + " planner requests in flight (" + SchedulerSettings.PLANNER_CONCURRENCY
                         + "); a later round asks the planner");
                 return;
             }
@@ -373,7 +408,7 @@ public class HetschedScheduler implements IScheduler {
 
     /** Asks again for a topology placed evenly after a planner fault, when the breaker lets a call through. */
     private void startReplanning(TopologyDetails topology, Cluster cluster, long deadline) {
-        if (jobs.containsKey(topology.getId()) || !breaker.allowsCall() || inFlight() >= settings.plannerConcurrency()
+        if (jobs.has(topology.getId()) || !breaker.allowsCall() || jobs.inFlight() >= settings.plannerConcurrency()
                 || nowMillis.getAsLong() > deadline) {
             return;
         }
@@ -411,41 +446,19 @@ public class HetschedScheduler implements IScheduler {
         } catch (RejectedExecutionException e) {
             throw PlanFault.plannerFailed("the plugin's planner threads refused the request: " + e.getMessage());
         }
-        jobs.put(topology.getId(), new PlanJob(answer, nowMillis.getAsLong()));
-    }
-
-    private int inFlight() {
-        return (int) jobs.values().stream().filter(job -> !job.answer().isDone()).count();
-    }
-
-    /** Waits, at most until the round's deadline, for the requests under way (fast answers are applied this round). */
-    private void awaitAnswers(long deadline) {
-        CompletableFuture<?>[] pending = jobs.values().stream().map(PlanJob::answer)
-                .filter(answer -> !answer.isDone()).toArray(CompletableFuture[]::new);
-        long left = deadline - nowMillis.getAsLong();
-        if (pending.length == 0 || left <= 0) {
-            return;
-        }
-        try {
-            CompletableFuture.allOf(pending).get(left, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException | ExecutionException e) {
-            // the rest is applied in a later round
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        jobs.start(topology.getId(), answer);
     }
 
     /** Applies the answers that have come (before new requests are started, so earlier answers are not crowded out). */
-    private void applyAnswers(List<TopologyDetails> planned, List<TopologyDetails> replanned, Cluster cluster,
-                              long deadline, Map<TopologyDetails, Fallback> evenWithReason, Set<String> answered) {
-        for (TopologyDetails topology : planned) {
-            if (!evenWithReason.containsKey(topology) && applyAnswer(topology, cluster, deadline, evenWithReason)) {
-                answered.add(topology.getId());
+    private void placeAnswered(Cluster cluster, Round round) {
+        for (TopologyDetails topology : round.planned) {
+            if (!round.even.containsKey(topology) && applyAnswer(topology, cluster, round.deadline, round.even)) {
+                round.answered.add(topology.getId());
             }
         }
-        for (TopologyDetails topology : replanned) {
-            if (applyReplan(topology, cluster, deadline)) {
-                answered.add(topology.getId());
+        for (TopologyDetails topology : round.replanned) {
+            if (applyReplan(topology, cluster, round.deadline)) {
+                round.answered.add(topology.getId());
             }
         }
     }
@@ -453,17 +466,16 @@ public class HetschedScheduler implements IScheduler {
     /** The answer for a topology that needs placing, once there is one: placed by plan, or fallen back. */
     private boolean applyAnswer(TopologyDetails topology, Cluster cluster, long deadline,
                                 Map<TopologyDetails, Fallback> evenWithReason) {
-        PlanJob job = jobs.get(topology.getId());
+        PlanJobs.Job<PlanAnswer> job = jobs.get(topology.getId());
         if (job == null) {
             return false;
         }
-        if (!job.answer().isDone() || nowMillis.getAsLong() > deadline && job.answer().join().plan() != null) {
+        if (!job.done() || nowMillis.getAsLong() > deadline && job.answer().join().plan() != null) {
             leaveWaiting(topology, cluster, "asked the planner at " + clockTime(job.startedMillis())
                     + "; placed when the plan arrives");
             return false;
         }
-        jobs.remove(topology.getId());
-        PlanAnswer answer = job.answer().join();
+        PlanAnswer answer = jobs.take(topology.getId());
         try {
             if (answer.fault() != null) {
                 throw answer.fault();
@@ -484,13 +496,12 @@ public class HetschedScheduler implements IScheduler {
 
     /** The answer for a topology running evenly after a planner fault: re-placed by plan, or left as it runs. */
     private boolean applyReplan(TopologyDetails topology, Cluster cluster, long deadline) {
-        PlanJob job = jobs.get(topology.getId());
+        PlanJobs.Job<PlanAnswer> job = jobs.get(topology.getId());
         FellBack fell = fellBack.get(topology.getId());
-        if (job == null || fell == null || !job.answer().isDone() || nowMillis.getAsLong() > deadline) {
+        if (job == null || fell == null || !job.done() || nowMillis.getAsLong() > deadline) {
             return false;
         }
-        jobs.remove(topology.getId());
-        PlanAnswer answer = job.answer().join();
+        PlanAnswer answer = jobs.take(topology.getId());
         String evenly = "placed evenly at " + clockTime(fell.atMillis()) + ": " + fell.reason();
         if (answer.fault() != null && answer.fault().plannerUnavailable()) {
             LOG.debug("hetsched: topology {} still runs evenly; asking the planner again failed: {}",
@@ -551,61 +562,28 @@ public class HetschedScheduler implements IScheduler {
         LOG.info("hetsched: topology {} {}; {} executors, asking the planner took {} ms{}",
                 topology.getId(), status, graph.executorCount(), answer.millis(),
                 answer.baseLoad().isEmpty() ? "" : ", planned on 100% less the machine base load " + answer.baseLoad());
-        if (answer.source() == Source.PLANNED && !plan.replaced().isEmpty()) {
-            status += replaceBeside(topology.getName(), plan.replaced(), cluster);
-        }
-        if (answer.source() == Source.PLANNED && !plan.evicted().isEmpty()) {
-            status += evictBeside(topology.getName(), plan.evicted(), cluster);
+        if (answer.source() == Source.PLANNED) {
+            status += actBeside(topology.getName(), plan, cluster);
         }
         return status;
     }
 
-    /**
-     * The running topologies the newcomer leaves without their minimum (released from the planner's ledger): their
-     * slots are freed in this round, as Storm's RAS evicts; each later round asks the planner to admit them again.
-     */
-    private String evictBeside(String newcomer, List<Plan.Evicted> evicted, Cluster cluster) {
-        List<String> said = new ArrayList<>();
-        for (Plan.Evicted e : evicted) {
-            TopologyDetails running = cluster.getTopologies().getByName(e.topology());
-            if (running == null) {
-                continue;
-            }
-            cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(running.getId())));
-            String outcome = "not admitted beside " + newcomer + " at " + clockTime(nowMillis.getAsLong()) + " ("
-                    + e.reason() + "): evicted, its slots freed; the next round asks again";
-            cluster.setStatus(running.getId(), STATUS + outcome);
-            LOG.info("hetsched: topology {}: {}", running.getId(), outcome);
-            said.add(e.topology());
+    /** Re-places the running topologies the newcomer's plan planned again and evicts those it leaves without room. */
+    private String actBeside(String newcomer, Plan plan, Cluster cluster) {
+        long now = nowMillis.getAsLong();
+        Tenancy.Actions actions = Tenancy.beside(newcomer, plan, cluster, now);
+        for (Tenancy.Replacement r : actions.replacements()) {
+            upgrades.replaced(r.topologyId(), now);
+            rebalanceLater(r.topologyName(), r.planId(), r.waitSecs(), r.reason());
+            cluster.setStatus(r.topologyId(), STATUS + r.status());
+            LOG.info("hetsched: topology {}: {}", r.topologyId(), r.status());
         }
-        return said.isEmpty() ? "" : "; evicted " + String.join(", ", said) + " (not admitted beside it)";
-    }
-
-    /**
-     * The running topologies the planner planned again beside a newcomer (bound to their new plans): each re-placed
-     * drained by Nimbus's rebalance, on a plugin thread; returns what the newcomer's status says of them.
-     */
-    private String replaceBeside(String newcomer, List<Plan.Replaced> replaced, Cluster cluster) {
-        List<String> said = new ArrayList<>();
-        for (Plan.Replaced r : replaced) {
-            TopologyDetails running = cluster.getTopologies().getByName(r.topology());
-            String figures = String.format(java.util.Locale.ROOT, "plan %s, %.2f -> %.2f tuples/s", r.planId(),
-                    r.rateBefore(), r.rateAfter());
-            if (running == null) {
-                LOG.info("hetsched: the planner planned {} again beside {} ({}), but it does not run here", r.topology(),
-                        newcomer, figures);
-                continue;
-            }
-            int wait = messageTimeoutSecs(running.getConf());
-            String outcome = "planned again beside " + newcomer + " at " + clockTime(nowMillis.getAsLong()) + " (" + figures
-                    + "): re-placing it drained (rebalanced after " + wait + " s)";
-            lastReplaced.put(running.getId(), nowMillis.getAsLong());
-            rebalanceLater(r.topology(), r.planId(), wait, "planned again beside " + newcomer + ": " + figures);
-            cluster.setStatus(running.getId(), STATUS + outcome);
-            LOG.info("hetsched: topology {}: {}", running.getId(), outcome);
-            said.add(r.topology() + " (" + figures + ")");
+        for (Tenancy.Eviction e : actions.evictions()) {
+            cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(e.topologyId())));
+            cluster.setStatus(e.topologyId(), STATUS + e.status());
+            LOG.info("hetsched: topology {}: {}", e.topologyId(), e.status());
         }
-        return said.isEmpty() ? "" : "; re-placing " + String.join(", ", said) + " beside it";
+        return actions.newcomerStatus();
     }
 
     /**
@@ -620,15 +598,15 @@ public class HetschedScheduler implements IScheduler {
                 if (wanted.profiles() == null) {
                     throw PlanFault.topologyConf("a repair needs " + TopologySettings.PROFILES + " in the topology's conf");
                 }
-                Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
-                Plan repair = ask(() -> planner.requestRepair(
+                Map<String, Double> baseLoad = calls.ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
+                Plan repair = calls.ask(() -> planner.requestRepair(
                         PlanRequests.repair(json, in.graph(), in.machines(), wanted, baseLoad, in.kept())), true);
                 return new PlanAnswer(repair, null, baseLoad, nowMillis.getAsLong() - started, Source.REPAIR);
             }
             String bound = boundPlanId(in.topologyName());
             if (bound != null) {
                 try {
-                    Plan plan = ask(() -> planner.fetchPlan(bound), true);
+                    Plan plan = calls.ask(() -> planner.fetchPlan(bound), true);
                     PlanPlacement.place(plan, in.graph(), in.machines(), in.knownSupervisors(), wanted.maxExecutorsPerWorker());
                     return new PlanAnswer(plan, null, Map.of(), nowMillis.getAsLong() - started, Source.BOUND);
                 } catch (PlanFault fault) {
@@ -641,7 +619,7 @@ public class HetschedScheduler implements IScheduler {
             }
             if (wanted.planId() != null) {
                 try {
-                    Plan stored = ask(() -> planner.fetchPlan(wanted.planId()), true);
+                    Plan stored = calls.ask(() -> planner.fetchPlan(wanted.planId()), true);
                     PlanPlacement.place(stored, in.graph(), in.machines(), in.knownSupervisors(), wanted.maxExecutorsPerWorker());
                     return new PlanAnswer(stored, null, Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
                 } catch (PlanFault fault) {
@@ -652,11 +630,11 @@ public class HetschedScheduler implements IScheduler {
                             in.topologyId(), wanted.planId(), fault.reason());
                 }
             }
-            PlannerClient.ProfileSetInfo set = ask(() -> planner.fetchProfileSet(wanted.profiles()), false);
+            PlannerClient.ProfileSetInfo set = calls.ask(() -> planner.fetchProfileSet(wanted.profiles()), false);
             Map<String, Double> baseLoad = set.baseLoad();
             Plan plan;
             try {
-                plan = ask(() -> planner.requestPlan(
+                plan = calls.ask(() -> planner.requestPlan(
                         PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad, in.tenant())), true);
             } catch (PlanFault fault) {
                 if (fault.profileGap() == null) {
@@ -706,7 +684,8 @@ public class HetschedScheduler implements IScheduler {
         RepairPlacement.Result result = RepairPlacement.place(answer.plan(), TopologyGraph.of(topology), running,
                 machines, freePorts);
         result.workers().forEach((slot, executors) -> cluster.assign(slot, topology.getId(), executors));
-        String gone = lostSupervisors.isEmpty() ? "" : " (gone: " + String.join(", ", new TreeSet<>(lostSupervisors.values())) + ")";
+        List<String> goneNames = machineChanges.goneNames();
+        String gone = goneNames.isEmpty() ? "" : " (gone: " + String.join(", ", goneNames) + ")";
         String status = "repaired at " + clockTime(nowMillis.getAsLong()) + " after losing executors" + gone + ": kept "
                 + result.kept() + " executors where they run, placed " + result.placed() + " by repair plan "
                 + answer.plan().id() + " on " + String.join(", ", result.machines());
@@ -733,51 +712,9 @@ public class HetschedScheduler implements IScheduler {
         return found;
     }
 
-    /**
-     * The supervisors that joined (or returned) since the last round, by machine name; none in the first round.
-     * A supervisor Nimbus blacklists (Storm wraps every scheduler in its BlacklistScheduler, which keeps a
-     * supervisor that missed heartbeats out for {@code blacklist.scheduler.resume.time.secs}) counts as gone
-     * until Nimbus offers it again: only then can a plan use it.
-     */
-    private List<String> noticeSupervisors(Cluster cluster) {
-        Map<String, String> now = new TreeMap<>();
-        cluster.getSupervisors().values().stream()
-                .filter(s -> !cluster.isBlackListed(s.getId()))
-                .forEach(s -> now.put(s.getId(), machineName(s)));
-        List<String> joined = new ArrayList<>();
-        if (seenSupervisors != null) {
-            seenSupervisors.forEach((id, name) -> {
-                if (!now.containsKey(id) && !lostSupervisors.containsKey(id)) {
-                    LOG.warn("hetsched: supervisor {} ({}) is gone (or blacklisted by Nimbus); executors that ran "
-                            + "there are placed again, the others stay where they run", id, name);
-                    lostSupervisors.put(id, name);
-                    returnedPorts.lost(id);
-                }
-            });
-            now.forEach((id, name) -> {
-                if (!seenSupervisors.containsKey(id)) {
-                    LOG.info("hetsched: supervisor {} ({}) joined; topologies running by plan are planned again on "
-                            + "the larger cluster", id, name);
-                    joined.add(name);
-                    returnedPorts.returned(id, nowMillis.getAsLong());
-                }
-            });
-        }
-        lostSupervisors.keySet().removeAll(now.keySet());
-        seenSupervisors = now;
-        return joined;
-    }
-
     /** The machines a topology may use, a returned supervisor's ports of the time it was lost last. */
     private List<Machine> usableMachines(Cluster cluster, String topologyId, TopologySettings wanted) {
         return returnedPorts.lastIn(Machine.usableBy(cluster, topologyId, settings, wanted), nowMillis.getAsLong());
-    }
-
-    private String machineName(SupervisorDetails supervisor) {
-        if (supervisor.getSchedulerMeta() instanceof Map<?, ?> meta && meta.get(settings.machineIdKey()) != null) {
-            return meta.get(settings.machineIdKey()).toString().trim();
-        }
-        return supervisor.getId();
     }
 
     /** Asks, in the background, for a plan on the larger cluster and the predicted rate of the placement running now. */
@@ -786,7 +723,7 @@ public class HetschedScheduler implements IScheduler {
         SchedulerAssignment assignment = cluster.getAssignmentById(id);
         if (planner == null || !TopologySettings.asksForPlanner(topology.getConf()) || assignment == null
                 || !cluster.getUnassignedExecutors(topology).isEmpty() || fellBack.containsKey(id)
-                || profileWaits.isWaiting(id) || jobs.containsKey(id) || upgrades.containsKey(id) || !breaker.allowsCall()) {
+                || profileWaits.isWaiting(id) || jobs.has(id) || upgrades.has(id) || !breaker.allowsCall()) {
             return;
         }
         try {
@@ -794,82 +731,13 @@ public class HetschedScheduler implements IScheduler {
             if (wanted.profiles() == null) {
                 return;
             }
-            List<Machine> machines = usableMachines(cluster, id, wanted);
+            List<Machine> usable = usableMachines(cluster, id, wanted);
             TopologyGraph graph = TopologyGraph.of(topology);
-            Map<String, List<String>> running = machinesByInstance(cluster, id, graph, machines);
-            TenantSettings tenant = TenantSettings.fromConf(topology.getConf());
-            CompletableFuture<UpgradeAnswer> answer = CompletableFuture.supplyAsync(
-                    () -> upgrade(graph, machines, wanted, running, tenant), executor);
-            upgrades.put(id, new UpgradeJob(answer, nowMillis.getAsLong(), List.copyOf(joined)));
+            Map<String, List<String>> running = machinesByInstance(cluster, id, graph, usable);
+            upgrades.start(id, graph, usable, wanted, running, TenantSettings.fromConf(topology.getConf()), joined,
+                    executor);
         } catch (PlanFault | RejectedExecutionException e) {
             LOG.info("hetsched: topology {} is not planned again after supervisors joined: {}", id, e.getMessage());
-        }
-    }
-
-    private UpgradeAnswer upgrade(TopologyGraph graph, List<Machine> machines, TopologySettings wanted,
-                                  Map<String, List<String>> running, TenantSettings tenant) {
-        try {
-            Map<String, Double> baseLoad = ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
-            double now = ask(() -> planner.evaluate(
-                    PlanRequests.evaluation(json, graph, machines, wanted, baseLoad, running)), false);
-            com.fasterxml.jackson.databind.node.ObjectNode request = PlanRequests.build(json, graph, machines, wanted, baseLoad, tenant);
-            request.remove("plan_id");
-            Plan plan = ask(() -> planner.requestPlan(request), true);
-            return new UpgradeAnswer(plan, now, null);
-        } catch (PlanFault fault) {
-            return new UpgradeAnswer(null, Double.NaN, fault);
-        } catch (RuntimeException e) {
-            return new UpgradeAnswer(null, Double.NaN, PlanFault.plannerFailed("asking the planner failed unexpectedly: " + e));
-        }
-    }
-
-    /**
-     * Applies the answers about joined machines: a re-placement onto the new plan when its predicted gain reaches
-     * {@code hetsched.replan.min.gain} and the topology was not re-placed within {@code hetsched.replan.min.interval.secs}.
-     */
-    private void applyUpgrades(Topologies topologies, Cluster cluster) {
-        for (String id : new ArrayList<>(upgrades.keySet())) {
-            UpgradeJob job = upgrades.get(id);
-            TopologyDetails topology = topologies.getById(id);
-            if (job == null || !job.answer().isDone() || topology == null) {
-                continue;
-            }
-            upgrades.remove(id);
-            UpgradeAnswer answer = job.answer().join();
-            String joined = "supervisor" + (job.joined().size() > 1 ? "s " : " ") + String.join(", ", job.joined())
-                    + " joined at " + clockTime(job.startedMillis()) + ": ";
-            if (answer.fault() != null) {
-                LOG.warn("hetsched: topology {} keeps its placement; no plan for the larger cluster: {}", id,
-                        answer.fault().reason());
-                cluster.setStatus(id, STATUS + joined + "no plan for the larger cluster (" + answer.fault().reason()
-                        + "); kept as it runs");
-                continue;
-            }
-            Plan plan = answer.plan();
-            double gain = answer.currentRate() > 0 ? plan.inputRate() / answer.currentRate() - 1
-                    : (plan.inputRate() > 0 ? Double.POSITIVE_INFINITY : 0);
-            String figures = String.format(java.util.Locale.ROOT, "plan %s predicts %.2f tuples/s against %.2f now (%+.1f%%)",
-                    plan.id(), plan.inputRate(), answer.currentRate(), gain * 100);
-            long now = nowMillis.getAsLong();
-            Long last = lastReplaced.get(id);
-            String outcome;
-            if (!(gain >= replanSettings.minGain())) {
-                outcome = figures + ", below " + SchedulerSettings.REPLAN_MIN_GAIN + " ("
-                        + Math.round(replanSettings.minGain() * 100) + "%): kept as it runs";
-            } else if (last != null && now - last < replanSettings.minInterval().toMillis()) {
-                outcome = figures + ", but it was re-placed at " + clockTime(last) + ", within "
-                        + SchedulerSettings.REPLAN_MIN_INTERVAL_SECS + " (" + replanSettings.minInterval().toSeconds()
-                        + " s): kept as it runs";
-            } else if (plan.id() == null) {
-                outcome = figures + ", but the plan is not stored, so it cannot be bound: kept as it runs";
-            } else {
-                int wait = messageTimeoutSecs(topology.getConf());
-                outcome = figures + ": re-placing it drained (plan bound, rebalanced after " + wait + " s)";
-                lastReplaced.put(id, now);
-                rebalanceLater(topology.getName(), plan.id(), wait, "machine joined: " + figures);
-            }
-            LOG.info("hetsched: topology {}: {}{}", id, joined, outcome);
-            cluster.setStatus(id, STATUS + joined + outcome);
         }
     }
 
@@ -888,56 +756,6 @@ public class HetschedScheduler implements IScheduler {
         } catch (RejectedExecutionException e) {
             LOG.warn("hetsched: re-placing topology {} was refused by the plugin's threads: {}", topologyName, e.getMessage());
         }
-    }
-
-    /** {@code topology.message.timeout.secs}: how long the rebalance keeps the topology deactivated to drain. */
-    private static int messageTimeoutSecs(Map<String, Object> conf) {
-        Object value = conf.get("topology.message.timeout.secs");
-        try {
-            return value == null ? 30 : Math.max(0, value instanceof Number n ? n.intValue()
-                    : (int) Double.parseDouble(value.toString().trim()));
-        } catch (NumberFormatException e) {
-            return 30;
-        }
-    }
-
-    /**
-     * One planner call, unless the circuit breaker is open. Its failures, and answers slower than
-     * {@code hetsched.planner.slow.ms}, go to the breaker as failures; other answers close the breaker only for the
-     * plan calls ({@code answerCloses}), so a planner that serves reads but fails every plan still trips it.
-     */
-    private <T> T ask(PlannerCall<T> call, boolean answerCloses) throws PlanFault {
-        if (!breaker.allowsCall()) {
-            throw PlanFault.plannerSkipped(breaker.whyOpen());
-        }
-        long started = nowMillis.getAsLong();
-        try {
-            T answer = call.run();
-            recordAnswer(nowMillis.getAsLong() - started, answerCloses);
-            return answer;
-        } catch (PlanFault fault) {
-            if (fault.countsAgainstPlanner()) {
-                breaker.recordFailure();
-            } else {
-                recordAnswer(nowMillis.getAsLong() - started, answerCloses);
-            }
-            throw fault;
-        }
-    }
-
-    private void recordAnswer(long millis, boolean answerCloses) {
-        if (millis > settings.slowAnswer().toMillis()) {
-            LOG.warn("hetsched: the planner took {} ms to answer, over {} ({} ms): counted as a failure",
-                    millis, SchedulerSettings.PLANNER_SLOW_MS, settings.slowAnswer().toMillis());
-            breaker.recordFailure();
-        } else if (answerCloses) {
-            breaker.recordSuccess();
-        }
-    }
-
-    @FunctionalInterface
-    private interface PlannerCall<T> {
-        T run() throws PlanFault;
     }
 
     private void leaveWaiting(TopologyDetails topology, Cluster cluster, String why) {

@@ -135,6 +135,17 @@ public record TopologySettings(
         throw PlanFault.topologyConf(key + " must be true or false, got '" + value + "'");
     }
 
+    /** {@code topology.message.timeout.secs} (30 where unset or malformed): how long a rebalance drains the topology. */
+    public static int messageTimeoutSecs(Map<String, Object> conf) {
+        Object value = conf.get("topology.message.timeout.secs");
+        try {
+            return value == null ? 30 : Math.max(0, value instanceof Number n ? n.intValue()
+                    : (int) Double.parseDouble(value.toString().trim()));
+        } catch (NumberFormatException e) {
+            return 30;
+        }
+    }
+
     /** Reads only what decides whether the planner is asked at all; never fails. */
     public static boolean asksForPlanner(Map<String, Object> conf) {
         return conf.get(PROFILES) != null || conf.get(PLAN_ID) != null;
