@@ -313,9 +313,10 @@ def test_the_storm_rules_are_those_of_the_storm_release_the_project_runs():
 # --- command lines ------------------------------------------------------------------------------------
 
 def hetsched_command_lines() -> list[tuple[str, list[str]]]:
-    """Every ``hetsched ...`` command in a bash block of the docs, with shell expansions replaced by a word."""
+    """Every ``hetsched ...`` command in a bash block of the docs and of the results page (each figure's command),
+    with shell expansions replaced by a word."""
     found = []
-    for page in doc_pages():
+    for page in [*doc_pages(), RESULTS_PAGE]:
         for block in code_blocks(page):
             if block.language != "bash":
                 continue
