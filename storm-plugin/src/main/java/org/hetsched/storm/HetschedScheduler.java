@@ -24,6 +24,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.apache.storm.metric.StormMetricsRegistry;
+import org.hetsched.storm.PlanAsker.PlanAnswer;
+import org.hetsched.storm.PlanAsker.PlanInputs;
+import org.hetsched.storm.PlanAsker.Source;
 import org.apache.storm.scheduler.Cluster;
 import org.apache.storm.scheduler.ExecutorDetails;
 import org.apache.storm.scheduler.IScheduler;
@@ -72,6 +75,8 @@ public class HetschedScheduler implements IScheduler {
     private PlannerClient planner;
     /** The planner's calls through the circuit breaker; null without a planner. */
     private PlannerCalls calls;
+    /** One topology's request to the planner, run on a plugin thread; null without a planner. */
+    private PlanAsker asker;
     private CircuitBreaker breaker;
     private ReplanSettings replanSettings;
     private ReturnedPorts returnedPorts;
@@ -122,6 +127,7 @@ public class HetschedScheduler implements IScheduler {
         if (settings.hasPlanner()) {
             planner = new PlannerClient(settings.plannerUrl(), settings.timeout(), settings.plannerToken(), json);
             calls = new PlannerCalls(planner, breaker, settings.slowAnswer().toMillis(), nowMillis);
+            asker = new PlanAsker(calls, json, nowMillis);
             heartbeat = new AliveHeartbeat(planner, nowMillis);
             LOG.info("hetsched: planner at {} (timeout {} ms, fallback {}, machine type from scheduler meta '{}', {})",
                     settings.plannerUrl(), settings.timeout().toMillis(), settings.fallback(), settings.machineTypeKey(),
@@ -306,22 +312,6 @@ public class HetschedScheduler implements IScheduler {
     private record FellBack(long atMillis, String reason) {
     }
 
-    /** Where a plan came from: asked afresh (or the conf's stored plan), bound to the topology, or a repair. */
-    private enum Source { PLANNED, BOUND, REPAIR }
-
-    /** What a background request came back with: a plan, or the fault that kept it from one. */
-    private record PlanAnswer(Plan plan, PlanFault fault, Map<String, Double> baseLoad, long millis, Source source) {
-    }
-
-    /**
-     * The inputs of a background request: a snapshot of the topology and cluster as this round sees them;
-     * {@code kept}: component, instance index, machine of the executors that still run (a repair when not empty).
-     */
-    private record PlanInputs(String topologyId, String topologyName, TopologySettings wanted, TopologyGraph graph,
-                              List<Machine> machines, Set<String> knownSupervisors,
-                              Map<String, Map<Integer, String>> kept, TenantSettings tenant) {
-    }
-
     /** Drops what is kept for topologies Nimbus no longer lists (killed); their answers are not needed. */
     private void forgetGone(Topologies topologies) {
         jobs.retainOnly(id -> topologies.getById(id) != null);
@@ -442,7 +432,7 @@ public class HetschedScheduler implements IScheduler {
                 TenantSettings.fromConf(topology.getConf()));
         CompletableFuture<PlanAnswer> answer;
         try {
-            answer = CompletableFuture.supplyAsync(() -> plan(inputs), executor);
+            answer = CompletableFuture.supplyAsync(() -> asker.ask(inputs), executor);
         } catch (RejectedExecutionException e) {
             throw PlanFault.plannerFailed("the plugin's planner threads refused the request: " + e.getMessage());
         }
@@ -584,88 +574,6 @@ public class HetschedScheduler implements IScheduler {
             LOG.info("hetsched: topology {}: {}", e.topologyId(), e.status());
         }
         return actions.newcomerStatus();
-    }
-
-    /**
-     * The background request (a planner thread, never Nimbus's): the stored plan where it fits the snapshot, else
-     * a new plan. Never throws: every failure is the answer's fault.
-     */
-    private PlanAnswer plan(PlanInputs in) {
-        long started = nowMillis.getAsLong();
-        TopologySettings wanted = in.wanted();
-        try {
-            if (!in.kept().isEmpty()) {
-                if (wanted.profiles() == null) {
-                    throw PlanFault.topologyConf("a repair needs " + TopologySettings.PROFILES + " in the topology's conf");
-                }
-                Map<String, Double> baseLoad = calls.ask(() -> planner.fetchBaseLoad(wanted.profiles()), false);
-                Plan repair = calls.ask(() -> planner.requestRepair(
-                        PlanRequests.repair(json, in.graph(), in.machines(), wanted, baseLoad, in.kept())), true);
-                return new PlanAnswer(repair, null, baseLoad, nowMillis.getAsLong() - started, Source.REPAIR);
-            }
-            String bound = boundPlanId(in.topologyName());
-            if (bound != null) {
-                try {
-                    Plan plan = calls.ask(() -> planner.fetchPlan(bound), true);
-                    PlanPlacement.place(plan, in.graph(), in.machines(), in.knownSupervisors(), wanted.maxExecutorsPerWorker());
-                    return new PlanAnswer(plan, null, Map.of(), nowMillis.getAsLong() - started, Source.BOUND);
-                } catch (PlanFault fault) {
-                    if (fault.countsAgainstPlanner() || fault.plannerUnavailable()) {
-                        throw fault;
-                    }
-                    LOG.info("hetsched: topology {}: the plan {} bound to it is not used ({})",
-                            in.topologyId(), bound, fault.reason());
-                }
-            }
-            if (wanted.planId() != null) {
-                try {
-                    Plan stored = calls.ask(() -> planner.fetchPlan(wanted.planId()), true);
-                    PlanPlacement.place(stored, in.graph(), in.machines(), in.knownSupervisors(), wanted.maxExecutorsPerWorker());
-                    return new PlanAnswer(stored, null, Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
-                } catch (PlanFault fault) {
-                    if (wanted.profiles() == null || fault.countsAgainstPlanner() || fault.plannerUnavailable()) {
-                        throw fault;
-                    }
-                    LOG.info("hetsched: topology {}: stored plan {} not used ({}); asking for a new plan",
-                            in.topologyId(), wanted.planId(), fault.reason());
-                }
-            }
-            PlannerClient.ProfileSetInfo set = calls.ask(() -> planner.fetchProfileSet(wanted.profiles()), false);
-            Map<String, Double> baseLoad = set.baseLoad();
-            Plan plan;
-            try {
-                plan = calls.ask(() -> planner.requestPlan(
-                        PlanRequests.build(json, in.graph(), in.machines(), wanted, baseLoad, in.tenant())), true);
-            } catch (PlanFault fault) {
-                if (fault.profileGap() == null) {
-                    throw fault;
-                }
-                throw PlanFault.profilesMissing(fault.reason(), fault.profileGap().withVersion(set.version()));
-            }
-            return new PlanAnswer(plan, null, baseLoad, nowMillis.getAsLong() - started, Source.PLANNED);
-        } catch (PlanFault fault) {
-            return new PlanAnswer(null, fault, Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
-        } catch (RuntimeException e) {
-            LOG.warn("hetsched: asking the planner for topology {} failed unexpectedly", in.topologyId(), e);
-            return new PlanAnswer(null, PlanFault.plannerFailed("asking the planner failed unexpectedly: " + e),
-                    Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
-        }
-    }
-
-    /**
-     * The plan bound to the topology ({@code PUT /v1/assignments/{name}}, e.g. by {@code hetsched replan}), or null.
-     * A failure here is not the planner's last word: the plan calls that follow say what is wrong.
-     */
-    private String boundPlanId(String topologyName) {
-        if (topologyName == null || !breaker.allowsCall()) {
-            return null;
-        }
-        try {
-            return planner.fetchBoundPlanId(topologyName);
-        } catch (PlanFault fault) {
-            LOG.debug("hetsched: reading the plan bound to {} failed: {}", topologyName, fault.reason());
-            return null;
-        }
     }
 
     /**
