@@ -258,7 +258,8 @@ public final class PlannerClient {
         if (status == 422 && PROFILE_MISSING.equals(code)) {
             throw PlanFault.profilesMissing("planner refused the request: " + reason, ProfileGap.pairs(missingPairs(response.body())));
         }
-        if (status == 404 && NAMES_A_PROFILE_SET.contains(what)) { // their only 404: the profile set
+        if (status == 404 && NAMES_A_PROFILE_SET.contains(what) && "not_found".equals(code)
+                && reason.contains("profile set")) { // the service's own 404 to these: the set is not stored
             throw PlanFault.profilesMissing("planner refused the request: " + reason, ProfileGap.unknown());
         }
         if (status == 409 && response.body() != null && response.body().contains("\"admission_refused\"")) {

@@ -241,7 +241,8 @@ class HetschedSchedulerTest {
     @Test
     void missingProfileSetIsPlacedEvenlyNamingTheSet() {
         planner.answerWith(call -> FakePlanner.Answer.raw(404,
-                "{\"detail\": \"profile set 'micro' does not exist: store it with PUT /v1/profiles/micro\"}"));
+                "{\"detail\": \"profile set 'micro' does not exist: store it with PUT /v1/profiles/micro\", "
+                        + "\"error\": \"not_found\"}"));
         TopologyDetails linear = linearTopology("linear-1", ASKS_PLANNER);
         Topologies topologies = new Topologies(linear);
         Cluster cluster = cluster(supervisors, topologies, Map.of());

@@ -148,6 +148,16 @@ class ProfileGapTest {
     }
 
     @Test
+    void aProxysNotFoundIsNotTakenForAnUnknownSet() {
+        planner.answerWith(call -> FakePlanner.Answer.raw(404, "<html>404 Not Found</html>"));
+        Cluster cluster = round(scheduler(Map.of()), linearTopology(Map.of()));
+
+        assertTrue(statuses.get("linear-1").startsWith("hetsched: planner not used (planner refused the request: "
+                + "POST /v1/plans answered HTTP 404"), statuses.get("linear-1"));
+        assertTrue(cluster.getUnassignedExecutors(cluster.getTopologies().getById("linear-1")).isEmpty());
+    }
+
+    @Test
     void aNewVersionOfTheSetIsAskedForAndThePlanPlaced() {
         HetschedScheduler scheduler = scheduler(Map.of());
         TopologyDetails linear = linearTopology(Map.of());
