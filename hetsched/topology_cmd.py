@@ -203,8 +203,8 @@ def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str]
 
     title = f"{result.main_class} submitted {result.name}" if result.name else f"{result.main_class} ran"
     table = Table(title=title, title_justify="left")
-    for column, justify in (("component", "left"), ("profile", "left"), ("executors", "right"), ("planned", "right")):
-        table.add_column(column, justify=justify)
+    for column in ("component", "profile", "executors", "planned"):
+        table.add_column(column, justify="left" if column in ("component", "profile") else "right")
     components = list(result.executors) or list(result.planned or {})
     for component in components:
         planned = (result.planned or {}).get(component)
@@ -258,9 +258,8 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
     except TopologyError as exc:
         raise _fail(str(exc)) from None
     table = Table(title=f"topologies on Nimbus {address}", title_justify="left")
-    for column, justify in (("name", "left"), ("id", "left"), ("status", "left"), ("workers", "right"),
-                            ("executors", "right"), ("tasks", "right"), ("uptime", "right")):
-        table.add_column(column, justify=justify)
+    for column in ("name", "id", "status", "workers", "executors", "tasks", "uptime"):
+        table.add_column(column, justify="left" if column in ("name", "id", "status") else "right")
     for t in sorted(running, key=lambda t: t.name):
         table.add_row(t.name, t.id, t.status, str(t.workers), str(t.executors), str(t.tasks), _uptime(t.uptime_s))
     console.print(table if running else f"no topologies running on Nimbus {address}", highlight=False)
