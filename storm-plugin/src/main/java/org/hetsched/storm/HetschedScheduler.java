@@ -67,8 +67,8 @@ public class HetschedScheduler implements IScheduler {
     private final ObjectMapper json = new ObjectMapper();
     /** Requests under way or answered but not yet applied, by topology id; written by Nimbus's thread only. */
     private final PlanJobs<PlanAnswer> jobs;
-    /** Topologies placed evenly because the planner was unavailable, planned again in the background. */
-    private final Map<String, FellBack> fellBack = new HashMap<>();
+    /** Fallback, and topologies placed evenly because the planner was unavailable, planned again in the background. */
+    private Fallbacks fallbacks;
     private Executor executor;
     private ExecutorService ownExecutor;
     private SchedulerSettings settings;
@@ -124,6 +124,7 @@ public class HetschedScheduler implements IScheduler {
             executor = ownExecutor;
         }
         machineChanges = new MachineChanges(settings.machineIdKey());
+        fallbacks = new Fallbacks(settings.fallback());
         if (settings.hasPlanner()) {
             planner = new PlannerClient(settings.plannerUrl(), settings.timeout(), settings.plannerToken(), json);
             calls = new PlannerCalls(planner, breaker, settings.slowAnswer().toMillis(), nowMillis);
@@ -202,7 +203,7 @@ public class HetschedScheduler implements IScheduler {
     private static final class Round {
         final long deadline;
         /** Topologies placed evenly this round, with why. */
-        final Map<TopologyDetails, Fallback> even = new LinkedHashMap<>();
+        final Map<TopologyDetails, Fallbacks.Even> even = new LinkedHashMap<>();
         /** Planner topologies with executors to place. */
         final List<TopologyDetails> planned = new ArrayList<>();
         /** Topologies running evenly after a planner fault, planned again in the background. */
@@ -229,22 +230,22 @@ public class HetschedScheduler implements IScheduler {
         waiting.sort(Comparator.comparing(TopologyDetails::getId));
         for (TopologyDetails topology : waiting) {
             if (!TopologySettings.asksForPlanner(topology.getConf())) {
-                round.even.put(topology, new Fallback("the topology asks for no planner (no "
+                round.even.put(topology, new Fallbacks.Even("the topology asks for no planner (no "
                         + TopologySettings.PROFILES + " in its conf)", false, false, null));
             } else if (!cluster.getUnassignedExecutors(topology).isEmpty()) {
                 ProfileWaits.Wait wait = profileWaits.get(topology.getId());
                 if (wait != null && lostSomeOnly(topology, cluster, wait)) { // asking would get the same answer
-                    round.even.put(topology, new Fallback(wait.cause(), true, false, wait));
+                    round.even.put(topology, new Fallbacks.Even(wait.cause(), true, false, wait));
                 } else {
                     if (wait != null) { // rebalanced (hetsched tune, replan) or given another set: asked, placed whole
                         profileWaits.forget(topology.getId());
-                        fellBack.put(topology.getId(), new FellBack(wait.sinceMillis(), wait.cause()));
+                        fallbacks.planAgain(topology.getId(), wait.sinceMillis(), wait.cause());
                     }
                     round.planned.add(topology);
                 }
             } // else placed whole already: the plan, not topology.workers, decides its worker count
         }
-        round.replanned = fellBack.keySet().stream().sorted().map(topologies::getById)
+        round.replanned = fallbacks.ids().stream().map(topologies::getById)
                 .filter(t -> t != null && cluster.getUnassignedExecutors(t).isEmpty()).toList();
     }
 
@@ -301,21 +302,10 @@ public class HetschedScheduler implements IScheduler {
         }
     }
 
-    /**
-     * Why a topology is placed evenly: {@code plannerTopology} when it asked for the planner, {@code retry} when it is
-     * planned again once the planner answers.
-     */
-    private record Fallback(String reason, boolean plannerTopology, boolean retry, ProfileWaits.Wait profileWait) {
-    }
-
-    /** A topology placed evenly because the planner was unavailable, planned again in the background. */
-    private record FellBack(long atMillis, String reason) {
-    }
-
     /** Drops what is kept for topologies Nimbus no longer lists (killed); their answers are not needed. */
     private void forgetGone(Topologies topologies) {
         jobs.retainOnly(id -> topologies.getById(id) != null);
-        fellBack.keySet().removeIf(id -> topologies.getById(id) == null);
+        fallbacks.retainOnly(id -> topologies.getById(id) != null);
         upgrades.retainOnly(id -> topologies.getById(id) != null);
         profileWaits.retainOnly(id -> topologies.getById(id) != null);
     }
@@ -341,7 +331,7 @@ public class HetschedScheduler implements IScheduler {
             if (change != null) {
                 LOG.info("hetsched: topology {} is planned again: {}", id, change);
                 profileWaits.forget(id);
-                fellBack.put(id, new FellBack(wait.sinceMillis(), wait.cause()));
+                fallbacks.planAgain(id, wait.sinceMillis(), wait.cause());
                 continue;
             }
             long now = nowMillis.getAsLong();
@@ -364,7 +354,7 @@ public class HetschedScheduler implements IScheduler {
 
     /** Starts a request for a topology that needs placing, unless one is under way; falls back where none can be. */
     private void startPlanning(TopologyDetails topology, Cluster cluster, long deadline,
-                               Map<TopologyDetails, Fallback> evenWithReason) {
+                               Map<TopologyDetails, Fallbacks.Even> evenWithReason) {
         if (jobs.has(topology.getId())) {
             return;
         }
@@ -390,7 +380,7 @@ public class HetschedScheduler implements IScheduler {
                 return;
             }
             // a topology running evenly after a fallback is placed whole by plan; one placed by plan is repaired
-            start(topology, cluster, wanted, !fellBack.containsKey(topology.getId()));
+            start(topology, cluster, wanted, !fallbacks.contains(topology.getId()));
         } catch (PlanFault fault) {
             fallBack(topology, cluster, fault, evenWithReason);
         }
@@ -405,7 +395,7 @@ public class HetschedScheduler implements IScheduler {
         try {
             start(topology, cluster, TopologySettings.fromConf(topology.getConf()), false);
         } catch (PlanFault fault) {
-            fellBack.remove(topology.getId());
+            fallbacks.forget(topology.getId());
         }
     }
 
@@ -455,7 +445,7 @@ public class HetschedScheduler implements IScheduler {
 
     /** The answer for a topology that needs placing, once there is one: placed by plan, or fallen back. */
     private boolean applyAnswer(TopologyDetails topology, Cluster cluster, long deadline,
-                                Map<TopologyDetails, Fallback> evenWithReason) {
+                                Map<TopologyDetails, Fallbacks.Even> evenWithReason) {
         PlanJobs.Job<PlanAnswer> job = jobs.get(topology.getId());
         if (job == null) {
             return false;
@@ -472,7 +462,7 @@ public class HetschedScheduler implements IScheduler {
             }
             String status = answer.source() == Source.REPAIR ? placeRepair(topology, cluster, answer)
                     : placeByPlan(topology, cluster, answer);
-            fellBack.remove(topology.getId());
+            fallbacks.forget(topology.getId());
             cluster.setStatus(topology.getId(), STATUS + status);
         } catch (PlanFault fault) {
             fallBack(topology, cluster, fault, evenWithReason);
@@ -487,7 +477,7 @@ public class HetschedScheduler implements IScheduler {
     /** The answer for a topology running evenly after a planner fault: re-placed by plan, or left as it runs. */
     private boolean applyReplan(TopologyDetails topology, Cluster cluster, long deadline) {
         PlanJobs.Job<PlanAnswer> job = jobs.get(topology.getId());
-        FellBack fell = fellBack.get(topology.getId());
+        Fallbacks.FellBack fell = fallbacks.get(topology.getId());
         if (job == null || fell == null || !job.done() || nowMillis.getAsLong() > deadline) {
             return false;
         }
@@ -504,7 +494,7 @@ public class HetschedScheduler implements IScheduler {
                 throw answer.fault();
             }
             String placed = placeByPlan(topology, cluster, answer);
-            fellBack.remove(topology.getId());
+            fallbacks.forget(topology.getId());
             String status = evenly + "; planned at " + clockTime(nowMillis.getAsLong()) + " "
                     + placed.substring("placed by planner ".length());
             cluster.setStatus(topology.getId(), STATUS + status);
@@ -513,7 +503,7 @@ public class HetschedScheduler implements IScheduler {
             String reason = e instanceof PlanFault fault ? fault.reason() : e.toString();
             cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
             before.forEach((slot, executors) -> cluster.assign(slot, topology.getId(), executors));
-            fellBack.remove(topology.getId());
+            fallbacks.forget(topology.getId());
             if (e instanceof PlanFault fault && fault.profileGap() != null) {
                 ProfileWaits.Wait wait = profileWait(topology, cluster, fault.profileGap());
                 wait = new ProfileWaits.Wait(wait.profileSet(), wait.version(), wait.machineTypes(), wait.cause(),
@@ -630,7 +620,7 @@ public class HetschedScheduler implements IScheduler {
         String id = topology.getId();
         SchedulerAssignment assignment = cluster.getAssignmentById(id);
         if (planner == null || !TopologySettings.asksForPlanner(topology.getConf()) || assignment == null
-                || !cluster.getUnassignedExecutors(topology).isEmpty() || fellBack.containsKey(id)
+                || !cluster.getUnassignedExecutors(topology).isEmpty() || fallbacks.contains(id)
                 || profileWaits.isWaiting(id) || jobs.has(id) || upgrades.has(id) || !breaker.allowsCall()) {
             return;
         }
@@ -670,31 +660,26 @@ public class HetschedScheduler implements IScheduler {
         cluster.setStatus(topology.getId(), STATUS + "waiting for its plan: " + why);
     }
 
+    /** A fault of the planner for this topology: placed evenly this round, or left unscheduled; said once in the log. */
     private void fallBack(TopologyDetails topology, Cluster cluster, PlanFault fault,
-                          Map<TopologyDetails, Fallback> evenWithReason) {
-        String reason = fault.reason();
-        if (fault.profileGap() != null) { // whatever hetsched.fallback says: no later round can plan it as it is
-            ProfileWaits.Wait wait = profileWait(topology, cluster, fault.profileGap());
+                          Map<TopologyDetails, Fallbacks.Even> evenWithReason) {
+        ProfileWaits.Wait wait = fault.profileGap() == null ? null : profileWait(topology, cluster, fault.profileGap());
+        Fallbacks.Decision decision = fallbacks.decide(fault, replanAllowed(topology), wait);
+        if (wait != null) {
             LOG.warn("hetsched: topology {} is placed evenly: {} ({}); it is planned again once its profile set or "
-                    + "the machine types change", topology.getId(), wait.cause(), reason);
-            evenWithReason.put(topology, new Fallback(wait.cause(), true, false, wait));
-            return;
-        }
-        if (fault.notAdmitted()) {
-            LOG.warn("hetsched: topology {} left unscheduled: {}", topology.getId(), reason);
-            cluster.setStatus(topology.getId(), STATUS + "not admitted (" + reason + "); left unscheduled, the next "
-                    + "round asks again");
-            return;
-        }
-        if (settings.fallback() == SchedulerSettings.Fallback.EVEN) {
-            LOG.warn("hetsched: topology {} falls back to even scheduling: {}", topology.getId(), reason);
-            boolean retry = fault.plannerUnavailable() && replanAllowed(topology);
-            evenWithReason.put(topology, new Fallback(reason, true, retry, null));
+                    + "the machine types change", topology.getId(), wait.cause(), fault.reason());
+        } else if (fault.notAdmitted()) {
+            LOG.warn("hetsched: topology {} left unscheduled: {}", topology.getId(), fault.reason());
+        } else if (decision.even() != null) {
+            LOG.warn("hetsched: topology {} falls back to even scheduling: {}", topology.getId(), fault.reason());
         } else {
             LOG.warn("hetsched: topology {} left unscheduled ({}: none): {}",
-                    topology.getId(), SchedulerSettings.FALLBACK, reason);
-            cluster.setStatus(topology.getId(), STATUS + "planner not used (" + reason + "); left unscheduled ("
-                    + SchedulerSettings.FALLBACK + ": none), the next round asks again");
+                    topology.getId(), SchedulerSettings.FALLBACK, fault.reason());
+        }
+        if (decision.even() != null) {
+            evenWithReason.put(topology, decision.even());
+        } else {
+            cluster.setStatus(topology.getId(), STATUS + decision.status());
         }
     }
 
@@ -747,26 +732,17 @@ public class HetschedScheduler implements IScheduler {
                 : "; kept evenly (" + TopologySettings.REPLAN_AFTER_FALLBACK + ": false)");
     }
 
-    private void placedEvenly(TopologyDetails topology, Cluster cluster, Fallback fallback) {
-        if (fallback.profileWait() != null) {
-            if (profileWaits.get(topology.getId()) != fallback.profileWait()) {
-                profileWaits.waitFor(topology.getId(), fallback.profileWait());
+    private void placedEvenly(TopologyDetails topology, Cluster cluster, Fallbacks.Even even) {
+        if (even.profileWait() != null) {
+            if (profileWaits.get(topology.getId()) != even.profileWait()) {
+                profileWaits.waitFor(topology.getId(), even.profileWait());
             }
-            fellBack.remove(topology.getId());
-            cluster.setStatus(topology.getId(), STATUS + waitingStatus(topology, cluster, fallback.profileWait()));
+            fallbacks.forget(topology.getId());
+            cluster.setStatus(topology.getId(), STATUS + waitingStatus(topology, cluster, even.profileWait()));
             return;
         }
-        String status = fallback.plannerTopology() ? "planner not used (" + fallback.reason() + "); " : fallback.reason() + "; ";
-        status += evenOutcome(topology, cluster);
-        if (!fallback.retry()) {
-            fellBack.remove(topology.getId());
-        } else {
-            long now = nowMillis.getAsLong();
-            fellBack.putIfAbsent(topology.getId(), new FellBack(now, fallback.reason()));
-            status += " at " + clockTime(now) + "; planned again once the planner answers ("
-                    + TopologySettings.REPLAN_AFTER_FALLBACK + ")";
-        }
-        cluster.setStatus(topology.getId(), STATUS + status);
+        cluster.setStatus(topology.getId(), STATUS + fallbacks.placedEvenly(topology.getId(), even,
+                evenOutcome(topology, cluster), nowMillis.getAsLong()));
     }
 
     private static Map<WorkerSlot, List<ExecutorDetails>> workersOf(Cluster cluster, String topologyId) {

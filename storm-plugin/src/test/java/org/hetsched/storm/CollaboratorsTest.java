@@ -175,4 +175,34 @@ class CollaboratorsTest {
         waits.versionReadStarted("t", CompletableFuture.completedFuture(1L), ProfileWaits.VERSION_CHECK_MS);
         assertEquals("profile set lab is now stored (version 1)", waits.changed("t", Set.of("small")));
     }
+
+    @Test
+    void fallbacksDecideByTheFaultAndRememberOnlyWhatIsPlannedAgain() {
+        Fallbacks even = new Fallbacks(SchedulerSettings.Fallback.EVEN);
+        Fallbacks none = new Fallbacks(SchedulerSettings.Fallback.NONE);
+        PlanFault down = PlanFault.plannerFailed("planner unreachable");
+        ProfileWaits.Wait wait = new ProfileWaits.Wait("lab", 2L, Set.of("small"), "profile set lab has no profile", 0);
+
+        assertEquals(new Fallbacks.Even("planner unreachable", true, true, null), even.decide(down, true, null).even());
+        assertFalse(even.decide(down, false, null).even().retry(), "hetsched.replan.after.fallback: false");
+        assertFalse(even.decide(PlanFault.plannerRefused("HTTP 422"), true, null).even().retry(), "a refusal is final");
+        assertEquals("planner not used (planner unreachable); left unscheduled (hetsched.fallback: none), the next "
+                + "round asks again", none.decide(down, true, null).status());
+        assertEquals("not admitted (no room); left unscheduled, the next round asks again",
+                even.decide(PlanFault.notAdmitted("no room"), true, null).status());
+        assertEquals(wait, none.decide(PlanFault.profilesMissing("HTTP 422", ProfileGap.unknown()), true, wait)
+                .even().profileWait(), "its own profiles: placed evenly whatever hetsched.fallback says");
+
+        String status = even.placedEvenly("t-1", even.decide(down, true, null).even(), "scheduled evenly", 0);
+        assertEquals("planner not used (planner unreachable); scheduled evenly at 00:00:00 UTC; planned again once the "
+                + "planner answers (hetsched.replan.after.fallback)", status);
+        assertEquals(new Fallbacks.FellBack(0, "planner unreachable"), even.get("t-1"));
+        even.placedEvenly("t-1", even.decide(down, true, null).even(), "scheduled evenly", 60_000);
+        assertEquals(0, even.get("t-1").atMillis(), "placed evenly since the first time");
+        assertEquals("the topology asks for no planner; scheduled evenly", even.placedEvenly("t-2",
+                new Fallbacks.Even("the topology asks for no planner", false, false, null), "scheduled evenly", 0));
+        assertEquals(List.of("t-1"), even.ids());
+        even.retainOnly(id -> false);
+        assertFalse(even.contains("t-1"));
+    }
 }
