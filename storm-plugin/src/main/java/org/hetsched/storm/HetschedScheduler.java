@@ -51,6 +51,15 @@ import org.slf4j.LoggerFactory;
  * placed by a repair plan; after a supervisor joins, a topology running by plan is planned again and re-placed by
  * Nimbus's rebalance when the predicted gain reaches {@code hetsched.replan.min.gain}, at most once per
  * {@code hetsched.replan.min.interval.secs}. A plan bound to the topology ({@code /v1/assignments}) is placed first.
+ * A topology whose own profile set is missing or lacks its pairs is placed evenly at once and asked for again only
+ * when the set or the machine types change.
+ *
+ * <p>The work is done by collaborators that return what to do, each tested on its own: {@link PlannerCalls} (every
+ * call through the circuit breaker), {@link PlanAsker} (one topology's request: repair, bound, stored or new plan),
+ * {@link PlanJobs} (requests in flight), {@link Fallbacks} (fallback and re-planning after it), {@link ProfileWaits}
+ * (topologies waiting for profiles), {@link MachineChanges} (machines joining and leaving), {@link Upgrades}
+ * (re-planning after joins), {@link Tenancy} (topologies re-placed or evicted beside a newcomer) and
+ * {@link AliveHeartbeat}.
  *
  * <p>Nimbus holds its scheduling lock during {@code schedule()}, so the planner is never asked on
  * Nimbus's thread: each round starts a background request per topology that needs a plan (one per
