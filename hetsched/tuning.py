@@ -63,6 +63,11 @@ from topologies import conf as keys
 
 T = TypeVar("T")
 
+LOAD_AWARE_OFF = "topology.disable.loadaware.messaging"
+"""Storm's load-aware shuffle keeps a sender's tuples in its own worker; the planner models a shuffle as an even split,
+so a topology the tune places runs with it off (as ``hetsched submit`` does for a planned topology), and gets its own
+value back when the tune puts it back where it started."""
+
 PLACEMENT_KIND = "hetsched.tune.placement"
 """``source.kind`` of a set version stored only so that the plugin can place an explore round: its unmeasured pairs
 carry stand-in costs, so ``hetsched placement`` shows no prediction from it."""
@@ -160,6 +165,8 @@ class Tuner:
         self.placed: Placement = dict(self.start)
         self.moved = False
         self.conf_profiles: str | None = state.conf.get(keys.PROFILES)
+        self.start_load_aware_off = bool(state.conf.get(LOAD_AWARE_OFF, False))
+        self.load_aware_off = self.start_load_aware_off
         self.report = TuneReport(self.name)
         self.machines_by_type: dict[str, list[str]] = {}
         for row in state.rows:
@@ -214,7 +221,8 @@ class Tuner:
             current = self.patient(lambda: self.planner.evaluate(
                 current_evaluation_request(self.graph, cluster, s.set_name, start_running)), "evaluating the start")
             plan, capped = self.patient(lambda: plan_within_tasks(self.planner.plan, self.graph, cluster, s.set_name,
-                                                                  self.state.now.tasks, s.strategy), "planning")
+                                                                  self.state.now.tasks, s.strategy, self._spout_counts(self.start)),
+                                        "planning")
             r.predicted_start, r.plan, r.capped = current.input_rate, plan, capped
             r.minutes_to_plan = round((time.time() - r.started) / 60, 2)
             predicted_gain = gain(current.input_rate, plan.input_rate)
@@ -275,7 +283,8 @@ class Tuner:
         current = self.patient(lambda: self.planner.evaluate(
             current_evaluation_request(self.graph, cluster, s.set_name, self.state.now)), "evaluating the placement")
         plan, _ = self.patient(lambda: plan_within_tasks(self.planner.plan, self.graph, cluster, s.set_name,
-                                                         self.state.now.tasks, s.strategy), "planning")
+                                                         self.state.now.tasks, s.strategy, self._spout_counts(self.placed)),
+                               "planning")
         predicted_gain = gain(current.input_rate, plan.input_rate)
         if predicted_gain < s.min_gain:
             self.say(f"watch: the new plan {plan.id} predicts {predicted_gain:+.1%} over the running placement (under "
@@ -356,13 +365,17 @@ class Tuner:
             plan = self._placement_plan(placement, profile_set)
         bound = plan
         self.patient(lambda: self.planner.bind(self.name, bound.id, reason), "binding the plan")
-        overrides = {} if self.conf_profiles == s.set_name else {keys.PROFILES: s.set_name}
+        overrides: dict[str, Any] = {} if self.conf_profiles == s.set_name else {keys.PROFILES: s.set_name}
+        wanted_load_aware_off = self.start_load_aware_off if self._same(placement, self.start) else True
+        if self.load_aware_off != wanted_load_aware_off:
+            overrides[LOAD_AWARE_OFF] = wanted_load_aware_off
         with connect(self.state.address) as client:
             result = replace_drained(client, self.name, placement, self.state.machine_of_host, max_drain_s=s.max_drain_s,
                                      conf_overrides=overrides, on_step=lambda step: self.say(f"{self.name}: {step}"))
         self.moved = True
-        if overrides:
+        if keys.PROFILES in overrides:
             self.conf_profiles = s.set_name
+        self.load_aware_off = wanted_load_aware_off
         self.placed = {c: list(ms) for c, ms in placement.items()}
         self.report.failed_tuples += result.failed_during_drain
         self.say(replacement_line(result))
@@ -454,6 +467,12 @@ class Tuner:
     @staticmethod
     def _same(a: Mapping[str, list[str]], b: Mapping[str, list[str]]) -> bool:
         return {c: sorted(ms) for c, ms in a.items()} == {c: sorted(ms) for c, ms in b.items()}
+
+    def _spout_counts(self, placement: Placement) -> dict[str, int]:
+        """Spouts keep their executor count: a spout may be paced by its source (Storm's TestWordSpout emits every
+        100 ms), which the model cannot see, so fewer spout executors may mean fewer tuples whatever the plan says
+        (words-cpu's plan with one spout of two ran at 0.52x; docs/operations/profiling.md)."""
+        return {c.id: len(placement[c.id]) for c in self.graph.components if c.kind == "spout" and c.id in placement}
 
     def _pairs_of(self, placement: Placement) -> set[tuple[str, str]]:
         """The (profile key, machine type) pairs a placement runs."""

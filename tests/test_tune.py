@@ -217,7 +217,7 @@ def test_a_topology_storm_placed_is_re_placed_drained_by_the_bound_plan_and_give
     assert len(tuned.replaced) == 1
     done = tuned.replaced[0]
     # no hetsched.profiles in its conf: the plugin would place it evenly, bound plan or not
-    assert done["conf_overrides"] == {"hetsched.profiles": "linear-tuned-a"}
+    assert done["conf_overrides"] == {"hetsched.profiles": "linear-tuned-a", "topology.disable.loadaware.messaging": True}
     assert all(len(machines) <= 4 for machines in done["wanted"].values())  # four tasks each: the rebalance's limit
     with planner_service.client() as client:
         bound = client.binding("linear")
@@ -235,6 +235,8 @@ def test_a_plan_that_measures_worse_is_undone_drained_and_said(monkeypatch, tmp_
     assert len(tuned.replaced) == 2
     back = tuned.replaced[-1]["wanted"]
     assert back == {c: ["m-small-1"] for c in ("spout", "low", "mid", "high")}
+    # its own shuffle back, as it ran before
+    assert tuned.replaced[-1]["conf_overrides"] == {"topology.disable.loadaware.messaging": False}
     assert "back to the starting placement: the plan measured 0.60x" in result.output
     with planner_service.client() as client:
         bound = client.get_plan(client.binding("linear")["plan_id"])
@@ -245,7 +247,8 @@ def test_a_topology_that_names_a_profile_set_is_given_the_tuned_one(monkeypatch,
     conf = {"hetsched.profiles": "default-cluster", "hetsched.component.profiles": LINEAR_PROFILES}
     result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--no-explore")
     assert result.exit_code == 0, result.output
-    assert [r["conf_overrides"] for r in tuned.replaced] == [{"hetsched.profiles": "linear-tuned"}]
+    assert [r["conf_overrides"] for r in tuned.replaced] == [
+        {"hetsched.profiles": "linear-tuned", "topology.disable.loadaware.messaging": True}]
 
 
 def test_a_dry_run_binds_nothing_and_re_places_nothing(monkeypatch, tmp_path, planner_service):
@@ -267,8 +270,8 @@ def test_explore_lends_executors_then_plans(monkeypatch, tmp_path, planner_servi
     first = tuned.replaced[0]
     assert {c: sorted(m) for c, m in first["wanted"].items()} == {
         c: ["m-large-1", "m-medium-1"] for c in ("spout", "low", "mid", "high")}
-    assert first["conf_overrides"] == {"hetsched.profiles": "linear-tuned"}
-    assert tuned.replaced[-1]["conf_overrides"] == {}  # the set name was given once
+    assert first["conf_overrides"] == {"hetsched.profiles": "linear-tuned", "topology.disable.loadaware.messaging": True}
+    assert tuned.replaced[-1]["conf_overrides"] == {}  # given once
     assert tuned.idle == ["linear", "linear"]  # the start and the explore round
     assert "explore round 1 of 1" in result.output
 
