@@ -167,3 +167,16 @@ def test_a_foreign_cluster_without_a_metrics_choice_is_refused_before_nimbus(mon
     runner.invoke(app, ["submit", "linear", "--metrics", "--nimbus", "127.0.0.1:1"])
     runner.invoke(app, ["submit", "--flux", str(FLUX_FILE), "--no-metrics", "--nimbus", "127.0.0.1:1"])
     assert [r.metrics for r in stopped] == [True, False]
+
+
+def test_the_local_cluster_this_checkout_runs_gives_its_machine_types_and_the_workers_jar(monkeypatch):
+    import cluster
+
+    class Layout:
+        nimbus_host, nimbus_port = "127.0.0.1", 16701
+        machines = [type("M", (), {"type": t})() for t in ("small", "medium", "large", "small")]
+
+    monkeypatch.setattr(cluster, "running_cluster", lambda: type("LocalCluster", (), {"layout": Layout})())
+    machines = checks.cluster_machines(NimbusAddress("127.0.0.1", 16701))
+    assert machines == checks.ClusterMachines(frozenset({"small", "medium", "large"}), "the local cluster's spec", True)
+    assert checks.cluster_machines(NimbusAddress("127.0.0.1", 16702)).types is None  # another Nimbus
