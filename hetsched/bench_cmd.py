@@ -14,7 +14,6 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from hetsched.cli import app
 from hetsched.errors import fail
 
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -93,7 +92,6 @@ def _print(data: dict) -> None:
         console.print(line, highlight=False)
 
 
-@app.command("bench")
 def bench(
     topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated: linear,diamond,star [default: all three]."),
     schedulers: Optional[str] = typer.Option(
@@ -248,7 +246,6 @@ def _machine_loss(schedulers, profiles, window, warmup, down, after, victim, rep
                    (machineloss_report.runs_table, machineloss_report.summary_table), machineloss_report.headline_lines)
 
 
-@app.command("demo")
 def demo(
     profile_now: bool = typer.Option(False, "--profile-now", help="Profile the cluster now instead of using the shipped profile set."),
     window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),

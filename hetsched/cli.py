@@ -27,10 +27,6 @@ REPLAN_COMMANDS = ("replan",)
 TUNE_COMMANDS = ("tune",)
 """The command of hetsched.tune_cmd, which reads Nimbus like hetsched.replan_cmd (streamparse's Thrift bindings)."""
 
-STREAMPARSE_MODULES = {"hetsched.topology_cmd": TOPOLOGY_COMMANDS, "hetsched.ops_cmd": OPS_COMMANDS,
-                       "hetsched.replan_cmd": REPLAN_COMMANDS, "hetsched.tune_cmd": TUNE_COMMANDS}
-"""Modules that import streamparse when loaded: without it their commands are placeholders naming the extra."""
-
 COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     **{name: ("topologies",) for name in TOPOLOGY_COMMANDS + OPS_COMMANDS + REPLAN_COMMANDS},
     # The local cluster talks to Nimbus through streamparse's Thrift client; `cluster compose` only writes files.
@@ -43,22 +39,9 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
 }
 """The extras each command needs beyond the core (planner, service, command line), by command path."""
 
-COMMAND_MODULES = (
-    "hetsched.plan_cmd",  # planner core: hetsched plan|compare
-    "hetsched.serve_cmd",  # planning service: hetsched serve
-    "hetsched.profiles_cmd",  # planning service: hetsched profiles put|get|list|versions|delete (remote-cost: files)
-    "hetsched.plans_cmd",  # planning service: hetsched plans get|delete
-    "hetsched.tenants_cmd",  # planning service: hetsched ledger|priority (topologies sharing the cluster)
-    "hetsched.topology_cmd",  # topologies: hetsched submit|kill|topologies|counts (imports streamparse)
-    "hetsched.ops_cmd",  # operating a cluster: hetsched supervisors|placement (imports streamparse)
-    "hetsched.replan_cmd",  # re-planning a running topology: hetsched replan (imports streamparse)
-    "hetsched.profile_cmd",  # profiling: hetsched aggregate|profile
-    "hetsched.tune_cmd",  # profiling a running topology from its records, planning and applying: hetsched tune (imports streamparse)
-    "hetsched.cluster_cmd",  # local cluster: hetsched cluster up|down|status|logs
-    "hetsched.compose_cmd",  # compose deployment: hetsched cluster compose
-    "hetsched.bench_cmd",  # end-to-end bench: hetsched bench, hetsched demo (the main job)
-)
-"""Each module adds its commands to ``app`` when imported, in this order (the order of ``hetsched --help``)."""
+SELF_REGISTERING_MODULES = ("hetsched.topology_cmd", "hetsched.replan_cmd", "hetsched.tune_cmd")
+"""Modules that still add their commands to ``app`` themselves when imported (``@app.command``); every other
+module's commands are plain functions that :func:`_register` adds here, in ``hetsched --help``'s order."""
 
 _registered = False
 
@@ -125,19 +108,56 @@ def _guard_command(info: CommandInfo, prefix: str) -> None:
 
 
 def _register() -> None:
-    """Add every command to ``app`` without importing PySpark or matplotlib (they load when a command runs); the
-    topology commands' module needs streamparse, so without it they are placeholders that name their extra."""
+    """Add every command to ``app``, in ``hetsched --help``'s order, without importing PySpark or matplotlib (they
+    load when a command runs); modules that import streamparse are loaded only where it is installed, else their
+    commands are placeholders that name the extra."""
     global _registered
     if _registered:
         return
-    for module in COMMAND_MODULES:
-        if module in STREAMPARSE_MODULES and missing_modules(("topologies",)):
-            for command in STREAMPARSE_MODULES[module]:
-                _placeholder(command, COMMAND_EXTRAS[command])
-        else:
-            importlib.import_module(module)
+    from hetsched import bench_cmd, cluster_cmd, compose_cmd, plan_cmd, plans_cmd, profile_cmd, profiles_cmd, serve_cmd
+    from hetsched import tenants_cmd
+
+    with_streamparse = not missing_modules(("topologies",))
+    # the planner core
+    app.command("plan")(plan_cmd.plan_command)
+    app.command("compare")(plan_cmd.compare)
+    # the planning service and what it stores
+    app.command("serve")(serve_cmd.serve)
+    app.add_typer(profiles_cmd.profiles_app, name="profiles")
+    app.add_typer(plans_cmd.plans_app, name="plans")
+    app.command("ledger")(tenants_cmd.ledger)
+    app.command("priority")(tenants_cmd.priority)
+    # topologies on a running cluster (streamparse)
+    _self_registering("hetsched.topology_cmd", TOPOLOGY_COMMANDS, with_streamparse)
+    if with_streamparse:
+        from hetsched import ops_cmd
+
+        app.command("supervisors")(ops_cmd.supervisors)
+        app.command("placement")(ops_cmd.placement)
+    else:
+        for command in OPS_COMMANDS:
+            _placeholder(command, COMMAND_EXTRAS[command])
+    _self_registering("hetsched.replan_cmd", REPLAN_COMMANDS, with_streamparse)
+    # profiling
+    app.command("aggregate")(profile_cmd.aggregate)
+    app.command("profile")(profile_cmd.profile)
+    _self_registering("hetsched.tune_cmd", TUNE_COMMANDS, with_streamparse)
+    # clusters and the bench
+    cluster_cmd.cluster_app.command("compose")(compose_cmd.compose)
+    app.add_typer(cluster_cmd.cluster_app, name="cluster")
+    app.command("bench")(bench_cmd.bench)
+    app.command("demo")(bench_cmd.demo)
     _guard_all(app)
     _registered = True
+
+
+def _self_registering(module: str, commands: tuple[str, ...], with_streamparse: bool) -> None:
+    """Import a module of :data:`SELF_REGISTERING_MODULES` (it adds ``commands``), or add their placeholders."""
+    if with_streamparse:
+        importlib.import_module(module)
+    else:
+        for command in commands:
+            _placeholder(command, COMMAND_EXTRAS[command])
 
 
 def main() -> None:

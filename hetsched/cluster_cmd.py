@@ -10,12 +10,10 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from hetsched.status import print_scheduler_status
 
 cluster_app = typer.Typer(no_args_is_help=True, help="The local heterogeneous Storm 2.8 cluster (cgroup CPU quotas).")
-app.add_typer(cluster_app, name="cluster")
 
 console = Console(soft_wrap=True)
 

@@ -7,12 +7,11 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from hetsched.cluster_cmd import SpecOption, cluster_app
+from hetsched.cluster_cmd import SpecOption
 
 console = Console()
 
 
-@cluster_app.command("compose")
 def compose(
     spec: Optional[Path] = SpecOption,
     out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into (default: the repository root)."),

@@ -13,7 +13,6 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from hetsched.errors import fail as _fail  # noqa: F401  (hetsched.replan_cmd imports it from here until it imports hetsched.errors)
 from hetsched.inventory import (
@@ -110,7 +109,6 @@ def _cluster_state(nimbus: Optional[str]) -> tuple[NimbusAddress, ClusterSummary
 # --- hetsched supervisors --------------------------------------------------------------------------------
 
 
-@app.command("supervisors")
 def supervisors(
     nimbus: Optional[str] = NimbusOption,
     storm_yaml: Optional[List[Path]] = StormYamlOption,
@@ -155,7 +153,6 @@ def print_supervisors(out: Console, address: NimbusAddress, rows: list[Superviso
 # --- hetsched placement ----------------------------------------------------------------------------------
 
 
-@app.command("placement")
 def placement(
     name: str = typer.Argument(..., help="Name the topology runs under."),
     nimbus: Optional[str] = NimbusOption,

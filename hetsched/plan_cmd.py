@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from planner import report
 from planner.api import make_plan
@@ -76,7 +75,6 @@ def _memory_rows(rows: list[dict]) -> str:
     return ", ".join(f"{r['machine']}: {r['used_mb']:.0f} of {r['capacity_mb']:.0f}" for r in rows) or "-"
 
 
-@app.command("plan")
 def plan_command(
     topology: Path = typer.Option(..., "--topology", help="Topology file (YAML or JSON)."),
     cluster: Path = typer.Option(..., "--cluster", help="Cluster file (YAML or JSON)."),
@@ -108,7 +106,6 @@ def plan_command(
         console.print(table)
 
 
-@app.command("compare")
 def compare(
     optimal_time_limit: Optional[float] = typer.Option(
         None, "--optimal-time-limit", min=0.1,

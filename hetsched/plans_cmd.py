@@ -6,13 +6,11 @@ from typing import Optional
 
 import typer
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from hetsched.options import PlannerOption, TokenOption
 from planner.client import PlannerClient, PlannerClientError
 
 plans_app = typer.Typer(no_args_is_help=True, help="Plans stored in a planning service.")
-app.add_typer(plans_app, name="plans")
 
 
 @plans_app.command("get")

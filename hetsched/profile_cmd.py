@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from planner.client import TOKEN_ENV, URL_ENV, put_summary
 
@@ -40,7 +39,6 @@ def _entries_table(profile_set) -> Table:
     return table
 
 
-@app.command("aggregate")
 def aggregate(
     inputs: Optional[List[str]] = typer.Argument(None, help="Raw record files or folders: JSON lines (.jsonl, .gz) or Parquet."),
     store: Optional[Path] = typer.Option(None, "--store", help="The service's records store (its records folder or data directory): read --topology's records from it."),
@@ -133,7 +131,6 @@ def _steps(text: Optional[str]) -> tuple[int, Optional[List[float]]]:
     return len(rates), rates
 
 
-@app.command("profile")
 def profile(
     topology: str = typer.Argument(..., help="The catalog topology whose kinds of work to profile (linear, diamond, ...)."),
     planner: Optional[str] = typer.Option(None, "--planner", help="The planner the cluster's Nimbus plugin reads plans from (default: Nimbus's hetsched.planner.url)."),

@@ -9,14 +9,12 @@ import typer
 import yaml
 from pydantic import ValidationError
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from hetsched.options import PlannerOption, TokenOption
 from planner.client import PlannerClient, PlannerClientError, put_summary, request_body
 from planner.model import ProfileSet
 
 profiles_app = typer.Typer(no_args_is_help=True, help="Profile sets stored in a planning service.")
-app.add_typer(profiles_app, name="profiles")
 
 VersionOption = typer.Option(None, "--version", min=1, help="This stored version instead of the newest.")
 DIGEST_SHOWN_CHARS = 19

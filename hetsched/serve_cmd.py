@@ -11,7 +11,6 @@ from typing import NoReturn, Optional
 
 import typer
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from planner.client import TOKEN_ENV
 from planner.service.settings import (
@@ -87,7 +86,6 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-@app.command("serve")
 def serve(
     host: str = typer.Option(DEFAULT_HOST, help="Address to listen on; loopback unless you mean otherwise."),
     port: int = typer.Option(DEFAULT_PORT, min=0, max=65535, help="TCP port (0: any free port, printed at start)."),

@@ -7,7 +7,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from hetsched.options import PlannerOption, TokenOption
 from planner.client import PlannerClient, PlannerClientError
@@ -40,7 +39,6 @@ def ledger_tables(ledger: Ledger) -> list[Table]:
     return [machines, tenants]
 
 
-@app.command("ledger")
 def ledger(planner: Optional[str] = PlannerOption, token: Optional[str] = TokenOption) -> None:
     """The topologies sharing the cluster: each machine's load per topology and what is free, each topology's share."""
     try:
@@ -77,7 +75,6 @@ def rebalance_drained(nimbus: str | None, topology: str) -> int:
     return wait_s
 
 
-@app.command("priority")
 def priority(
     topology: str = typer.Argument(..., help="The topology's name."),
     level: int = typer.Argument(..., min=0, help="Its new priority: 0 most important (Storm's topology.priority)."),

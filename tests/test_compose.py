@@ -372,10 +372,10 @@ def test_bad_input_is_refused_in_one_sentence_naming_the_fault(tmp_path):
         ComposeCluster(load_spec(), home=tmp_path).up(scheduler="fastest")
     bench = run_hetsched("bench", "--cluster", "kubernetes", "--out", str(tmp_path / "b"))
     assert bench.exit_code == 1
-    assert "unknown cluster 'kubernetes'; known: local, compose" in bench.stdout
-    assert "Traceback" not in bench.stdout
+    assert "unknown cluster 'kubernetes'; known: local, compose" in bench.stderr
+    assert "Traceback" not in bench.output
     multi = run_hetsched("bench", "--cluster", "compose", "--scenario", "multi-tenant", "--out", str(tmp_path / "m"))
-    assert multi.exit_code == 1 and "runs on the local cluster only" in multi.stdout
+    assert multi.exit_code == 1 and "runs on the local cluster only" in multi.stderr
 
 
 def test_a_machine_type_with_a_memory_limit_gets_it_in_its_container():

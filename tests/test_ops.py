@@ -10,10 +10,8 @@ import yaml
 from streamparse import thrift as st
 from typer.testing import CliRunner
 
-import hetsched.ops_cmd  # noqa: F401  registers supervisors/placement on app
-import hetsched.topology_cmd  # noqa: F401
 import observe.nimbus
-from hetsched.cli import app
+from hetsched.cli import _register, app
 from hetsched.inventory import Declaration, MetaKeys, meta_faults, supervisor_rows
 from observe.nimbus import cluster_summary
 from topologies.errors import TopologyError
@@ -21,6 +19,7 @@ from topologies.plans import check_profile_set
 from topologies.submit import STORM_STATS_FREQUENCY_S, count_window, stats_frequency_s
 from tests.fixtures.storm_thrift import linear_storm_topology
 
+_register()
 runner = CliRunner()
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 

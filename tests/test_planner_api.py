@@ -8,14 +8,14 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import hetsched.plan_cmd  # noqa: F401  registers plan and demo on the app
-from hetsched.cli import app
+from hetsched.cli import _register, app
 from planner.api import evaluate_assignments, machine_cpu_at, make_plan
 from planner.errors import PlanningError
 from planner.files import load_plan_request
 from planner.model import InstanceAssignment, Plan, PlanOptions
 from tests.fixtures.paper import entries, make_cluster, make_topology
 
+_register()
 runner = CliRunner()
 
 
