@@ -13,6 +13,8 @@ from tests.fixtures.service import LiveService, small_profiles
 
 schemathesis.experimental.OPEN_API_3_1.enable()  # FastAPI publishes OpenAPI 3.1
 
+pytestmark = pytest.mark.slow  # minutes of generated requests: `make test` runs it, a bare `pytest` does not
+
 
 @pytest.fixture(scope="module")
 def fuzzed_service(tmp_path_factory):

@@ -53,6 +53,7 @@ def reference_fit(lines: list[str]) -> dict[tuple[str, str], dict[str, float]]:
     return result
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_recovers_the_true_profiles(spark, tmp_path):
     run = generate(seed=11, tasks_per_pair=3, cpu_noise=0.005)
     result = run_job(spark, [run.write(tmp_path / "records.jsonl")])
@@ -73,6 +74,7 @@ def test_recovers_the_true_profiles(spark, tmp_path):
     assert result.source["runs"] == ["synthetic-1"]
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_matches_an_independent_reference_computation(spark, tmp_path):
     run = generate(seed=5, resets_per_task=1, restarts_per_task=1, cpu_noise=0.03)
     result = run_job(spark, [run.write(tmp_path / "records.jsonl")])
@@ -99,6 +101,7 @@ def assert_same_profiles(profile_set: ProfileSet, reference: dict) -> None:
         assert found[pair].samples == ref["samples"]
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_counter_resets_start_a_new_segment(spark, tmp_path):
     run = generate(seed=21, cpu_noise=0.005, resets_per_task=2, restarts_per_task=1)
     tasks = len(run.truth) * 2
@@ -116,6 +119,7 @@ def test_counter_resets_start_a_new_segment(spark, tmp_path):
         assert entry.alpha == pytest.approx(truth.alpha, rel=0.01)
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_every_kind_of_bad_row_is_counted_and_skipped(spark, tmp_path):
     clean = generate(seed=8)
     dirty = generate(seed=8, bad_rows={kind: 2 for kind in BAD_KINDS})
@@ -164,6 +168,7 @@ def bad_line(template: dict, variant: str | dict) -> str:
     return line
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_each_bad_line_names_its_fault(spark, tmp_path):
     good = generate(seed=2, truth=default_truth()[:1], shuffle=False)
     template = json.loads(good.lines[0])
@@ -198,6 +203,7 @@ def test_a_pair_with_too_few_samples_is_reported_not_invented(spark, tmp_path):
     ]
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_repeated_samples_are_dropped_as_non_increasing_time(spark, tmp_path):
     run = generate(seed=6, truth=default_truth()[:2], shuffle=False)
     path = tmp_path / "records.jsonl"
@@ -207,6 +213,7 @@ def test_repeated_samples_are_dropped_as_non_increasing_time(spark, tmp_path):
     assert_same_profiles(result, reference_fit(run.lines))
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_parquet_and_json_lines_give_the_same_profiles_and_mix(spark, tmp_path):
     run = generate(seed=9, resets_per_task=1)
     half = len(run.lines) // 2
@@ -222,6 +229,7 @@ def test_parquet_and_json_lines_give_the_same_profiles_and_mix(spark, tmp_path):
     assert_same_profiles(mixed, reference_fit(run.lines))
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_parquet_with_text_in_a_number_column_counts_bad_rows(spark, tmp_path):
     run = generate(seed=10, truth=default_truth()[:1], shuffle=False)
     records = [json.loads(line) for line in run.lines]
@@ -261,6 +269,7 @@ def test_no_pair_with_enough_samples_is_a_clear_error(spark, tmp_path):
     assert list(raised.value.left_out) == [pair] and "interval" in raised.value.left_out[pair]
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_the_scale_generator_has_the_known_answers(spark, tmp_path):
     truth = (
         PairTruth("work", "small", 0.5, e=0.006, met=2.0, alpha=0.5),

@@ -114,6 +114,7 @@ def test_option_faults(records, tmp_path):
     assert_clear_failure(invoke(str(records), "--out", out, "--since", "yesterday"), "--since 'yesterday' is neither")
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_put_stores_the_set_in_the_planner(spark, records, tmp_path, planner_service):
     out = tmp_path / "p.json"
     result = invoke(str(records), "--out", str(out), "--put", "measured", "--planner", planner_service.url)
@@ -127,6 +128,7 @@ def test_put_stores_the_set_in_the_planner(spark, records, tmp_path, planner_ser
     assert stored.source["bad_rows"] == written.source["bad_rows"]
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_put_with_a_wrong_token_fails_clearly_and_keeps_the_file(spark, records, tmp_path, start_planner_service):
     service = start_planner_service(token="s3cret")
     out = tmp_path / "t.json"
@@ -139,6 +141,7 @@ def test_put_with_a_wrong_token_fails_clearly_and_keeps_the_file(spark, records,
         assert client.get_profile_set("tok").entries == ProfileSet.model_validate_json(out.read_text()).entries
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_put_to_no_planner_fails_clearly(spark, records, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -33,6 +33,7 @@ def store(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_worker_records_in_the_store_give_the_true_profiles_and_the_worker_rest(spark, store):
     result = aggregate_store(spark, store.parent)  # the service's data directory finds its records folder
     truth = {(t.profile, t.machine_type): t for t in default_truth()}
@@ -84,6 +85,7 @@ def test_narrow_pairs_are_left_out_beside_the_good_ones(spark, tmp_path):
     assert {m for _, m in by_pair(result)} == {"small", "medium"}
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_since_keeps_only_the_samples_from_then_on(spark, store):
     whole = aggregate_store(spark, store)
     later = aggregate_store(spark, store, since=T0 + 60.0)
