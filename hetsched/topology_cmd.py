@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hetsched.cli import app
+from hetsched.errors import fail
 from hetsched.status import print_scheduler_status
 from hetsched.submit_checks import check_profile_pairs, cluster_machines, metrics_choice, planned_defaults
 from planner.client import URL_ENV
@@ -22,11 +23,6 @@ console = Console()
 NimbusOption = typer.Option(
     None, "--nimbus", help=f"Nimbus host:port (default: ${NIMBUS_ENV}, else the local cluster's Nimbus)."
 )
-
-
-def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(1)
 
 
 def _note(note: str | None) -> None:
@@ -81,32 +77,32 @@ def submit(
 
     positional = list(topology_or_args or [])
     if metrics_url is not None and metrics is False:
-        raise _fail(f"--metrics-url {metrics_url} is where the workers' metrics go, and --no-metrics turns them off")
+        raise fail(f"--metrics-url {metrics_url} is where the workers' metrics go, and --no-metrics turns them off")
     if metrics_url is not None:
         metrics = True
     if load_aware and profiles is None and plan is None:
-        raise _fail("--load-aware applies to a topology the planner places (--profiles or --plan); Storm's own "
+        raise fail("--load-aware applies to a topology the planner places (--profiles or --plan); Storm's own "
                     "scheduling keeps the load-aware shuffle anyway")
     if main_class is not None or flux is not None:
         catalog_only = {"--parallelism": parallelism, "--rate": rate, "--spare-tasks": spare_tasks,
                         "--multilang-command": None if multilang_command == MULTILANG_COMMAND else multilang_command}
         given = [option for option, value in catalog_only.items() if value is not None]
         if given:
-            raise _fail(f"{', '.join(given)} applies to the catalog's topologies only, not to --jar/--class or --flux")
+            raise fail(f"{', '.join(given)} applies to the catalog's topologies only, not to --jar/--class or --flux")
         if force and flux is None:
-            raise _fail("--force applies to --flux only: an app's main class names its own topology, so kill it first "
+            raise fail("--force applies to --flux only: an app's main class names its own topology, so kill it first "
                         "with `hetsched kill NAME --wait`")
         if flux is not None and positional:
-            raise _fail(f"--flux takes no arguments, got {' '.join(positional)}; the topology is the file's")
+            raise fail(f"--flux takes no arguments, got {' '.join(positional)}; the topology is the file's")
         _submit_java(positional, jar, main_class, flux, flux_filter, env_filter, profile_keys, plan, planner, profiles,
                      workers, conf, name, sample_rate, metrics, force, nimbus, metrics_url, load_aware, storm_yaml)
         return
     if jar is not None:
-        raise _fail(f"--jar {jar} needs --class (the main class to run) or --flux (a Flux file using the jar's classes)")
+        raise fail(f"--jar {jar} needs --class (the main class to run) or --flux (a Flux file using the jar's classes)")
     if flux_filter is not None or env_filter or profile_keys is not None:
-        raise _fail("--filter, --env-filter and --profile-keys apply to --flux or --jar/--class only")
+        raise fail("--filter, --env-filter and --profile-keys apply to --flux or --jar/--class only")
     if len(positional) != 1:
-        raise _fail(f"give one topology of the catalog ({', '.join(CATALOG)}), or --jar with --class, or --flux"
+        raise fail(f"give one topology of the catalog ({', '.join(CATALOG)}), or --jar with --class, or --flux"
                     + (f"; got {' '.join(positional)}" if positional else ""))
     topology = positional[0]
     try:
@@ -136,7 +132,7 @@ def submit(
         )
         result = do_submit(request, address, force=force, multilang_command=multilang_command)
     except TopologyError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
     table = Table(title=f"{result.topology} submitted as {result.name}", title_justify="left")
     table.add_column("component")
@@ -193,7 +189,7 @@ def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str]
         with console.status(f"running {'Flux' if flux is not None else main_class} against Nimbus"):
             result = submit_java(request, address, force=force)
     except TopologyError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if profiles is not None and flux is None and result.profiles:
         try:  # the app's components, now that Nimbus runs them: the plugin places it evenly where pairs are missing
             _note(check_profile_pairs(profiles, planner, result.profiles, result.name or label, machines))
@@ -243,7 +239,7 @@ def kill(
     try:
         do_kill(name, nimbus_address(nimbus), wait=wait, grace_s=grace)
     except TopologyError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     console.print(f"killed {name}" if wait else f"kill of {name} requested", highlight=False)
 
 
@@ -256,7 +252,7 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
         address = nimbus_address(nimbus)
         running = running_topologies(address)
     except TopologyError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     table = Table(title=f"topologies on Nimbus {address}", title_justify="left")
     for column in ("name", "id", "status", "workers", "executors", "tasks", "uptime"):
         table.add_column(column, justify="left" if column in ("name", "id", "status") else "right")
@@ -288,7 +284,7 @@ def counts(
         with console.status(f"counting {name}") as status:
             topology, chosen, rates = window_counts(name, address, window, on_window=announce)
     except TopologyError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     table = Table(title=f"{name} ({topology}), watched for {chosen.seconds:g} s, stats every {chosen.stats_frequency_s:g} s",
                   title_justify="left")
     for column in ("component", "role", "executors measured", "tuples", "seconds", "tuples/s", "acked", "failed"):
