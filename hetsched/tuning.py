@@ -110,6 +110,8 @@ class TuneReport:
     """What one tune did, for the summary table and ``--json``."""
 
     topology: str
+    start: dict[str, list[str]] = field(default_factory=dict)
+    """The placement the topology ran on before the tune: component -> machine of executor 0, 1, ..."""
     started: float = field(default_factory=time.time)
     before: Throughputs | None = None
     after: Throughputs | None = None
@@ -129,7 +131,7 @@ class TuneReport:
     def as_dict(self) -> dict[str, Any]:
         cov = self.coverage
         return {
-            "topology": self.topology, "outcome": self.outcome, "returned_to_start": self.returned,
+            "topology": self.topology, "outcome": self.outcome, "returned_to_start": self.returned, "start": self.start,
             "minutes_to_plan": self.minutes_to_plan, "minutes": round((time.time() - self.started) / 60, 2),
             "before": self.before.as_dict() if self.before else None,
             "after": self.after.as_dict() if self.after else None,
@@ -167,7 +169,7 @@ class Tuner:
         self.conf_profiles: str | None = state.conf.get(keys.PROFILES)
         self.start_load_aware_off = bool(state.conf.get(LOAD_AWARE_OFF, False))
         self.load_aware_off = self.start_load_aware_off
-        self.report = TuneReport(self.name)
+        self.report = TuneReport(self.name, start=dict(self.start))
         self.machines_by_type: dict[str, list[str]] = {}
         for row in state.rows:
             if row.machine_id and row.machine_type:
@@ -428,12 +430,21 @@ class Tuner:
 
     def check_ours(self) -> None:
         """Stop, touching nothing, when the topology is gone or placed otherwise than the tune left it."""
-        try:
-            state = self.read_state()
-        except (ReplanError, NimbusError) as exc:
-            raise Interference(f"{self.name} could not be read from Nimbus ({exc})", "the tune stopped and left it alone") from None
-        except Exception as exc:  # noqa: BLE001 - a topology killed mid-tune surfaces as the reader's own error
-            raise Interference(f"{self.name} is no longer running ({exc})", "the tune stopped") from None
+        deadline = time.monotonic() + self.settings.outage_s
+        while True:
+            try:
+                state = self.read_state()
+                break
+            except NimbusError as exc:
+                if time.monotonic() > deadline:
+                    raise Interference(f"Nimbus did not answer for {self.settings.outage_s:g} s ({exc})",
+                                       f"the tune stopped and left {self.name} as it was") from None
+                self.say(f"Nimbus does not answer ({exc}); asking again in 10 s")
+                time.sleep(10.0)
+            except ReplanError as exc:
+                raise Interference(f"{self.name} could not be read as it runs ({exc})", "the tune stopped and left it alone") from None
+            except Exception as exc:  # noqa: BLE001 - a topology killed mid-tune surfaces as the reader's own error
+                raise Interference(f"{self.name} is no longer running ({exc})", "the tune stopped") from None
         if not self._same(state.now.machines, self.placed):
             raise Interference(f"{self.name} was re-placed by someone else during the tune (now "
                                f"{_placement_text(state.now.machines)}, the tune left it {_placement_text(self.placed)})",

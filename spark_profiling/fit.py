@@ -36,7 +36,7 @@ class FitCriteria:
 
     A throttled machine still runs every tuple it is given: an executor thread's CPU and its shell
     subprocess's are counted only while they run, so their CPU per tuple is the same at quota
-    (docs/concepts/profiling.md, "Live profiles"); what a machine at quota cannot show is a rate that
+    (docs/operations/profiling.md, "Tuning a running topology"); what a machine at quota cannot show is a rate that
     varies, which the tune's idle probe supplies. The lab's records (the machine's whole cgroup CPU)
     are capped at quota, so the default leaves them out.
     """
