@@ -68,6 +68,7 @@ def planner_cluster(rows: Iterable[SupervisorRow], base_load: Mapping[str, float
         raise ReplanError("no supervisor declares its machine (supervisor.scheduler.meta machine-id and machine-type)")
     types: dict[str, MachineType] = {}
     for r in declared:
+        assert r.machine_type is not None  # declared
         known = types.get(r.machine_type)
         types[r.machine_type] = MachineType(
             name=r.machine_type, capacity=100.0 - float(base_load.get(r.machine_type, 0.0)),

@@ -127,6 +127,7 @@ def replan(
                 report["why_not_applied"] = f"predicted gain {predicted_gain:+.1%} is below --min-gain {min_gain:.0%}"
             if apply:
                 reason = f"hetsched replan: predicted {current.input_rate:.2f} -> {plan.input_rate:.2f} tuples/s ({predicted_gain:+.1%})"
+                assert plan.id is not None  # the service stores every plan it answers
                 planner_client.bind(name, plan.id, reason)
         if apply:
             with connect(address, LEADER_TIMEOUT_S) as client:

@@ -163,6 +163,8 @@ class Tuner:
         self.say = say
         self.read_state = read_state
         self.graph: Topology = state.planner_topology()
+        self.profile_keys: dict[str, str] = {c.id: c.profile or c.id for c in self.graph.components}
+        """Component -> its profile key (its id where it names none)."""
         self.start: Placement = dict(state.now.machines)
         self.placed: Placement = dict(self.start)
         self.moved = False
@@ -183,7 +185,7 @@ class Tuner:
         r.before = self.measure("the starting placement")
         self.check_flowing(r.before)
         self.idle_probe()
-        needed = {c.profile for c in self.graph.components}
+        needed = set(self.profile_keys.values())
         ran = self._pairs_of(self.start)
         missing = tuple(sorted((p, t) for p in needed for t in self.machines_by_type if (p, t) not in ran))
         try:
@@ -204,7 +206,9 @@ class Tuner:
             live, left_out = self.profile()
             cov = coverage(needed, set(self.machines_by_type), live, left_out)
             r.coverage = cov
-            fallback_set = self.patient(lambda: self.planner.get_profile_set(s.fallback), "the fallback set") if s.fallback else None
+            fallback_name = s.fallback
+            fallback_set = (self.patient(lambda: self.planner.get_profile_set(fallback_name), "the fallback set")
+                            if fallback_name else None)
             done = complete(live, fallback_set, cov, s.set_name)
             r.estimated = dict((live.source.get("estimated_pairs") or {}) if live else {})
             r.from_fallback = [f"{p}@{t}" for p, t in done.from_fallback]
@@ -213,11 +217,11 @@ class Tuner:
             for pair, est in r.estimated.items():
                 self.say(f"estimated {pair}: e {float(est['e']):.3g} s/tuple from its mean operating point "
                          f"({est['rate']} tuples/s, {est['cpu_percent']} % of the machine); {est['why']}")
-            if done.uncovered or done.profile_set is None:
-                raise TuneError("no plan: " + coverage_lines(cov, done)[-1])
-            stored = self.patient(lambda: self.planner.put_profile_set(done.profile_set), "storing the profile set")
-            self.say(f"profile set {stored.name} version {stored.version} stored")
             profile_set = done.profile_set
+            if done.uncovered or profile_set is None:
+                raise TuneError("no plan: " + coverage_lines(cov, done)[-1])
+            stored = self.patient(lambda: self.planner.put_profile_set(profile_set), "storing the profile set")
+            self.say(f"profile set {stored.name} version {stored.version} stored")
             cluster = planner_cluster(self.state.rows, machine_base_load(profile_set))
             start_running = RunningPlacement(self.start, self.state.now.tasks)
             current = self.patient(lambda: self.planner.evaluate(
@@ -272,7 +276,7 @@ class Tuner:
             self.say("watch: no usable records since the placement; nothing re-planned")
             return None
         current_set = self.patient(lambda: self.planner.get_profile_set(s.set_name), "reading the profile set")
-        cov = coverage({c.profile for c in self.graph.components}, set(self.machines_by_type), live, left_out)
+        cov = coverage(set(self.profile_keys.values()), set(self.machines_by_type), live, left_out)
         done = complete(live, current_set, cov, s.set_name)
         if done.uncovered or done.profile_set is None:
             self.say("watch: " + coverage_lines(cov, done)[-1])
@@ -365,8 +369,9 @@ class Tuner:
         self.check_ours()
         if plan is None:
             plan = self._placement_plan(placement, profile_set)
-        bound = plan
-        self.patient(lambda: self.planner.bind(self.name, bound.id, reason), "binding the plan")
+        plan_id = plan.id
+        assert plan_id is not None  # the service stores every plan it answers
+        self.patient(lambda: self.planner.bind(self.name, plan_id, reason), "binding the plan")
         overrides: dict[str, Any] = {} if self.conf_profiles == s.set_name else {keys.PROFILES: s.set_name}
         wanted_load_aware_off = self.start_load_aware_off if self._same(placement, self.start) else True
         if self.load_aware_off != wanted_load_aware_off:
@@ -466,7 +471,7 @@ class Tuner:
     # ---- helpers ------------------------------------------------------------------------------------------------
 
     def _profile_of(self, component: str) -> str:
-        return next((c.profile for c in self.graph.components if c.id == component), component)
+        return self.profile_keys.get(component, component)
 
     def _set_exists(self) -> bool:
         try:
@@ -509,7 +514,7 @@ class Tuner:
         from planner.repair import KeptInstance, RepairRequest
 
         if profile_set is None:
-            profile_set = self._placement_set(None, {c.profile for c in self.graph.components})
+            profile_set = self._placement_set(None, set(self.profile_keys.values()))
         if profile_set.source.get("kind") == PLACEMENT_KIND or not self._set_exists():
             self.patient(lambda: self.planner.put_profile_set(profile_set), "storing the placement set")
         counts = {c: len(ms) for c, ms in placement.items()}

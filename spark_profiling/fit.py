@@ -159,7 +159,7 @@ class Skipped:
     reason: str
     verdict: str = "no_fit"
     """too_few, no_spread, no_fit, not_growing, narrow_range or poor_fit."""
-    fitted: dict[str, float] | None = None
+    fitted: dict[str, float | None] | None = None
     """What the line would have given (e, met, r2, e_error, rate spread), for a pair left out as weak."""
 
 
@@ -251,7 +251,7 @@ def profile_entry(
     """
     criteria = criteria or FitCriteria(min_samples=min_samples)
 
-    def skip(reason: str, verdict: str, fitted: dict[str, float] | None = None) -> PairResult:
+    def skip(reason: str, verdict: str, fitted: dict[str, float | None] | None = None) -> PairResult:
         if criteria.estimate_weak and verdict in ESTIMABLE:
             estimated = ratio_estimate(profile, machine_type, s, reason)
             if estimated is not None:

@@ -80,7 +80,7 @@ def complete(live: ProfileSet | None, fallback: ProfileSet | None, cov: Coverage
     for source in (fallback, live):
         if source is not None:
             base.update(source.source.get(MACHINE_BASE_LOAD, {}) or {})
-    source = {
+    blended: dict = {
         **(live.source if live else {}),
         MACHINE_BASE_LOAD: dict(sorted(base.items())),
         "tune": {
@@ -92,7 +92,7 @@ def complete(live: ProfileSet | None, fallback: ProfileSet | None, cov: Coverage
             "never_observed": [f"{p}@{t}" for p, t in cov.never_observed],
         },
     }
-    profile_set = ProfileSet(name=name, entries=entries, source=source) if entries else None
+    profile_set = ProfileSet(name=name, entries=entries, source=blended) if entries else None
     return Completed(profile_set, tuple(filled), tuple(uncovered))
 
 
@@ -144,20 +144,20 @@ def explore_rounds(missing: tuple[Pair, ...] | list[Pair], shapes: dict[str, Com
         visitor.setdefault(shapes[component].profile, component)
     plans: dict[str, list[list[str]]] = {}
     for profile, types in todo.items():
-        component = visitor.get(profile)
-        if component is None:
+        visiting = visitor.get(profile)
+        if visiting is None:
             continue
-        shape = shapes[component]
+        shape = shapes[visiting]
         width = max(1, min(shape.tasks, max(shape.executors, len(types))))
-        plans[component] = [sorted(set(types))[i:i + width] for i in range(0, len(set(types)), width)]
+        plans[visiting] = [sorted(set(types))[i:i + width] for i in range(0, len(set(types)), width)]
     rounds: list[Placement] = []
     for r in range(max((len(chunks) for chunks in plans.values()), default=0)):
         placement: Placement = {}
         for component, machines in start.items():
             chunks = plans.get(component, [])
             visit = chunks[r] if r < len(chunks) else []
-            shape = shapes.get(component)
-            count = max(len(machines), len(visit)) if shape is None else max(len(machines), min(shape.tasks, len(visit)))
+            known = shapes.get(component)
+            count = max(len(machines), len(visit)) if known is None else max(len(machines), min(known.tasks, len(visit)))
             kept = [machines[i % len(machines)] for i in range(count)] if machines else []
             placed = [machines_by_type[t][0] for t in visit] + kept[len(visit):]
             placement[component] = placed[:count]
