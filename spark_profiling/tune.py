@@ -185,9 +185,11 @@ def never_worse(before: float, after: float, noise: float) -> Verdict:
         return Verdict(after > 0, float("inf") if after > 0 else 1.0,
                        "the starting placement carried no tuples" if after > 0 else "neither placement carried tuples")
     ratio = after / before
+    if ratio > 1.0 + noise:
+        return Verdict(True, ratio, f"measured {ratio:.2f}x the starting placement's rate")
     if ratio >= 1.0 - noise:
         return Verdict(True, ratio, f"measured {ratio:.2f}x the starting placement's rate (within the {noise:.0%} "
-                                    "noise or better)")
+                                    "noise of it)")
     return Verdict(False, ratio, f"measured {ratio:.2f}x the starting placement's rate, more than the {noise:.0%} "
                                  "noise under it")
 
