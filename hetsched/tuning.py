@@ -271,6 +271,7 @@ class Tuner:
         """For the watch: profile the records since ``since``, keep the current set's entries for pairs not seen since,
         store the new version, plan, and re-place if the predicted gain over the running placement is worth it."""
         s = self.settings
+        self.idle_probe()
         live, left_out = self.profile(since)
         if live is None:
             self.say("watch: no usable records since the placement; nothing re-planned")
@@ -551,7 +552,9 @@ def watch(tuner: Tuner, plan: Plan, settings: WatchSettings, replan: Callable[[f
     last_replace = time.monotonic()
     ends = time.monotonic() + settings.minutes * 60 if settings.minutes else None
     with _decision_log(settings.log) as log:
+        drift_since: float | None = None
         while ends is None or time.monotonic() < ends:
+            window_started = time.time()
             t = tuner.measure("the running placement")
             measured = rate_of(t) if t.sink_throughput > 0 else t.input_rate
             predicted = plan.sink_throughput if t.sink_throughput > 0 and plan.sink_throughput > 0 else plan.input_rate
@@ -563,8 +566,15 @@ def watch(tuner: Tuner, plan: Plan, settings: WatchSettings, replan: Callable[[f
             if decision.action == "calibrate":
                 calibration = measured / predicted if predicted > 0 else None
             drifting = drifting + 1 if decision.action in ("drifting", "hold", "replan") else 0
+            if drifting == 1:
+                drift_since = window_started
+            elif drifting == 0:
+                drift_since = None
             if decision.action == "replan":
-                new = (replan or tuner.replan_since)(placed_at + tuner.settings.warmup_s)
+                # only the records since the drift began: the costs changed then
+                since = drift_since if drift_since is not None else placed_at + tuner.settings.warmup_s
+                entry["profiled_since"] = dt.datetime.fromtimestamp(since, dt.timezone.utc).isoformat(timespec="seconds")
+                new = (replan or tuner.replan_since)(since)
                 if new is not None:
                     plan, calibration, drifting = new, None, 0
                     placed_at, last_replace = time.time(), time.monotonic()
@@ -573,6 +583,7 @@ def watch(tuner: Tuner, plan: Plan, settings: WatchSettings, replan: Callable[[f
                 else:
                     entry["re_placed"] = False
                     last_replace = time.monotonic()
+                drifting, drift_since = 0, None
             log(entry)
             tuner.say(f"watch: {decision.action}: {decision.reason}" + (f" -> plan {entry['new_plan']}" if entry.get("new_plan") else ""))
 

@@ -1,6 +1,8 @@
 """``hetsched tune``'s decisions (spark_profiling.tune): coverage of the pairs, the blended set, --explore rounds."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -335,3 +337,42 @@ def test_tune_names_an_unknown_topology(monkeypatch, tmp_path, planner_service):
 def test_tune_refuses_a_window_too_short(tmp_path, window):
     result = CliRunner().invoke(app, ["tune", "linear", "--store", str(tmp_path), "--window", window])
     assert result.exit_code == 2
+
+
+def test_watch_logs_every_look_and_re_plans_from_the_records_since_the_drift_began(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import hetsched.tuning as tuning
+    from bench.measure import Throughputs
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
+    rates = iter([24.0, 24.0, 23.0, 12.0, 12.0, 20.0])
+    asked: list[float] = []
+
+    class FakeTuner:
+        name = "heldout"
+        settings = SimpleNamespace(warmup_s=30.0)
+
+        def measure(self, label):
+            try:
+                rate = next(rates)
+            except StopIteration:
+                raise KeyboardInterrupt from None
+            return Throughputs(rate, rate, rate, rate, 2 * rate)
+
+        def say(self, line):
+            pass
+
+    def replan(since):
+        asked.append(since)
+        return SimpleNamespace(id="p2", input_rate=20.0, sink_throughput=20.0)
+
+    plan = SimpleNamespace(id="p1", input_rate=30.0, sink_throughput=30.0)
+    log = tmp_path / "watch.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        tuning.watch(FakeTuner(), plan, tuning.WatchSettings(threshold=0.25, patience=2, min_interval_s=0, log=log), replan)
+    looks = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [look["action"] for look in looks] == ["calibrate", "steady", "steady", "drifting", "replan", "calibrate"]
+    assert looks[4]["re_placed"] is True and looks[4]["new_plan"] == "p2"
+    assert looks[4]["profiled_since"] and len(asked) == 1
+    assert looks[-1]["plan"] == "p2"
