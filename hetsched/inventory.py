@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from observe.nimbus import ClusterSummary
+
+if TYPE_CHECKING:
+    from planner.model import Cluster
 
 META_KEY = "supervisor.scheduler.meta"
 HOSTNAME_KEY = "storm.local.hostname"
@@ -70,6 +74,28 @@ class SupervisorRow:
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "free_slots": self.free_slots}
+
+
+def declared_cluster(rows: Iterable[SupervisorRow], base_load: Mapping[str, float] | None = None) -> Cluster:
+    """The planner's cluster of the supervisors that declare their machine (id and type), as the plugin describes it:
+    each type's capacity the whole machine less its base load (percent), its declared cores and its most slots.
+
+    Raises ValueError (pydantic's) where no supervisor declares its machine.
+    """
+    from planner.model import Cluster, Machine, MachineType
+
+    base_load = base_load or {}
+    types: dict[str, MachineType] = {}
+    machines: list[Machine] = []
+    for r in rows:
+        if not r.machine_id or not r.machine_type:
+            continue
+        known = types.get(r.machine_type)
+        types[r.machine_type] = MachineType(
+            name=r.machine_type, capacity=100.0 - float(base_load.get(r.machine_type, 0.0)),
+            cores=r.cores if known is None else known.cores, slots=max(r.slots, known.slots if known else 1))
+        machines.append(Machine(id=r.machine_id, type=r.machine_type))
+    return Cluster(machine_types=list(types.values()), machines=machines)
 
 
 def declaration_of(conf: Any, source: str) -> Declaration:

@@ -22,6 +22,7 @@ from hetsched.inventory import (
     MetaKeys,
     SupervisorRow,
     declaration_of,
+    declared_cluster,
     declarations_without_supervisor,
     executor_places,
     machine_loads,
@@ -199,7 +200,7 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
 
     A catalog topology is described by the catalog; any other (Java, Flux) by the structure Nimbus keeps."""
     from planner.client import PlannerClient, PlannerClientError
-    from planner.model import Cluster, EvaluationRequest, InstanceAssignment, Machine, MachineType, ProfileRef
+    from planner.model import EvaluationRequest, InstanceAssignment, ProfileRef
     from observe.topology_graph import TopologyGraphError
     from observe.topology_graph import planner_topology as graph_topology
     from topologies.catalog import lookup, planner_topology
@@ -216,20 +217,11 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
     if why_not is not None or not url or not profiles:  # (url and profiles are set where why_not is None)
         notes.append(f"no predicted load: {why_not}")
         return loads
-    types: dict[str, MachineType] = {}
-    machines: list[Machine] = []
-    for r in rows:
-        if not r.machine_id or not r.machine_type:
-            continue
-        known = types.get(r.machine_type)
-        types[r.machine_type] = MachineType(name=r.machine_type, cores=r.cores if known is None else known.cores,
-                                            slots=max(r.slots, known.slots if known else 1))
-        machines.append(Machine(id=r.machine_id, type=r.machine_type))
     try:
         request = EvaluationRequest(
             topology=(planner_topology(lookup(catalog_name), user_parallelism(places)) if catalog_name
                       else graph_topology(name, user_topology, topology_conf, user_parallelism(places))),
-            cluster=Cluster(machine_types=list(types.values()), machines=machines),
+            cluster=declared_cluster(rows),
             profiles=ProfileRef(name=profiles),
             assignments=[InstanceAssignment(component=p.component, machine=p.machine) for p in user],
         )

@@ -308,6 +308,7 @@ def test_stored_plan_id_whose_machine_is_now_a_smaller_type_plans_afresh(http):
     assert fresh["input_rate"] >= kept["input_rate"], "the fresh plan sustains at least what the stale placement would"
 
 
+@pytest.mark.slow  # sixteen plans at once
 def test_sixteen_concurrent_callers_all_get_their_own_stored_plan(planner_service):
     async def run() -> list[httpx.Response]:
         async with httpx.AsyncClient(base_url=planner_service.url, timeout=120) as client:

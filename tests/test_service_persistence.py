@@ -1,9 +1,12 @@
 """Plans and profile sets survive a restart of the service process (same database file)."""
 from __future__ import annotations
 
+import pytest
+
 from tests.fixtures.service import small_plan_request, small_profiles
 
 
+@pytest.mark.slow  # restarts a service process twice
 def test_plans_and_profiles_survive_a_restart(start_planner_service, tmp_path):
     service = start_planner_service(db_path=tmp_path / "persist" / "hetsched.db")
     with service.http() as http:

@@ -35,6 +35,7 @@ def machine_totals(ledger: dict) -> dict[str, tuple[float, float]]:
     return {m["id"]: (sum(m["loads"].values()), m["capacity"]) for m in ledger["machines"]}
 
 
+@pytest.mark.slow  # joint re-plans of several tenants: seconds
 def test_two_copies_share_the_cluster_and_no_machine_is_over_capacity(client):
     alone = plan(client, small_plan_request(machines=4))["input_rate"]
     first = plan(client, tenant_request("linear-a", target_rate=alone / 2))
@@ -67,6 +68,7 @@ def test_a_minimum_that_does_not_fit_is_refused_and_nothing_is_registered(client
     assert ledger["tenants"][0]["rate"] == pytest.approx(alone * 0.7, rel=1e-3)
 
 
+@pytest.mark.slow  # joint re-plans of several tenants: seconds
 def test_alive_renews_the_listed_and_releases_the_rest(client):
     plan(client, tenant_request("kept"))
     plan(client, tenant_request("killed"))
@@ -118,6 +120,7 @@ def test_a_target_below_the_minimum_is_refused_naming_both(client):
     assert "target_rate 2 is below min_rate 5" in response.json()["detail"]
 
 
+@pytest.mark.slow  # joint re-plans of several tenants: seconds
 def test_the_ledger_and_priority_on_the_command_line(start_planner_service):
     """On a server of its own: the session's server hears the live cluster's plugin, whose heartbeats
     (``POST /v1/tenants/alive``) release every registration Nimbus does not run."""
@@ -262,6 +265,7 @@ def _linear_then_diamond(tmp_path_factory, shipped) -> dict:
     return runs
 
 
+@pytest.mark.slow  # joint re-plans of several tenants: seconds
 def test_a_running_tenant_is_planned_again_beside_a_newcomer_when_the_weighted_rate_rises(joint_replanned):
     """Linear was placed alone on the whole cluster; beside Diamond's minimum it is planned again on what that leaves
     and bound to the new plan, the ledger charges the new placement, and no machine is over its limit."""

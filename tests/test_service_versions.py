@@ -143,6 +143,7 @@ def test_deletes_need_the_token(guarded_planner_service):
         assert _error(allowed.delete("/v1/plans/x"), 404, "not_found") == "plan 'x' does not exist"
 
 
+@pytest.mark.slow  # restarts a service process
 def test_retention_settings_apply_at_start_and_at_each_write(start_planner_service, tmp_path, monkeypatch):
     db = tmp_path / "kept" / "hetsched.db"
     service = start_planner_service(db_path=db)

@@ -249,6 +249,7 @@ def test_parquet_with_text_in_a_number_column_counts_bad_rows(spark, tmp_path):
     assert result.source["valid_rows"] == len(records) - 2
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_inputs_without_a_valid_record_are_a_clear_error(spark, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n{}\n")

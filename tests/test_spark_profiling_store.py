@@ -52,6 +52,7 @@ def test_worker_records_in_the_store_give_the_true_profiles_and_the_worker_rest(
     assert result.source["runs"] == ["synthetic-1-1700000000"]
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_one_interval_at_100x_the_rate_is_dropped_and_counted(spark, tmp_path):
     write_store(generate_workers(seed=11, rate_glitches=1), tmp_path)
     result = aggregate_store(spark, tmp_path)
@@ -64,6 +65,7 @@ def test_one_interval_at_100x_the_rate_is_dropped_and_counted(spark, tmp_path):
     assert len(result.entries) == 9
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_a_topology_left_at_one_rate_gives_no_profile_and_says_why(spark, tmp_path):
     write_store(generate_workers(seed=3, steady=True), tmp_path)
     with pytest.raises(ProfilingError) as failure:
@@ -71,6 +73,7 @@ def test_a_topology_left_at_one_rate_gives_no_profile_and_says_why(spark, tmp_pa
     assert "to tell e from MET" in str(failure.value)
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_narrow_pairs_are_left_out_beside_the_good_ones(spark, tmp_path):
     steady = generate_workers(seed=6, topology="mixed", steady=True, run_id="mixed-2-1700000000",
                               truth=tuple(t for t in default_truth() if t.machine_type == "large"))
@@ -110,6 +113,7 @@ def test_since_reads_durations_and_times():
         parse_since("soon", 0.0)
 
 
+@pytest.mark.slow  # a Spark job of many seconds
 def test_hetsched_aggregate_reads_the_store(spark, store, tmp_path):
     out = tmp_path / "linear.json"
     result = CliRunner().invoke(app, ["aggregate", "--store", str(store), "--topology", "synthetic", "--out", str(out)])
