@@ -168,6 +168,8 @@ class Tuner:
         self.start: Placement = dict(state.now.machines)
         self.placed: Placement = dict(self.start)
         self.moved = False
+        self.live: ProfileSet | None = None
+        """The set aggregated from this tune's records, once there is one."""
         self.conf_profiles: str | None = state.conf.get(keys.PROFILES)
         self.start_load_aware_off = bool(state.conf.get(LOAD_AWARE_OFF, False))
         self.load_aware_off = self.start_load_aware_off
@@ -204,6 +206,7 @@ class Tuner:
             elif missing:
                 self.say("not explored (--no-explore or --dry-run): " + ", ".join(f"({p}, {t})" for p, t in missing))
             live, left_out = self.profile()
+            self.live = live
             cov = coverage(needed, set(self.machines_by_type), live, left_out)
             r.coverage = cov
             fallback_name = s.fallback
@@ -399,8 +402,16 @@ class Tuner:
             self.say(f"{why}; {self.name} stays on its starting placement")
             return
         self.say(f"{why}: putting {self.name} back on its starting placement")
-        live = self.planner.get_profile_set(self.settings.set_name) if self._set_exists() else None
-        self.place(self.start, live, f"hetsched tune: back to the starting placement ({why})")
+        newest = self.planner.get_profile_set(self.settings.set_name) if self._set_exists() else None
+        measured = {(e.profile, e.machine_type) for e in self.live.entries} if self.live is not None else set()
+        back_set: ProfileSet | None = None  # the newest version as it is: the tuned set
+        if newest is None or newest.source.get("kind") == PLACEMENT_KIND:
+            # never leave stand-in costs bound: the starting placement's own pairs were measured where it ran
+            if self.live is not None and self._pairs_of(self.start) <= measured:
+                back_set = self.live.model_copy(update={"name": self.settings.set_name})
+            else:
+                back_set = newest
+        self.place(self.start, back_set, f"hetsched tune: back to the starting placement ({why})")
         r.returned = True
         self.wait(self.settings.warmup_s, "warming up on the starting placement")
         r.back = self.measure("the starting placement again")
@@ -514,10 +525,11 @@ class Tuner:
         """A stored plan that places every instance as ``placement`` says (a repair that keeps them all)."""
         from planner.repair import KeptInstance, RepairRequest
 
-        if profile_set is None:
+        if profile_set is None and not self._set_exists():
             profile_set = self._placement_set(None, set(self.profile_keys.values()))
-        if profile_set.source.get("kind") == PLACEMENT_KIND or not self._set_exists():
-            self.patient(lambda: self.planner.put_profile_set(profile_set), "storing the placement set")
+        if profile_set is not None:
+            given = profile_set
+            self.patient(lambda: self.planner.put_profile_set(given), "storing the placement's profile set")
         counts = {c: len(ms) for c, ms in placement.items()}
         cluster = planner_cluster(self.state.rows, {})
         request = RepairRequest(topology=with_counts(self.graph, counts), cluster=cluster,
