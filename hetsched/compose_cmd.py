@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 
 from hetsched.cluster_cmd import SpecOption
+from hetsched.errors import fail
 
 console = Console()
 
@@ -39,8 +40,7 @@ def compose(
         written = deployment.write(cluster_spec, spec_path, out_dir)
         left = deployment.write_token_files(out_dir) if new_token else []
     except ClusterError as fault:
-        Console(stderr=True).print(f"[red]error:[/red] {fault}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise fail(str(fault)) from None
     for path in written:
         console.print(f"wrote {path}", highlight=False)
     if new_token:
