@@ -29,6 +29,7 @@ from hetsched.inventory import (
     supervisor_rows,
     user_parallelism,
 )
+from hetsched.options import TokenOption
 from observe.nimbus import ClusterSummary, NimbusAddress, connect
 from planner.client import TOKEN_ENV, URL_ENV
 from topologies import conf as keys
@@ -161,6 +162,7 @@ def placement(
     storm_yaml: Optional[List[Path]] = StormYamlOption,
     measure: float = typer.Option(5.0, "--measure", min=0.0, help="Seconds to measure each machine's CPU, where the cluster can (the local cluster); 0: not."),
     as_json: bool = JsonOption,
+    token: Optional[str] = TokenOption,
 ) -> None:
     """Where a running topology's executors are: component, executor, worker, machine; per machine its predicted and measured CPU."""
     try:
@@ -181,8 +183,8 @@ def placement(
     places = executor_places(info, machine_of_host)
     loads = machine_loads(places, {r.machine_id: r.machine_type for r in rows if r.machine_id and r.machine_type})
     notes: list[str] = []
-    url, token = planner_of(address, topology_conf, planner)
-    loads = predicted(loads, places, rows, name, topology_conf, user_topology, url, notes, token)
+    url, found_token = planner_of(address, topology_conf, planner)
+    loads = predicted(loads, places, rows, name, topology_conf, user_topology, url, notes, token or found_token)
     loads = measured(loads, local, measure, notes)
     if as_json:
         print(json.dumps({"topology": name, "id": running.id, "nimbus": str(address),
