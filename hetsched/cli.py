@@ -1,4 +1,4 @@
-"""The one ``hetsched`` entry point; each subcommand group lives in its own module."""
+"""The one ``hetsched`` entry point: :func:`_register` adds every command, each written in its own module."""
 from __future__ import annotations
 
 import importlib
@@ -38,10 +38,6 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     "demo": ("bench",),
 }
 """The extras each command needs beyond the core (planner, service, command line), by command path."""
-
-SELF_REGISTERING_MODULES = ("hetsched.topology_cmd", "hetsched.replan_cmd", "hetsched.tune_cmd")
-"""Modules that still add their commands to ``app`` themselves when imported (``@app.command``); every other
-module's commands are plain functions that :func:`_register` adds here, in ``hetsched --help``'s order."""
 
 _registered = False
 
@@ -110,7 +106,11 @@ def _guard_command(info: CommandInfo, prefix: str) -> None:
 def _register() -> None:
     """Add every command to ``app``, in ``hetsched --help``'s order, without importing PySpark or matplotlib (they
     load when a command runs); modules that import streamparse are loaded only where it is installed, else their
-    commands are placeholders that name the extra."""
+    commands are placeholders that name the extra.
+
+    Commands are plain functions added here; hetsched.topology_cmd, replan_cmd and tune_cmd still add theirs to
+    ``app`` themselves when imported (``@app.command``).
+    """
     global _registered
     if _registered:
         return
@@ -152,7 +152,7 @@ def _register() -> None:
 
 
 def _self_registering(module: str, commands: tuple[str, ...], with_streamparse: bool) -> None:
-    """Import a module of :data:`SELF_REGISTERING_MODULES` (it adds ``commands``), or add their placeholders."""
+    """Import a module that adds its ``commands`` to ``app`` itself, or add their placeholders without streamparse."""
     if with_streamparse:
         importlib.import_module(module)
     else:

@@ -106,6 +106,7 @@ def test_all_grouped_component_feeding_others_matches_brute_force(split_input):
 SMALL = dict(components=(2, 4), machine_types=(2, 3), machines=(2, 4))
 
 
+@pytest.mark.slow  # the exact MILP search on six requests
 @pytest.mark.parametrize("seed", range(6))
 def test_bound_at_least_optimal_at_least_every_strategy(seed):
     rq = random_request(3000 + seed, **SMALL)
