@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import typer
 from rich.console import Console
@@ -33,6 +33,7 @@ from hetsched.replan import (
     planner_cluster,
     replacement_line,
 )
+from hetsched.tuning import TuneError
 from observe.nimbus import NimbusAddress, NimbusError, connect
 from observe.replacement import ReplacementError, replace_drained
 from observe.topology_graph import TopologyGraphError
@@ -87,13 +88,18 @@ def replan(
     strategy: Optional[str] = typer.Option(None, "--strategy", help="Planner strategy (default: the planner's best)."),
     keep_counts: bool = typer.Option(False, "--keep-counts", help="Keep every component's executor count; only move executors."),
     max_drain: Optional[float] = typer.Option(None, "--max-drain", min=0.0, help="Seconds to wait for in-flight tuples after deactivating (default: the topology's topology.message.timeout.secs)."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Measure before and after; a plan that measures more than --noise under the placement it replaced is undone (drained)."),
+    window: float = typer.Option(60.0, "--window", min=20.0, help="--verify: seconds of each measurement."),
+    warmup: float = typer.Option(45.0, "--warmup", min=0.0, help="--verify: seconds after the re-placement before measuring."),
+    noise: float = typer.Option(0.10, "--noise", min=0.0, max=0.9, help="--verify: shortfall under the starting placement still taken as noise (0.10: 10%)."),
     planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planning service (default: a compose cluster's own, published here, else the topology's hetsched.planner.url, else http://127.0.0.1:8765)."),
     nimbus: Optional[str] = NimbusOption,
     storm_yaml: Optional[List[Path]] = StormYamlOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Plan a running topology again (new executor counts up to its task counts) and, if the predicted gain is worth
-    a restart, bind the plan and re-place the topology drained: deactivate, wait for acks, rebalance, activate."""
+    a restart, bind the plan and re-place the topology drained: deactivate, wait for acks, rebalance, activate; then
+    measure it and, if it runs worse than before, put it back where it was."""
     report: dict[str, Any] = {"topology": name}
     try:
         state = read_running(nimbus, name, storm_yaml)
@@ -129,7 +135,10 @@ def replan(
                 reason = f"hetsched replan: predicted {current.input_rate:.2f} -> {plan.input_rate:.2f} tuples/s ({predicted_gain:+.1%})"
                 assert plan.id is not None  # the service stores every plan it answers
                 planner_client.bind(name, plan.id, reason)
-        if apply:
+        if apply and verify:
+            _verified(state, topology, lambda: read_running(nimbus, name, storm_yaml), url, token, profiles, plan, reason,
+                      report, window, warmup, noise, max_drain, as_json)
+        elif apply:
             with connect(address, LEADER_TIMEOUT_S) as client:
                 result = replace_drained(
                     client, name, placement_of_plan(plan), machine_of_host, max_drain_s=max_drain,
@@ -138,7 +147,8 @@ def replan(
                                                      "in_flight_at_rebalance": result.in_flight_at_rebalance})
             if not as_json:
                 _print_replacement(result)
-    except (TopologyError, TopologyGraphError, ReplanError, PlannerClientError, NimbusError, ReplacementError) as exc:
+    except (TopologyError, TopologyGraphError, ReplanError, PlannerClientError, NimbusError, ReplacementError,
+            TuneError) as exc:
         raise _fail(str(exc)) from None
     if as_json:
         print(json.dumps(report, indent=2, default=str))
@@ -146,6 +156,38 @@ def replan(
         console.print("dry run: nothing changed", highlight=False)
     elif not report["applied"]:
         console.print(f"not applied: {report['why_not_applied']}", highlight=False)
+
+
+def _verified(state: RunningTopology, topology: Topology, read: Callable[[], RunningTopology], url: str | None, token: str | None,
+              profiles: str, plan, reason: str, report: dict[str, Any], window: float, warmup: float, noise: float,
+              max_drain: float | None, as_json: bool) -> None:
+    """Measure, re-place onto ``plan``, measure again, and undo a plan that measures worse (as ``hetsched tune`` does)."""
+    from hetsched.tuning import Tuner, TuneSettings, rate_of
+    from spark_profiling.tune import never_worse
+
+    def say(line: str) -> None:
+        if not as_json:
+            console.print(line, highlight=False)
+
+    settings = TuneSettings(store=Path("."), set_name=profiles, window_s=window, warmup_s=warmup, idle_s=0,
+                            noise=noise, max_drain_s=max_drain)
+    with PlannerClient(url, token) as client:
+        tuner = Tuner(state, client, settings, say, read, graph=topology)
+        before = tuner.measure("the running placement")
+        try:
+            tuner.place(placement_of_plan(plan), None, reason, plan=plan)
+            tuner.wait(warmup, "warming up on the plan")
+            after = tuner.measure("the plan")
+        except BaseException:
+            tuner.back_to_start("the re-placement did not finish")
+            raise
+        verdict = never_worse(rate_of(before), rate_of(after), noise)
+        report.update(applied=True, measured_before=before.as_dict(), measured_after=after.as_dict(),
+                      verdict=verdict.reason, kept=verdict.keep)
+        if not verdict.keep:
+            tuner.back_to_start(f"the plan {verdict.reason}")
+            report["measured_back"] = tuner.report.back.as_dict() if tuner.report.back else None
+        say(("kept: " if verdict.keep else "undone: ") + verdict.reason)
 
 
 def _print_plans(name: str, now: RunningPlacement, current, plan, predicted_gain: float, capped: dict[str, int]) -> None:

@@ -155,14 +155,15 @@ class Tuner:
     """One tune of one running topology; ``say`` prints a progress line (with the minutes since the start)."""
 
     def __init__(self, state: Any, planner: PlannerClient, settings: TuneSettings, say: Callable[[str], None],
-                 read_state: Callable[[], Any]) -> None:
+                 read_state: Callable[[], Any], graph: Topology | None = None) -> None:
         self.state = state
         self.name: str = state.name
         self.planner = planner
         self.settings = settings
         self.say = say
         self.read_state = read_state
-        self.graph: Topology = state.planner_topology()
+        self.graph: Topology = graph if graph is not None else state.planner_topology()
+        """The planner's topology: as Nimbus keeps it, or the catalog's where the caller has it (``replan``)."""
         self.profile_keys: dict[str, str] = {c.id: c.profile or c.id for c in self.graph.components}
         """Component -> its profile key (its id where it names none)."""
         self.start: Placement = dict(state.now.machines)

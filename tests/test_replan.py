@@ -94,9 +94,11 @@ from types import SimpleNamespace  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 import hetsched.replan_cmd as replan_cmd  # noqa: E402
-from hetsched.cli import app  # noqa: E402
+from hetsched.cli import _register, app  # noqa: E402
 from observe.nimbus import ClusterSummary, NimbusAddress, SupervisorSummary, TopologySummary  # noqa: E402
 from observe.replacement import ReplacementResult, SpoutTally  # noqa: E402
+
+_register()  # every command, so that `replan` is a subcommand as in `hetsched replan`
 
 _MACHINES = {"host-s": ("m-small-1", "small", 1), "host-m": ("m-medium-1", "medium", 2),
              "host-l": ("m-large-1", "large", 4)}
@@ -184,7 +186,7 @@ def test_a_worthwhile_plan_is_bound_and_replaced_drained(monkeypatch, tmp_path, 
                                  SpoutTally(100, 100, 0), True, 3.0, 12.0, True, "hetsched: placed by planner (bound plan")
 
     monkeypatch.setattr(replan_cmd, "replace_drained", replaced)
-    result = CliRunner().invoke(app, ["replan", "linear", "--json", "--min-gain", "0.10", "--planner",
+    result = CliRunner().invoke(app, ["replan", "linear", "--json", "--min-gain", "0.10", "--no-verify", "--planner",
                                       planner_service.url, *yamls])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
@@ -236,3 +238,24 @@ def test_a_topology_without_a_profile_set_is_one_sentence(monkeypatch, tmp_path,
     result = CliRunner().invoke(app, ["replan", "linear", "--planner", planner_service.url, *yamls])
     assert result.exit_code == 1
     assert "its conf lacks hetsched.profiles" in result.output
+
+
+@pytest.mark.parametrize("after, kept", [(12.0, True), (6.0, False)])
+def test_a_plan_is_measured_and_undone_drained_when_it_runs_worse(monkeypatch, tmp_path, planner_service, after, kept):
+    from tests.test_tune import Tuned
+
+    profiles = _profiles(planner_service)
+    executors: list = []
+    yamls = _scripted(monkeypatch, tmp_path, profiles, None, executors)
+    tuned = Tuned(monkeypatch, executors[0], [10.0, after, 10.0])
+    result = CliRunner().invoke(app, ["replan", "linear", "--json", "--min-gain", "0.10", "--window", "20",
+                                      "--planner", planner_service.url, *yamls])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["applied"] is True and report["kept"] is kept
+    assert report["measured_before"]["sink_throughput"] == 10.0
+    if kept:
+        assert len(tuned.replaced) == 1
+    else:
+        assert len(tuned.replaced) == 2 and "measured_back" in report
+        assert tuned.replaced[-1]["wanted"] == {c: ["m-small-1"] for c in ("spout", "low", "mid", "high")}
