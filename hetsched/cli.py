@@ -1,7 +1,6 @@
 """The one ``hetsched`` entry point: :func:`_register` adds every command, each written in its own module."""
 from __future__ import annotations
 
-import importlib
 
 import click
 import typer
@@ -128,7 +127,16 @@ def _register() -> None:
     app.command("ledger")(tenants_cmd.ledger)
     app.command("priority")(tenants_cmd.priority)
     # topologies on a running cluster (streamparse)
-    _self_registering("hetsched.topology_cmd", TOPOLOGY_COMMANDS, with_streamparse)
+    if with_streamparse:
+        from hetsched import topology_cmd
+
+        app.command("submit")(topology_cmd.submit)
+        app.command("kill")(topology_cmd.kill)
+        app.command("topologies")(topology_cmd.topologies)
+        app.command("counts")(topology_cmd.counts)
+    else:
+        for command in TOPOLOGY_COMMANDS:
+            _placeholder(command, COMMAND_EXTRAS[command])
     if with_streamparse:
         from hetsched import ops_cmd
 
@@ -137,11 +145,21 @@ def _register() -> None:
     else:
         for command in OPS_COMMANDS:
             _placeholder(command, COMMAND_EXTRAS[command])
-    _self_registering("hetsched.replan_cmd", REPLAN_COMMANDS, with_streamparse)
+    if with_streamparse:
+        from hetsched import replan_cmd
+
+        app.command("replan")(replan_cmd.replan)
+    else:
+        _placeholder("replan", COMMAND_EXTRAS["replan"])
     # profiling
     app.command("aggregate")(profile_cmd.aggregate)
     app.command("profile")(profile_cmd.profile)
-    _self_registering("hetsched.tune_cmd", TUNE_COMMANDS, with_streamparse)
+    if with_streamparse:
+        from hetsched import tune_cmd
+
+        app.command("tune")(tune_cmd.tune)
+    else:
+        _placeholder("tune", COMMAND_EXTRAS["tune"])
     # clusters and the bench
     cluster_cmd.cluster_app.command("compose")(compose_cmd.compose)
     app.add_typer(cluster_cmd.cluster_app, name="cluster")
@@ -149,15 +167,6 @@ def _register() -> None:
     app.command("demo")(bench_cmd.demo)
     _guard_all(app)
     _registered = True
-
-
-def _self_registering(module: str, commands: tuple[str, ...], with_streamparse: bool) -> None:
-    """Import a module that adds its ``commands`` to ``app`` itself, or add their placeholders without streamparse."""
-    if with_streamparse:
-        importlib.import_module(module)
-    else:
-        for command in commands:
-            _placeholder(command, COMMAND_EXTRAS[command])
 
 
 def main() -> None:

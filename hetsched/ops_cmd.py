@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.table import Table
 
 from hetsched.errors import fail
-from hetsched.errors import fail as _fail  # noqa: F401  (hetsched.replan_cmd imports it from here until it imports hetsched.errors)
 from hetsched.inventory import (
     Declaration,
     ExecutorPlace,

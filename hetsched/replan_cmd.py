@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hetsched.cli import app
 from hetsched.inventory import MetaKeys, SupervisorRow, executor_places, supervisor_rows
 from hetsched.ops_cmd import (
     LEADER_TIMEOUT_S,
@@ -18,7 +17,6 @@ from hetsched.ops_cmd import (
     NimbusOption,
     StormYamlOption,
     _cluster_state,
-    _fail,
     planner_of,
     read_declarations,
 )
@@ -33,6 +31,7 @@ from hetsched.replan import (
     planner_cluster,
     replacement_line,
 )
+from hetsched.errors import fail
 from hetsched.tuning import TuneError
 from observe.nimbus import NimbusAddress, NimbusError, connect
 from observe.replacement import ReplacementError, replace_drained
@@ -80,7 +79,6 @@ def read_running(nimbus: Optional[str], name: str, storm_yaml: Optional[List[Pat
                            RunningPlacement.of(executor_places(info, machine_of_host)), user_topology)
 
 
-@app.command("replan")
 def replan(
     name: str = typer.Argument(..., help="Name the topology runs under."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the current and the new plan and the predicted gain; change nothing."),
@@ -149,7 +147,7 @@ def replan(
                 _print_replacement(result)
     except (TopologyError, TopologyGraphError, ReplanError, PlannerClientError, NimbusError, ReplacementError,
             TuneError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         print(json.dumps(report, indent=2, default=str))
     elif dry_run:

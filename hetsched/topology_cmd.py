@@ -8,7 +8,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from hetsched.status import print_scheduler_status
 from hetsched.submit_checks import check_profile_pairs, cluster_machines, metrics_choice, planned_defaults
@@ -42,7 +41,6 @@ def _uptime(seconds: int) -> str:
     return f"{m}m {s}s" if m else f"{s}s"
 
 
-@app.command("submit")
 def submit(
     topology_or_args: Optional[List[str]] = typer.Argument(
         None, metavar="[TOPOLOGY | -- ARGS...]",
@@ -226,7 +224,6 @@ def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str]
             highlight=False, soft_wrap=True)
 
 
-@app.command("kill")
 def kill(
     name: str = typer.Argument(..., help="Name the topology runs under."),
     wait: bool = typer.Option(False, "--wait", help="Return only once Nimbus no longer lists it."),
@@ -243,7 +240,6 @@ def kill(
     console.print(f"killed {name}" if wait else f"kill of {name} requested", highlight=False)
 
 
-@app.command("topologies")
 def topologies(nimbus: Optional[str] = NimbusOption) -> None:
     """The topologies running on the cluster."""
     from topologies.submit import running_topologies
@@ -262,7 +258,6 @@ def topologies(nimbus: Optional[str] = NimbusOption) -> None:
     print_scheduler_status(console, running)
 
 
-@app.command("counts")
 def counts(
     name: str = typer.Argument(..., help="Name the topology runs under."),
     window: Optional[float] = typer.Option(None, "--window", min=1.0, help="Seconds to watch (default: two stats reports and a third, from executor.metrics.frequency.secs: 30 s at 10 s, 140 s at Storm's 60 s); each executor counts between the first and last stats report it showed."),

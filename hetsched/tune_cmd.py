@@ -13,7 +13,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hetsched.cli import app
 from hetsched.errors import fail
 from hetsched.ops_cmd import NimbusOption, StormYamlOption, planner_of
 from planner.client import TOKEN_ENV, URL_ENV
@@ -62,7 +61,6 @@ def _pairs_table(report) -> Table | None:
     return table
 
 
-@app.command("tune")
 def tune(
     topology: str = typer.Argument(..., help="The running topology's name: any topology Nimbus runs (Python, Java or Flux)."),
     store: Path = typer.Option(..., "--store", help="The planning service's records store (its records folder or data directory)."),

@@ -127,7 +127,7 @@ def test_profiling_records_are_owner_only_and_kept_line_by_line(tmp_path, loose_
 
 
 def test_plots_are_owner_only(tmp_path, loose_umask):
-    data = report.read_json(Path(__file__).resolve().parents[1] / "docs" / "results" / "bench")
+    data = report.read_json(Path(__file__).resolve().parent / "fixtures" / "benches" / "star-bench-settle-1.json")
     paths = plots.all_plots(data, tmp_path / "plots")
     assert [mode(p) for p in paths] == [0o600] * 3 and mode(tmp_path / "plots") == 0o700
 
