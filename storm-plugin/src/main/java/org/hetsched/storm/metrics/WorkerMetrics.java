@@ -51,7 +51,8 @@ final class WorkerMetrics implements Runnable {
         this.identity = identity;
         this.worker = new Batch.WorkerIdentity(identity.host(), identity.port(), identity.pid(), identity.topologyId());
         this.buffer = new RecordBuffer(settings.bufferRecords());
-        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(3)).build();
+        // HTTP/1.1: the default asks every request to upgrade to HTTP/2, which the service logs as a warning each time
+        this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(3)).build();
         this.shipper = new Shipper(buffer, MAX_BATCH_RECORDS, this::send);
     }
 
