@@ -1,6 +1,7 @@
 """The one ``hetsched`` entry point: :func:`_register` adds every command, each written in its own module."""
 from __future__ import annotations
 
+import importlib
 
 import click
 import typer
@@ -126,40 +127,14 @@ def _register() -> None:
     app.add_typer(plans_cmd.plans_app, name="plans")
     app.command("ledger")(tenants_cmd.ledger)
     app.command("priority")(tenants_cmd.priority)
-    # topologies on a running cluster (streamparse)
-    if with_streamparse:
-        from hetsched import topology_cmd
-
-        app.command("submit")(topology_cmd.submit)
-        app.command("kill")(topology_cmd.kill)
-        app.command("topologies")(topology_cmd.topologies)
-        app.command("counts")(topology_cmd.counts)
-    else:
-        for command in TOPOLOGY_COMMANDS:
-            _placeholder(command, COMMAND_EXTRAS[command])
-    if with_streamparse:
-        from hetsched import ops_cmd
-
-        app.command("supervisors")(ops_cmd.supervisors)
-        app.command("placement")(ops_cmd.placement)
-    else:
-        for command in OPS_COMMANDS:
-            _placeholder(command, COMMAND_EXTRAS[command])
-    if with_streamparse:
-        from hetsched import replan_cmd
-
-        app.command("replan")(replan_cmd.replan)
-    else:
-        _placeholder("replan", COMMAND_EXTRAS["replan"])
-    # profiling
+    # topologies on a running cluster (streamparse), then profiling
+    _streamparse_commands("hetsched.topology_cmd", {"submit": "submit", "kill": "kill", "topologies": "topologies",
+                                                    "counts": "counts"}, with_streamparse)
+    _streamparse_commands("hetsched.ops_cmd", {"supervisors": "supervisors", "placement": "placement"}, with_streamparse)
+    _streamparse_commands("hetsched.replan_cmd", {"replan": "replan"}, with_streamparse)
     app.command("aggregate")(profile_cmd.aggregate)
     app.command("profile")(profile_cmd.profile)
-    if with_streamparse:
-        from hetsched import tune_cmd
-
-        app.command("tune")(tune_cmd.tune)
-    else:
-        _placeholder("tune", COMMAND_EXTRAS["tune"])
+    _streamparse_commands("hetsched.tune_cmd", {"tune": "tune"}, with_streamparse)
     # clusters and the bench
     cluster_cmd.cluster_app.command("compose")(compose_cmd.compose)
     app.add_typer(cluster_cmd.cluster_app, name="cluster")
@@ -188,3 +163,15 @@ if __name__ == "__main__":
     from hetsched.cli import main as _main
 
     _main()
+
+
+def _streamparse_commands(module: str, commands: dict[str, str], with_streamparse: bool) -> None:
+    """Add ``commands`` (command name -> function of ``module``), or, without streamparse (the module imports it),
+    placeholders that name the extra."""
+    if not with_streamparse:
+        for command in commands:
+            _placeholder(command, COMMAND_EXTRAS[command])
+        return
+    loaded = importlib.import_module(module)
+    for command, function in commands.items():
+        app.command(command)(getattr(loaded, function))
