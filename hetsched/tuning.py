@@ -566,22 +566,32 @@ def watch(tuner: Tuner, plan: Plan, settings: WatchSettings, replan: Callable[[f
     ends = time.monotonic() + settings.minutes * 60 if settings.minutes else None
     with _decision_log(settings.log) as log:
         drift_since: float | None = None
+        drift_direction: str | None = None
         while ends is None or time.monotonic() < ends:
             window_started = time.time()
             t = tuner.measure("the running placement")
             measured = rate_of(t) if t.sink_throughput > 0 else t.input_rate
             predicted = plan.sink_throughput if t.sink_throughput > 0 and plan.sink_throughput > 0 else plan.input_rate
-            decision = watch_decision(measured, predicted, calibration, drifting, settings.threshold, settings.patience,
-                                      time.monotonic() - last_replace, settings.min_interval_s)
+            this_way = "above" if calibration and predicted > 0 and measured > predicted * calibration else "under"
+            decision = watch_decision(measured, predicted, calibration, drifting if this_way == drift_direction else 0,
+                                      settings.threshold, settings.patience, time.monotonic() - last_replace,
+                                      settings.min_interval_s)
             entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "topology": tuner.name,
                      "measured": round(measured, 3), "predicted": round(predicted, 3), "plan": plan.id,
                      "action": decision.action, "drift": round(decision.drift, 4), "reason": decision.reason}
-            if decision.action == "calibrate":
+            if decision.action in ("calibrate", "recalibrate"):
                 calibration = measured / predicted if predicted > 0 else None
-            drifting = drifting + 1 if decision.action in ("drifting", "hold", "replan") else 0
-            if drifting == 1:
+            under = decision.action in ("drifting", "hold", "replan")
+            if decision.action == "above" or under:
+                # counted in one direction: a window under after windows above starts a new count
+                direction = "above" if decision.action == "above" else "under"
+                drifting = drifting + 1 if direction == drift_direction else 1
+                drift_direction = direction
+            else:
+                drifting, drift_direction = 0, None
+            if under and drifting == 1:
                 drift_since = window_started
-            elif drifting == 0:
+            elif not under:
                 drift_since = None
             if decision.action == "replan":
                 # only the records since the drift began: the costs changed then
@@ -596,7 +606,7 @@ def watch(tuner: Tuner, plan: Plan, settings: WatchSettings, replan: Callable[[f
                 else:
                     entry["re_placed"] = False
                     last_replace = time.monotonic()
-                drifting, drift_since = 0, None
+                drifting, drift_since, drift_direction = 0, None, None
             log(entry)
             tuner.say(f"watch: {decision.action}: {decision.reason}" + (f" -> plan {entry['new_plan']}" if entry.get("new_plan") else ""))
 

@@ -199,7 +199,8 @@ class WatchDecision:
     """One look of ``hetsched tune --watch``: the drift and what was done about it, with why."""
 
     action: str
-    """``calibrate``, ``steady``, ``drifting``, ``replan`` or ``hold`` (a re-place due but too soon after the last)."""
+    """``calibrate``, ``steady``, ``drifting`` (under, not yet for long), ``above`` (over, not yet for long),
+    ``recalibrate`` (over for long: the reference rises), ``hold`` (a re-place due but too soon) or ``replan``."""
     drift: float
     """Measured over the calibrated prediction, less 1 (-0.3: 30 % under)."""
     reason: str
@@ -211,8 +212,11 @@ def watch_decision(measured: float, predicted: float, calibration: float | None,
 
     The first window after a placement calibrates (its measured/predicted ratio): a model error that
     stays the same does not call for re-placing; a change in the topology's costs moves the ratio.
-    A drift beyond ``threshold`` for ``patience`` windows in a row re-plans, unless the last
-    re-placement was less than ``min_interval_s`` ago.
+    ``drifting_for`` counts the windows in a row before this one beyond the threshold in this one's
+    direction. A rate under the reference for ``patience`` windows re-plans, unless the last
+    re-placement was less than ``min_interval_s`` ago; a rate above it for as long raises the
+    reference (a topology that runs better than expected, e.g. one still warming up when it was
+    calibrated, is not re-placed for it).
     """
     if predicted <= 0:
         return WatchDecision("steady", 0.0, "no prediction to compare with (the plan sustains no rate)")
@@ -223,6 +227,12 @@ def watch_decision(measured: float, predicted: float, calibration: float | None,
     drift = measured / (predicted * calibration) - 1.0
     if abs(drift) <= threshold:
         return WatchDecision("steady", drift, f"drift {drift:+.0%} within {threshold:.0%}")
+    if drift > 0:
+        if drifting_for + 1 < patience:
+            return WatchDecision("above", drift, f"drift {drift:+.0%} above the reference for {drifting_for + 1} of "
+                                                 f"{patience} windows")
+        return WatchDecision("recalibrate", drift, f"drift {drift:+.0%} above the reference for {drifting_for + 1} "
+                                                   f"windows: the reference rises to {measured:.2f} tuples/s")
     if drifting_for + 1 < patience:
         return WatchDecision("drifting", drift, f"drift {drift:+.0%} beyond {threshold:.0%} for {drifting_for + 1} of "
                                                 f"{patience} windows")
@@ -231,4 +241,4 @@ def watch_decision(measured: float, predicted: float, calibration: float | None,
                                             f"re-placement was {since_last_replace_s:.0f} s ago (at least "
                                             f"{min_interval_s:.0f} s between re-placements)")
     return WatchDecision("replan", drift, f"drift {drift:+.0%} beyond {threshold:.0%} for {drifting_for + 1} windows: "
-                                          "profile again from the records since the placement and re-plan")
+                                          "profile again from the records since the drift began and re-plan")

@@ -111,6 +111,9 @@ def test_watch_calibrates_then_waits_for_a_lasting_drift_and_a_quiet_period():
     assert watch_decision(12.0, 30.0, cal, 1, 0.25, 2, 100, 600).action == "hold"
     decision = watch_decision(12.0, 30.0, cal, 1, 0.25, 2, 700, 600)
     assert decision.action == "replan" and decision.drift == pytest.approx(-0.5)
+    # running better than the reference is never a reason to re-place
+    assert watch_decision(48.0, 30.0, cal, 0, 0.25, 2, 700, 600).action == "above"
+    assert watch_decision(48.0, 30.0, cal, 1, 0.25, 2, 700, 600).action == "recalibrate"
 
 
 def test_complete_with_nothing_to_plan_gives_no_set_and_names_every_pair():
@@ -346,7 +349,9 @@ def test_watch_logs_every_look_and_re_plans_from_the_records_since_the_drift_beg
     from bench.measure import Throughputs
 
     monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
-    rates = iter([24.0, 24.0, 23.0, 12.0, 12.0, 20.0])
+    # calibrated low (still warming up), then above for two windows (the reference rises, nothing re-placed), one
+    # noisy window under, then under for two: re-planned from the records since the fall began
+    rates = iter([24.0, 40.0, 40.0, 24.0, 40.0, 20.0, 20.0, 30.0])
     asked: list[float] = []
 
     class FakeTuner:
@@ -372,7 +377,8 @@ def test_watch_logs_every_look_and_re_plans_from_the_records_since_the_drift_beg
     with pytest.raises(KeyboardInterrupt):
         tuning.watch(FakeTuner(), plan, tuning.WatchSettings(threshold=0.25, patience=2, min_interval_s=0, log=log), replan)
     looks = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [look["action"] for look in looks] == ["calibrate", "steady", "steady", "drifting", "replan", "calibrate"]
-    assert looks[4]["re_placed"] is True and looks[4]["new_plan"] == "p2"
-    assert looks[4]["profiled_since"] and len(asked) == 1
+    assert [look["action"] for look in looks] == ["calibrate", "above", "recalibrate", "drifting", "steady", "drifting",
+                                                  "replan", "calibrate"]
+    assert looks[6]["re_placed"] is True and looks[6]["new_plan"] == "p2"
+    assert looks[6]["profiled_since"] and len(asked) == 1
     assert looks[-1]["plan"] == "p2"
