@@ -447,3 +447,14 @@ def test_a_metrics_url_without_metrics_is_one_sentence():
     result = runner.invoke(app, ["submit", "linear", "--no-metrics", "--metrics-url", "http://planner:8765",
                                  "--nimbus", "127.0.0.1:1"])
     assert result.exit_code == 1 and "--no-metrics turns them off" in result.output
+
+
+def test_a_python_float_can_cross_workers_storm_is_told_how_to_serialize_it():
+    # Storm's multi-lang JSON reader makes a Python float a java.math.BigDecimal; unregistered, the first such tuple
+    # that crosses workers kills the worker (heldout-streamparse's readings, 2026-11-27)
+    from topologies.submission import KRYO_REGISTER, MULTILANG_NUMBER_CLASSES, with_multilang_numbers
+
+    assert with_multilang_numbers(None) == list(MULTILANG_NUMBER_CLASSES)
+    mine = [{"java.math.BigDecimal": "my.Serializer"}, "my.Event"]
+    assert with_multilang_numbers(mine) == mine + ["java.math.BigInteger"]
+    assert KRYO_REGISTER == "topology.kryo.register"

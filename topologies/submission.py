@@ -164,6 +164,20 @@ def spare_tasks_factor(request: SubmitRequest) -> float:
     return request.spare_tasks if request.spare_tasks is not None else request.conf.get(keys.SPARE_TASKS, 1.0)
 
 
+KRYO_REGISTER = "topology.kryo.register"
+MULTILANG_NUMBER_CLASSES = ("java.math.BigDecimal", "java.math.BigInteger")
+"""What Storm's multi-lang JSON reader makes of a Python float or a large int: without a Kryo registration, the first
+such tuple that crosses workers kills the worker (``Class is not registered: java.math.BigDecimal``), which no
+single-worker placement shows (heldout-streamparse under its first tuned plan, 2026-11-27)."""
+
+
+def with_multilang_numbers(registered: Any) -> list[Any]:
+    """``topology.kryo.register`` with :data:`MULTILANG_NUMBER_CLASSES` added where missing (entries kept as given)."""
+    entries = list(registered or [])
+    named = {e if isinstance(e, str) else next(iter(e), None) for e in entries}
+    return entries + [c for c in MULTILANG_NUMBER_CLASSES if c not in named]
+
+
 def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]:
     """The topology config: defaults, then ``--conf``, then the explicit options, then what hetsched always sets."""
     conf: dict[str, Any] = {
@@ -179,6 +193,7 @@ def topology_conf(request: SubmitRequest, entry: CatalogEntry) -> dict[str, Any]
     conf.update(option_conf(request.sample_rate, request.rate, request.workers, request.plan_id, request.profiles,
                             request.planner_url))
     conf[keys.SPARE_TASKS] = spare_tasks_factor(request)
+    conf[KRYO_REGISTER] = with_multilang_numbers(conf.get(KRYO_REGISTER))
     conf[keys.COMPONENT_PROFILES] = entry.profiles()
     conf[keys.TOPOLOGY] = entry.name
     if request.metrics:
