@@ -7,6 +7,10 @@ can never start one by a missing marker.
 """
 import pytest
 
+from hetsched.cli import _register
+
+_register()  # every command on hetsched.cli.app, as `hetsched` has them, whichever test module runs first
+
 pytest_plugins = [
     "tests.fixtures.paper",
     "tests.fixtures.service",
