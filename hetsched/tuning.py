@@ -57,6 +57,7 @@ from spark_profiling.tune import (
     coverage_lines,
     explore_rounds,
     never_worse,
+    scale_stale,
     watch_decision,
 )
 from topologies import conf as keys
@@ -271,9 +272,11 @@ class Tuner:
                     raise TuneError(str(exc), f"{self.name} is back on its starting placement") from None
             raise
 
-    def replan_since(self, since: float) -> Plan | None:
-        """For the watch: profile the records since ``since``, keep the current set's entries for pairs not seen since,
-        store the new version, plan, and re-place if the predicted gain over the running placement is worth it."""
+    def replan_since(self, since: float, rate_now: float, running_plan: Plan) -> Plan | None:
+        """For the watch: profile the records since ``since`` (the current set's entries for pairs not seen since,
+        scaled as the seen ones of their key changed), store the new version, plan, re-place if the predicted gain over
+        the running placement is worth it, measure, and go back to ``running_plan`` if the new one runs more than the
+        noise under ``rate_now`` (tuples/s the drifted placement ran at)."""
         s = self.settings
         self.idle_probe()
         live, left_out = self.profile(since)
@@ -281,8 +284,12 @@ class Tuner:
             self.say("watch: no usable records since the placement; nothing re-planned")
             return None
         current_set = self.patient(lambda: self.planner.get_profile_set(s.set_name), "reading the profile set")
+        scaled, factors = scale_stale(live, current_set)
+        if factors:
+            self.say("watch: costs measured again, new over old e per key: "
+                     + ", ".join(f"{k} x{f:.2f}" for k, f in sorted(factors.items())) + " (its other pairs scaled alike)")
         cov = coverage(set(self.profile_keys.values()), set(self.machines_by_type), live, left_out)
-        done = complete(live, current_set, cov, s.set_name)
+        done = complete(live, scaled, cov, s.set_name)
         if done.uncovered or done.profile_set is None:
             self.say("watch: " + coverage_lines(cov, done)[-1])
             return None
@@ -301,10 +308,20 @@ class Tuner:
             self.say(f"watch: the new plan {plan.id} predicts {predicted_gain:+.1%} over the running placement (under "
                      f"--min-gain {s.min_gain:.0%}): not re-placed")
             return None
+        before = dict(self.placed)
         self.place(placement_of_plan(plan), None, f"hetsched tune --watch: predicted {current.input_rate:.2f} -> "
                                                   f"{plan.input_rate:.2f} tuples/s ({predicted_gain:+.1%})", plan=plan)
         self.wait(s.warmup_s, "warming up on the new plan")
-        return plan
+        after = self.measure("the new plan")
+        verdict = never_worse(rate_now, rate_of(after), s.noise)
+        if verdict.keep:
+            self.say(f"watch: kept the new plan: {verdict.reason}")
+            return plan
+        self.say(f"watch: the new plan {verdict.reason}: back to plan {running_plan.id}")
+        self.place(before, None, f"hetsched tune --watch: back to plan {running_plan.id} ({verdict.reason})",
+                   plan=running_plan)
+        self.wait(s.warmup_s, "warming up on the previous plan")
+        return None
 
     def check_flowing(self, t: Throughputs) -> None:
         """A topology that carries nothing, or fails every tree, has nothing to tune: say which, touch nothing."""
@@ -556,9 +573,11 @@ class WatchSettings:
     log: Path | None = None
 
 
-def watch(tuner: Tuner, plan: Plan, settings: WatchSettings, replan: Callable[[float], Plan | None] | None = None) -> None:
-    """Keep measuring; re-plan (``replan(since)``: profile the records since ``since`` and re-place, or None) when the
-    rate drifts from the calibrated prediction beyond the threshold for ``patience`` windows. Every look is logged."""
+def watch(tuner: Tuner, plan: Plan, settings: WatchSettings,
+          replan: Callable[[float, float, Plan], Plan | None] | None = None) -> None:
+    """Keep measuring; re-plan (``replan(since, rate_now, plan)``: profile the records since ``since``, re-place, keep
+    it if it measures no worse than ``rate_now``; the new plan or None) when the rate falls from the calibrated
+    prediction beyond the threshold for ``patience`` windows. Every look is logged."""
     calibration: float | None = None
     drifting = 0
     placed_at = time.time()
@@ -597,7 +616,7 @@ def watch(tuner: Tuner, plan: Plan, settings: WatchSettings, replan: Callable[[f
                 # only the records since the drift began: the costs changed then
                 since = drift_since if drift_since is not None else placed_at + tuner.settings.warmup_s
                 entry["profiled_since"] = dt.datetime.fromtimestamp(since, dt.timezone.utc).isoformat(timespec="seconds")
-                new = (replan or tuner.replan_since)(since)
+                new = (replan or tuner.replan_since)(since, measured, plan)
                 if new is not None:
                     plan, calibration, drifting = new, None, 0
                     placed_at, last_replace = time.time(), time.monotonic()

@@ -111,6 +111,28 @@ def coverage_lines(cov: Coverage, done: Completed | None = None) -> list[str]:
     return lines
 
 
+def scale_stale(live: ProfileSet, previous: ProfileSet) -> tuple[ProfileSet, dict[str, float]]:
+    """``previous`` with each key's entries the live set did not measure again scaled by how that key's measured ones
+    changed (the median of new ``e`` / old ``e`` over its pairs measured in both), and the factor per key.
+
+    A cost that changes while a topology runs (a bolt whose work per tuple doubles) changes on every machine type,
+    but only the types the key runs on now are measured again: kept as they were, the others would look cheap and
+    the re-plan would move the component onto them (heldout-streamparse's first watch re-plan, 2026-11-27).
+    """
+    fresh = {(e.profile, e.machine_type): e for e in live.entries}
+    factors: dict[str, float] = {}
+    for profile in sorted({e.profile for e in previous.entries}):
+        ratios = sorted(fresh[(e.profile, e.machine_type)].e / e.e for e in previous.entries
+                        if e.profile == profile and (e.profile, e.machine_type) in fresh and e.e > 0)
+        if ratios:
+            mid = len(ratios) // 2
+            factors[profile] = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    entries = [e.model_copy(update={"e": e.e * factors[e.profile]})
+               if (e.profile, e.machine_type) not in fresh and e.profile in factors else e
+               for e in previous.entries]
+    return previous.model_copy(update={"entries": entries}), factors
+
+
 Placement = dict[str, list[str]]
 """Component -> machine of executor 0, 1, ... (task order), as ``hetsched.replan.placement_of_plan`` gives it."""
 

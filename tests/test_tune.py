@@ -368,7 +368,8 @@ def test_watch_logs_every_look_and_re_plans_from_the_records_since_the_drift_beg
         def say(self, line):
             pass
 
-    def replan(since):
+    def replan(since, rate_now, running):
+        assert rate_now == 20.0 and running.id == "p1"
         asked.append(since)
         return SimpleNamespace(id="p2", input_rate=20.0, sink_throughput=20.0)
 
@@ -382,3 +383,17 @@ def test_watch_logs_every_look_and_re_plans_from_the_records_since_the_drift_beg
     assert looks[6]["re_placed"] is True and looks[6]["new_plan"] == "p2"
     assert looks[6]["profiled_since"] and len(asked) == 1
     assert looks[-1]["plan"] == "p2"
+
+
+def test_a_cost_measured_again_scales_the_pairs_of_its_key_not_measured_again():
+    from spark_profiling.tune import scale_stale
+
+    previous = ProfileSet(name="s", entries=[entry("drift", "small", 0.02), entry("drift", "large", 0.005),
+                                             entry("gate", "small", 0.001)])
+    live = ProfileSet(name="s-live", entries=[entry("drift", "large", 0.010)])
+    scaled, factors = scale_stale(live, previous)
+    assert factors == {"drift": 2.0}
+    got = {(e.profile, e.machine_type): e.e for e in scaled.entries}
+    # small not measured again: doubled as large was; large kept (the live entry replaces it in complete());
+    # gate not measured again and nothing to scale it by: as it was
+    assert got == {("drift", "small"): 0.04, ("drift", "large"): 0.005, ("gate", "small"): 0.001}
