@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -397,3 +398,61 @@ def test_a_cost_measured_again_scales_the_pairs_of_its_key_not_measured_again():
     # small not measured again: doubled as large was; large kept (the live entry replaces it in complete());
     # gate not measured again and nothing to scale it by: as it was
     assert got == {("drift", "small"): 0.04, ("drift", "large"): 0.005, ("gate", "small"): 0.001}
+
+
+def _tuner(read_state, outage_s=60.0):
+    from types import SimpleNamespace
+
+    import hetsched.tuning as tuning
+    from hetsched.replan import RunningPlacement
+    from planner.model import Component, Topology
+
+    graph = Topology(name="t", components=[Component(id="spout", kind="spout", profile="s")])
+    state = SimpleNamespace(name="t", conf={}, rows=[], now=RunningPlacement({"spout": ["small-1"]}, {"spout": 1}),
+                            planner_topology=lambda: graph)
+    said: list[str] = []
+    settings = tuning.TuneSettings(store=Path("."), set_name="t-tuned", outage_s=outage_s)
+    return tuning.Tuner(state, None, settings, said.append, read_state), state, said
+
+
+def test_a_nimbus_that_does_not_answer_for_a_while_is_waited_for(monkeypatch):
+    import hetsched.tuning as tuning
+    from observe.nimbus import NimbusError
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
+    refusals = [NimbusError("connection refused"), NimbusError("connection refused")]
+
+    def read():
+        if refusals:
+            raise refusals.pop(0)
+        return state
+
+    tuner, state, said = _tuner(read)
+    tuner.check_ours()
+    assert sum("Nimbus does not answer" in line for line in said) == 2
+
+
+def test_a_nimbus_away_past_the_outage_stops_the_tune_leaving_the_topology_as_it_was(monkeypatch):
+    import hetsched.tuning as tuning
+    from observe.nimbus import NimbusError
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
+
+    def read():
+        raise NimbusError("connection refused")
+
+    tuner, _, _ = _tuner(read, outage_s=0.0)
+    with pytest.raises(tuning.Interference, match="Nimbus did not answer for 0 s .* left t as it was"):
+        tuner.check_ours()
+
+
+def test_a_topology_placed_otherwise_by_someone_else_stops_the_tune(monkeypatch):
+    from types import SimpleNamespace
+
+    import hetsched.tuning as tuning
+    from hetsched.replan import RunningPlacement
+
+    moved = SimpleNamespace(now=RunningPlacement({"spout": ["large-1"]}, {"spout": 1}))
+    tuner, _, _ = _tuner(lambda: moved)
+    with pytest.raises(tuning.Interference, match="re-placed by someone else"):
+        tuner.check_ours()
