@@ -63,7 +63,7 @@ def test_flux_topology_runs_with_the_plans_parallelism_and_its_sink_counts_move(
     nimbus = f"{live_cluster.layout.nimbus_host}:{live_cluster.layout.nimbus_port}"
     result = runner.invoke(app, ["submit", "--flux", str(FLUX_FILE), "--jar", str(JAVA_JAR), "--name", NAME,
                                  "--plan", plan.id, "--planner", planner_service.url,
-                                 "--conf", "hetsched.metrics.interval.secs=2", "--nimbus", nimbus])
+                                 "--conf", "hetsched.metrics.interval.secs=2", "--metrics", "--nimbus", nimbus])
     assert result.exit_code == 0, result.output
     print(result.output)
     assert "Traceback" not in result.output and f"plan {plan.id}" in " ".join(result.output.split())

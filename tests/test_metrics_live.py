@@ -26,7 +26,7 @@ def test_every_executor_of_linear_ships_records_with_moving_counters_and_cpu(liv
     nimbus = f"{live_cluster.layout.nimbus_host}:{live_cluster.layout.nimbus_port}"
     records_dir = planner_service.db_path.parent / "records"
     result = runner.invoke(app, ["submit", "linear", "--name", NAME, "--rate", str(RATE), "--workers", "2",
-                                 "--conf", "hetsched.metrics.interval.secs=2", "--nimbus", nimbus])
+                                 "--conf", "hetsched.metrics.interval.secs=2", "--metrics", "--nimbus", nimbus])
     assert result.exit_code == 0, result.output
     try:
         host, port = nimbus.split(":")

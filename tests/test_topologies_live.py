@@ -44,7 +44,9 @@ def submitted(nimbus):
     for topology in CATALOG:
         name = PREFIX + topology
         parallelism = "low=2" if topology == "linear" else None
-        args = ["submit", topology, "--name", name, "--rate", str(RATE), "--workers", "1", "--nimbus", nimbus]
+        # --metrics: this session's cluster is not the checkout's own (its home is a temporary folder), so submit
+        # cannot tell its workers have the plugin jar; they do
+        args = ["submit", topology, "--name", name, "--rate", str(RATE), "--workers", "1", "--metrics", "--nimbus", nimbus]
         if parallelism:
             args += ["--parallelism", parallelism]
         result = _invoke(*args)
@@ -110,11 +112,11 @@ def test_a_running_name_is_refused_then_replaced_with_force(nimbus, submitted):
     name = submitted["diamond"]
     with connect(_address(nimbus)) as client:
         before = client.find(name).id
-    refused = _invoke("submit", "diamond", "--name", name, "--nimbus", nimbus)
+    refused = _invoke("submit", "diamond", "--name", name, "--metrics", "--nimbus", nimbus)
     assert refused.exit_code == 1
     assert f"a topology named '{name}' is already running" in refused.output and "--force" in refused.output
     replaced = _invoke("submit", "diamond", "--name", name, "--rate", str(RATE), "--workers", "1", "--force",
-                       "--nimbus", nimbus)
+                       "--metrics", "--nimbus", nimbus)
     assert replaced.exit_code == 0, replaced.output
     with connect(_address(nimbus)) as client:
         after = client.find(name)
