@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
-import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -29,6 +28,7 @@ from hetsched.inventory import (
     user_parallelism,
 )
 from hetsched.options import TokenOption
+from hetsched.submit_checks import read_storm_yaml
 from observe.nimbus import ClusterSummary, NimbusAddress, connect
 from planner.client import TOKEN_ENV, URL_ENV
 from topologies import conf as keys
@@ -88,12 +88,7 @@ def read_declarations(files: list[Path], local: Any) -> list[Declaration]:
         paths += [local.layout.conf_file(m.id) for m in local.layout.machines if local.layout.conf_file(m.id).is_file()]
     found = []
     for path in paths:
-        try:
-            conf = yaml.safe_load(Path(path).read_text())
-        except OSError as exc:
-            raise TopologyError(f"cannot read --storm-yaml {path}: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise TopologyError(f"--storm-yaml {path} is not YAML: {str(exc).splitlines()[0]}") from None
+        conf = read_storm_yaml(path)
         try:
             found.append(declaration_of(conf, str(path)))
         except ValueError as exc:

@@ -73,14 +73,19 @@ def _started_here(address: NimbusAddress) -> Any:
         return None
 
 
-def declared_type(path: Path, keys: MetaKeys = MetaKeys()) -> str:
-    """The machine type a supervisor's storm.yaml declares (its ``supervisor.scheduler.meta``), else the default."""
+def read_storm_yaml(path: Path | str) -> Any:
+    """A supervisor's storm.yaml as YAML gives it; a file that cannot be read or parsed is one sentence."""
     try:
-        conf = yaml.safe_load(Path(path).read_text())
+        return yaml.safe_load(Path(path).read_text())
     except OSError as exc:
         raise TopologyError(f"cannot read --storm-yaml {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise TopologyError(f"--storm-yaml {path} is not YAML: {str(exc).splitlines()[0]}") from None
+
+
+def declared_type(path: Path, keys: MetaKeys = MetaKeys()) -> str:
+    """The machine type a supervisor's storm.yaml declares (its ``supervisor.scheduler.meta``), else the default."""
+    conf = read_storm_yaml(path)
     if not isinstance(conf, dict):
         raise TopologyError(f"--storm-yaml {path} is not a storm.yaml (not a YAML mapping)")
     meta = conf.get(META_KEY)

@@ -420,7 +420,7 @@ class Tuner:
             self.say(f"{why}; {self.name} stays on its starting placement")
             return
         self.say(f"{why}: putting {self.name} back on its starting placement")
-        newest = self.planner.get_profile_set(self.settings.set_name) if self._set_exists() else None
+        newest = self._newest_set()
         measured = {(e.profile, e.machine_type) for e in self.live.entries} if self.live is not None else set()
         back_set: ProfileSet | None = None  # the newest version as it is: the tuned set
         if newest is None or newest.source.get("kind") == PLACEMENT_KIND:
@@ -503,12 +503,12 @@ class Tuner:
     def _profile_of(self, component: str) -> str:
         return self.profile_keys.get(component, component)
 
-    def _set_exists(self) -> bool:
+    def _newest_set(self) -> ProfileSet | None:
+        """The newest stored version of the tune's set, or None when there is none (one call to the planner)."""
         try:
-            self.planner.get_profile_set(self.settings.set_name)
-            return True
+            return self.planner.get_profile_set(self.settings.set_name)
         except PlannerClientError:
-            return False
+            return None
 
     @staticmethod
     def _same(a: Mapping[str, list[str]], b: Mapping[str, list[str]]) -> bool:
@@ -543,7 +543,7 @@ class Tuner:
         """A stored plan that places every instance as ``placement`` says (a repair that keeps them all)."""
         from planner.repair import KeptInstance, RepairRequest
 
-        if profile_set is None and not self._set_exists():
+        if profile_set is None and self._newest_set() is None:
             profile_set = self._placement_set(None, set(self.profile_keys.values()))
         if profile_set is not None:
             given = profile_set
