@@ -40,10 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     from hetsched.tuning import Tuner, TuneSettings, rate_of
     from planner.client import PlannerClient
 
-    text = args.report.read_text()
-    report = json.loads(text[text.rindex("\n{") + 1:] if "\n{" in text else text)
-    name, start, plan_id = report["topology"], report.get("start"), (report.get("plan") or {}).get("id")
-    if not start or not plan_id:
+    try:
+        text = args.report.read_text()
+        report = json.loads(text[text.rindex("\n{") + 1:] if "\n{" in text else text)
+    except (OSError, ValueError) as exc:
+        print(f"error: {args.report} is not a `hetsched tune --json` report ({exc})", file=sys.stderr)
+        return 1
+    name = report.get("topology") if isinstance(report, dict) else None
+    start = report.get("start") if isinstance(report, dict) else None
+    plan_id = ((report.get("plan") or {}).get("id")) if isinstance(report, dict) else None
+    if not name or not start or not plan_id:
         print(f"error: {args.report} has no starting placement and plan (a tune that planned, with --json)", file=sys.stderr)
         return 1
     state = read_running(args.nimbus, name, None)
