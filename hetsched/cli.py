@@ -39,6 +39,16 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
 }
 """The extras each command needs beyond the core (planner, service, command line), by command path."""
 
+HELP_PANELS: dict[str, tuple[str, ...]] = {
+    "Plans": ("plan", "compare", "capacity", "plans"),
+    "The planning service": ("serve", "profiles", "ledger", "priority"),
+    "Topologies on a cluster": ("submit", "kill", "topologies", "counts", "placement", "replan", "tune"),
+    "Profiling": ("profile", "aggregate"),
+    "Clusters and benches": ("cluster", "supervisors", "bench", "demo"),
+}
+"""``hetsched --help`` groups the commands by what they act on (the noun); a command not listed shows under
+"Commands"."""
+
 _registered = False
 
 
@@ -103,6 +113,14 @@ def _guard_command(info: CommandInfo, prefix: str) -> None:
     info.cls = _command_class(command, COMMAND_EXTRAS.get(command, ()), info.cls or TyperCommand)
 
 
+def _group_help(typer_app: typer.Typer) -> None:
+    panel_of = {command: panel for panel, commands in HELP_PANELS.items() for command in commands}
+    for info in typer_app.registered_commands:
+        info.rich_help_panel = panel_of.get(info.name or "")
+    for group in typer_app.registered_groups:
+        group.rich_help_panel = panel_of.get(group.name or "")
+
+
 def _register() -> None:
     """Add every command to ``app``, in ``hetsched --help``'s order, without importing PySpark or matplotlib (they
     load when a command runs); modules that import streamparse are loaded only where it is installed, else their
@@ -141,6 +159,7 @@ def _register() -> None:
     app.command("bench")(bench_cmd.bench)
     app.command("demo")(bench_cmd.demo)
     _guard_all(app)
+    _group_help(app)
     _registered = True
 
 

@@ -65,7 +65,7 @@ def cli_reference() -> str:
     """docs/reference/cli.md as the code gives it today."""
     import typer.main
 
-    from hetsched.cli import _register, app
+    from hetsched.cli import HELP_PANELS, _register, app
 
     _register()
     root = typer.main.get_command(app)
@@ -81,13 +81,19 @@ def cli_reference() -> str:
         "",
     ]
     leaves = list(_commands(root, []))
-    lines += ["| command | what it does |", "|---|---|"]
+    panel_of = {command: panel for panel, commands in HELP_PANELS.items() for command in commands}
+    groups: dict[str, list] = {}
     for path, command in leaves:
-        name = " ".join(path)
-        anchor = "hetsched-" + "-".join(path)
-        summary = _cell((command.help or "").split("\n\n")[0])
-        lines.append(f"| [`hetsched {name}`](#{anchor}) | {summary} |")
-    lines.append("")
+        groups.setdefault(panel_of.get(path[0], "Commands"), []).append((path, command))
+    for panel, members in groups.items():
+        lines += [f"**{panel}**", "", "| command | what it does |", "|---|---|"]
+        for path, command in members:
+            name = " ".join(path)
+            anchor = "hetsched-" + "-".join(path)
+            summary = _cell((command.help or "").split("\n\n")[0])
+            lines.append(f"| [`hetsched {name}`](#{anchor}) | {summary} |")
+        lines.append("")
+    leaves = [leaf for members in groups.values() for leaf in members]
     for path, command in leaves:
         context = root_context
         node = root
@@ -240,7 +246,7 @@ def configuration_reference() -> str:
     """docs/reference/configuration.md as the code gives it today."""
     import typer.main
 
-    from hetsched.cli import _register, app
+    from hetsched.cli import HELP_PANELS, _register, app
 
     keys = plugin_keys()
     lines = [

@@ -32,3 +32,13 @@ def test_defaults_are_read_from_balanced_calls():
     source = 'String f = text(conf, FALLBACK, "even").toLowerCase(Locale.ROOT);\nint n = whole(conf, NODES, Math.max(1, t.n()));'
     assert reference._default(source, "FALLBACK") == "even"
     assert reference._default(source, "NODES") == "Math.max(1, t.n())"
+
+
+def test_every_command_is_in_a_help_group():
+    """`hetsched --help` groups commands by what they act on; a new command must say which group it belongs to."""
+    from hetsched.cli import HELP_PANELS, _register, app
+
+    _register()
+    grouped = {command for commands in HELP_PANELS.values() for command in commands}
+    names = {info.name for info in app.registered_commands} | {group.name for group in app.registered_groups}
+    assert names - grouped == set(), "add these commands to hetsched.cli.HELP_PANELS"
