@@ -246,7 +246,7 @@ def configuration_reference() -> str:
     """docs/reference/configuration.md as the code gives it today."""
     import typer.main
 
-    from hetsched.cli import HELP_PANELS, _register, app
+    from hetsched.cli import _register, app
 
     keys = plugin_keys()
     lines = [

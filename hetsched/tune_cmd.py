@@ -96,7 +96,8 @@ def tune(
     drained by the plan, and measure; a plan that measures worse than the starting placement is undone."""
     from hetsched.replan import ReplanError
     from hetsched.replan_cmd import read_running
-    from hetsched.tuning import Interference, Tuner, TuneError, TuneSettings, WatchSettings, watch
+    from hetsched.tuning import Interference, Tuner, TuneError, TuneSettings
+    from hetsched.watch import WatchSettings, watch
     from observe.nimbus import NimbusError
     from observe.replacement import ReplacementError
     from observe.topology_graph import TopologyGraphError

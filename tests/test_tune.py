@@ -347,6 +347,7 @@ def test_watch_logs_every_look_and_re_plans_from_the_records_since_the_drift_beg
     from types import SimpleNamespace
 
     import hetsched.tuning as tuning
+    import hetsched.watch as watching
     from bench.measure import Throughputs
 
     monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
@@ -377,7 +378,7 @@ def test_watch_logs_every_look_and_re_plans_from_the_records_since_the_drift_beg
     plan = SimpleNamespace(id="p1", input_rate=30.0, sink_throughput=30.0)
     log = tmp_path / "watch.jsonl"
     with pytest.raises(KeyboardInterrupt):
-        tuning.watch(FakeTuner(), plan, tuning.WatchSettings(threshold=0.25, patience=2, min_interval_s=0, log=log), replan)
+        watching.watch(FakeTuner(), plan, watching.WatchSettings(threshold=0.25, patience=2, min_interval_s=0, log=log), replan)
     looks = [json.loads(line) for line in log.read_text().splitlines()]
     assert [look["action"] for look in looks] == ["calibrate", "above", "recalibrate", "drifting", "steady", "drifting",
                                                   "replan", "calibrate"]
