@@ -32,7 +32,13 @@ from planner.service.settings import (
     SizeLimit,
     log_config,
 )
-from planner.records_store import RECORDS_DIR_ENV
+from planner.records_store import (
+    DEFAULT_RECORDS_MAX_MB,
+    RECORDS_DIR_ENV,
+    RECORDS_KEEP_DAYS_ENV,
+    RECORDS_MAX_MB_ENV,
+)
+from planner.service.scopes import ALL_SCOPES, Scope, TokenFileError, parse_token_lines
 from planner.storage import DB_ENV, StorageError, default_db_path
 from planner.tenancy import SHARE_MODES
 
@@ -51,12 +57,9 @@ class LogLevel(str, Enum):
     error = "error"
 
 
-class TokenFileError(ValueError):
-    """A token file that cannot be used; the message names the file and the fault."""
-
-
-def read_token_file(path: Path) -> str:
-    """The token in ``path``, which must exist, hold one word and be readable by its owner only."""
+def read_token_file(path: Path) -> dict[str, frozenset[Scope]]:
+    """The tokens in ``path`` with their scopes (planner.service.scopes.parse_token_lines); the file must exist and
+    be readable by its owner only. A file of one bare token gives it every scope, as before scopes existed."""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -69,14 +72,18 @@ def read_token_file(path: Path) -> str:
         raise TokenFileError(
             f"the token file {path} is readable by group or others (mode {stat.S_IMODE(mode):04o}); chmod 600 it")
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as fault:
         raise TokenFileError(f"the token file {path} cannot be read: {getattr(fault, 'strerror', None) or fault}") from None
-    if not token:
-        raise TokenFileError(f"the token file {path} is empty")
-    if any(not 0x21 <= ord(c) <= 0x7E for c in token):
-        raise TokenFileError(f"the token file {path} must hold the token alone (no spaces, printable ASCII)")
-    return token
+    return parse_token_lines(text, str(path))
+
+
+def grants_text(grants: dict[str, frozenset[Scope]]) -> str:
+    """For the start line: how many tokens, and each one's scopes (never the tokens)."""
+    if not grants:
+        return "no token"
+    described = sorted("all" if scopes == ALL_SCOPES else "+".join(sorted(s.value for s in scopes)) for scopes in grants.values())
+    return f"{len(grants)} token{'s' if len(grants) > 1 else ''} required on /v1 ({', '.join(described)})"
 
 
 def _is_loopback(host: str) -> bool:
@@ -91,7 +98,7 @@ def serve(
     port: int = typer.Option(DEFAULT_PORT, min=0, max=65535, help="TCP port (0: any free port, printed at start)."),
     db: Optional[Path] = typer.Option(None, envvar=DB_ENV, help="SQLite file for plans and profile sets (default: $XDG_DATA_HOME/hetsched/hetsched.db, else ~/.local/share/hetsched/hetsched.db)."),
     token: Optional[str] = typer.Option(None, envvar=TOKEN_ENV, help="Require 'Authorization: Bearer TOKEN' on every /v1 call (visible in ps: prefer --token-file)."),
-    token_file: Optional[Path] = typer.Option(None, envvar=TOKEN_FILE_ENV, help="Read the token from this file (readable by its owner only)."),
+    token_file: Optional[Path] = typer.Option(None, envvar=TOKEN_FILE_ENV, help="Read the tokens from this file (readable by its owner only): one bare token (every scope), or one line 'SCOPES TOKEN' per token, SCOPES from read, plan, bind, profiles, records, all joined by commas."),
     insecure_no_token: bool = typer.Option(False, "--insecure-no-token", help="Listen beyond loopback without a token: anyone who reaches the port may plan and overwrite profile sets."),
     max_body_mb: float = typer.Option(DEFAULT_MAX_BODY_MB, min=0.001, help="Largest request body, MB; larger ones get 413."),
     time_limit_s: float = typer.Option(DEFAULT_TIME_LIMIT_S, min=0.001, help="Longest one plan may compute, seconds."),
@@ -109,6 +116,8 @@ def serve(
         None, min=1, envvar=KEEP_PROFILE_VERSIONS_ENV,
         help="Keep only the newest N versions of each profile set, plus those stored plans name [default: keep all]."),
     records_dir: Optional[Path] = typer.Option(None, "--records-dir", envvar=RECORDS_DIR_ENV, help="Where workers' metrics batches are stored (POST /v1/metrics/batches) [default: records/ next to the database]."),
+    records_max_mb: float = typer.Option(DEFAULT_RECORDS_MAX_MB, min=0.0, envvar=RECORDS_MAX_MB_ENV, help="The records store's size limit, MB: past it the oldest batches are deleted and counted (0: no limit)."),
+    records_keep_days: Optional[float] = typer.Option(None, min=0.0, envvar=RECORDS_KEEP_DAYS_ENV, help="Delete stored batches received more than this many days ago [default: keep them, within --records-max-mb]."),
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port whose cluster the /ui page shows live (supervisors, topologies, executors)."),
     tenant_ttl_s: float = typer.Option(DEFAULT_TENANT_TTL_S, min=0.001, help="Release a ledger registration without a heartbeat for this long, seconds."),
     share_mode: str = typer.Option("weighted", envvar=SHARE_MODE_ENV, help="How topologies share what their minimums leave: weighted (by priority, nobody starved) or strict (higher priority first)."),
@@ -125,12 +134,13 @@ def serve(
 
     if token and token_file:
         _refuse("give --token or --token-file, not both")
+    tokens: dict[str, frozenset[Scope]] = {}
     if token_file:
         try:
-            token = read_token_file(token_file)
+            tokens = read_token_file(token_file)
         except TokenFileError as fault:
             _refuse(str(fault))
-    if not _is_loopback(host) and not token and not insecure_no_token:
+    if not _is_loopback(host) and not token and not tokens and not insecure_no_token:
         _refuse(f"refusing to listen on {host} without a token: anyone who can reach it could plan and overwrite "
                 "profile sets; give --token-file (or --token), or --insecure-no-token if you mean it")
     if nimbus is not None:
@@ -138,11 +148,12 @@ def serve(
     if share_mode not in SHARE_MODES:
         _refuse(f"--share-mode must be one of {', '.join(SHARE_MODES)}, not {share_mode!r}")
     settings = ServiceSettings(
-        db_path=db or default_db_path(), token=token or None,
+        db_path=db or default_db_path(), token=token or None, tokens=tokens,
         max_body_bytes=int(max_body_mb * 1_000_000), time_limit_s=time_limit_s, queue_wait_s=queue_wait_s,
         max_size=SizeLimit(placement_cells=max_components_x_machines, lp_cells=max_components2_x_types),
         keep_plans_days=keep_plans_days, keep_profile_versions=keep_profile_versions,
-        nimbus=nimbus, records_dir=records_dir, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
+        nimbus=nimbus, records_dir=records_dir, records_max_bytes=int(records_max_mb * 1_000_000) or None,
+        records_keep_days=records_keep_days, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
         joint_min_gain=joint_min_gain if joint_replans else None, joint_placements=joint_placements,
         evict_refused=evict_refused,
     )
@@ -153,12 +164,12 @@ def serve(
     logging.config.dictConfig(log_config(log_level.value))
     log.info("planner: db %s, %s, body limit %g MB, time limit %g s, size limit %s components x machines and %s "
              "components^2 x machine types, keeping %s and %s", settings.db_path,
-             "token required on /v1" if settings.token else "no token", max_body_mb, time_limit_s,
+             grants_text(settings.grants), max_body_mb, time_limit_s,
              f"{max_components_x_machines:,}", f"{max_components2_x_types:,}",
              "every plan" if keep_plans_days is None else f"plans used within {keep_plans_days:g} days",
              "every profile set version" if keep_profile_versions is None else f"the newest {keep_profile_versions} versions of each profile set")
     log.info("page at /ui: plans and profile sets%s", f", and the live cluster of Nimbus {nimbus}" if nimbus else "")
-    if not _is_loopback(host) and not settings.token:
+    if not _is_loopback(host) and not settings.grants:
         log.warning("listening on %s without a token (--insecure-no-token): anyone who can reach this address can plan and overwrite profiles", host)
     uvicorn.run(service, host=host, port=port, log_config=log_config(log_level.value), log_level=log_level.value,
                 access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)

@@ -132,6 +132,14 @@ class PlannerClient:
         return self._parse(PriorityAnswer, self._call("PUT", f"/v1/tenants/{quote(topology, safe='')}/priority",
                                                       json={"priority": priority}))
 
+    def records_token(self, topology: str) -> str:
+        """The token a topology's workers post its records with (and nothing else); needs the records scope."""
+        answer = self._call("POST", "/v1/metrics/tokens", json={"topology": topology})
+        try:
+            return str(answer.json()["token"])
+        except (ValueError, KeyError, TypeError):
+            raise PlannerClientError(f"the planner at {self.url} answered no records token for {topology}") from None
+
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = self._http.request(method, path, **kwargs)
@@ -153,6 +161,8 @@ class PlannerClient:
         detail = detail if isinstance(detail, str) else response.text.strip()[:300] or response.reason_phrase
         if response.status_code == 401:
             return f"the planner at {self.url} refused the call (401): {detail}; pass --token or set ${TOKEN_ENV}"
+        if response.status_code == 403:
+            return f"the planner at {self.url} refused the call (403): {detail}; pass a --token that has that scope"
         if response.status_code in (404, 409, 413, 422):
             return detail
         return f"the planner at {self.url} answered {response.status_code}: {detail}"

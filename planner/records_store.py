@@ -6,10 +6,15 @@ Spark's partition discovery reads the root as one table). One file per batch mak
 (:func:`planner.durable.write_atomic`: temp name, fsync, rename; 0600 in 0700 folders) and idempotent:
 a batch id already on disk is a retry, answered as a duplicate and not written twice. The day is that
 of the batch's earliest sample (UTC), so a retry after midnight lands on the same path.
+
+The store is bounded (:class:`RecordsLimits`): past its size, or its retention, the oldest batches are deleted
+and counted, so a full store costs old samples, never a refused or waiting worker.
 """
 from __future__ import annotations
 
+import heapq
 import json
+import logging
 import math
 import os
 import re
@@ -30,6 +35,14 @@ RECORDS_FOLDER = "records"
 MAX_RECORDS_PER_BATCH = 5_000
 """A worker ships at most a few hundred records at a time; more is a fault of the sender."""
 DEFAULT_MAX_BATCH_BYTES = 4_000_000
+DEFAULT_RECORDS_MAX_MB = 2_000.0
+"""The store's default bound: days of samples of tens of topologies at the hook's 5 s interval (a record is ~0.6 kB)."""
+RECORDS_MAX_MB_ENV = "HETSCHED_RECORDS_MAX_MB"
+RECORDS_KEEP_DAYS_ENV = "HETSCHED_RECORDS_KEEP_DAYS"
+RETENTION_CHECK_S = 60.0
+"""How often an append also deletes batches past their retention (a whole walk is not needed per batch)."""
+
+log = logging.getLogger("hetsched.service")
 
 TOPOLOGY_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,199}$")
 """Names that are safe as one folder name; Storm's own rule already forbids / . : and \\ in them."""
@@ -134,6 +147,38 @@ class StoreTally:
     records: int = 0
     duplicates: int = 0
     workers: dict[str, WorkerTally] = field(default_factory=dict)
+    dropped_batches: int = 0
+    """Stored batches deleted since the service started, the oldest first, to keep the store within its limits."""
+    dropped_records: int = 0
+    dropped_bytes: int = 0
+    bytes: int = 0
+    """What the store holds now (its batch files), bytes; known once the first batch since the start arrived."""
+
+
+@dataclass(frozen=True)
+class RecordsLimits:
+    """How much the store keeps: ``max_bytes`` in all, and batches received within ``keep_days``; None: no bound."""
+
+    max_bytes: int | None = int(DEFAULT_RECORDS_MAX_MB * 1_000_000)
+    keep_days: float | None = None
+
+
+@dataclass(order=True, frozen=True)
+class StoredFile:
+    received_at: float
+    path: str
+    size: int
+
+
+def past_limits(oldest: StoredFile, files: int, total_bytes: int, limits: RecordsLimits, now: float) -> bool:
+    """Whether the store's oldest file goes: it is past ``keep_days``, or the store is over ``max_bytes``.
+
+    The last file is always kept, so a store smaller than one batch still holds the newest.
+    """
+    if files <= 1:
+        return False
+    expired = limits.keep_days is not None and oldest.received_at < now - limits.keep_days * 86_400
+    return expired or (limits.max_bytes is not None and total_bytes > limits.max_bytes)
 
 
 def default_records_dir(db_path: Path) -> Path:
@@ -174,10 +219,14 @@ def batch_lines(batch: MetricsBatch, received_at: float) -> str:
 class RecordsStore:
     """Batches on disk under ``root``; safe to call from several threads of one process."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, limits: RecordsLimits = RecordsLimits()):
         self.root = Path(root)
+        self.limits = limits
         self.tally = StoreTally()
         self._lock = threading.Lock()
+        self._files: list[StoredFile] | None = None  # a heap, oldest first; read from disk at the first append
+        self._retention_checked = float("-inf")
+        self._warned_at = float("-inf")
 
     def path_of(self, topology: str, day: str, batch_id: str) -> Path:
         return self.root / f"topology={topology}" / f"day={day}" / f"{batch_id}.jsonl"
@@ -205,12 +254,76 @@ class RecordsStore:
                 self.tally.duplicates += 1
                 return StoredBatch(batch_id, existing, len(batch.records), duplicate=True)
             private_folder(self.root)
+            files = self._stored_files()
             path = write_atomic(self.path_of(topology, day, batch_id), batch_lines(batch, received_at))
+            os.utime(path, (received_at, received_at))  # the file's time is its receipt: a restarted store orders by it
+            size = path.stat().st_size
+            heapq.heappush(files, StoredFile(received_at, str(path), size))
+            self.tally.bytes += size
             worker.batches += 1
             worker.records += len(batch.records)
             self.tally.batches += 1
             self.tally.records += len(batch.records)
+            self._keep_within_limits(received_at)
             return StoredBatch(batch_id, path, len(batch.records), duplicate=False)
+
+    def _stored_files(self) -> list[StoredFile]:
+        """The store's batch files as a heap, oldest first, read from disk once (a restarted service keeps its bound)."""
+        if self._files is None:
+            found = []
+            for path in self.root.glob("topology=*/day=*/*.jsonl"):
+                try:
+                    info = path.stat()
+                except FileNotFoundError:
+                    continue
+                found.append(StoredFile(info.st_mtime, str(path), info.st_size))
+            heapq.heapify(found)
+            self._files = found
+            self.tally.bytes = sum(f.size for f in found)
+        return self._files
+
+    def _keep_within_limits(self, now: float) -> None:
+        """Delete the oldest batches past the limits and count them; called with the lock held, after a write."""
+        files = self._files or []
+        over_size = self.limits.max_bytes is not None and self.tally.bytes > self.limits.max_bytes
+        retention_due = self.limits.keep_days is not None and now - self._retention_checked >= RETENTION_CHECK_S
+        if not (over_size or retention_due):
+            return
+        if retention_due:
+            self._retention_checked = now
+        batches_before, records_before = self.tally.dropped_batches, self.tally.dropped_records
+        while files and past_limits(files[0], len(files), self.tally.bytes, self.limits, now):
+            oldest = heapq.heappop(files)
+            self._delete(Path(oldest.path), oldest.size)
+        if self.tally.dropped_batches > batches_before and now - self._warned_at >= RETENTION_CHECK_S:
+            self._warned_at = now  # a full store drops a batch per batch: say so once a minute, not each time
+            log.warning("records store %s: deleted its %d oldest batches (%d records) to stay within %s; %d batches "
+                        "deleted since the start", self.root, self.tally.dropped_batches - batches_before,
+                        self.tally.dropped_records - records_before, self._limits_text(), self.tally.dropped_batches)
+
+    def _delete(self, path: Path, size: int) -> None:
+        try:
+            records = path.read_bytes().count(b"\n")
+            path.unlink()
+        except FileNotFoundError:
+            records = 0  # deleted by hand meanwhile
+        self.tally.dropped_batches += 1
+        self.tally.dropped_records += records
+        self.tally.dropped_bytes += size
+        self.tally.bytes -= size
+        for folder in (path.parent, path.parent.parent):  # the day's and the topology's folder, once empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+    def _limits_text(self) -> str:
+        parts = []
+        if self.limits.max_bytes is not None:
+            parts.append(f"{self.limits.max_bytes / 1_000_000:g} MB")
+        if self.limits.keep_days is not None:
+            parts.append(f"{self.limits.keep_days:g} days")
+        return " and ".join(parts)
 
     def _worker(self, batch: MetricsBatch) -> WorkerTally:
         w = batch.worker

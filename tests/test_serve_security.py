@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from hetsched.cli import _register, app
 from hetsched.serve_cmd import TokenFileError, read_token_file
+from planner.service.scopes import ALL_SCOPES
 
 _register()
 
@@ -36,7 +37,10 @@ def test_serve_refuses_a_non_loopback_address_without_a_token(tmp_path, host):
     ("\n  \n", 0o600, "is empty"),
     ("s3cret", 0o640, "is readable by group or others (mode 0640); chmod 600 it"),
     ("s3cret", 0o604, "is readable by group or others (mode 0604); chmod 600 it"),
-    ("two words", 0o600, "must hold the token alone"),
+    ("two words", 0o600, "line 1 names scope 'two'; scopes are read, plan, bind, profiles, records, all"),
+    ("read a b", 0o600, "line 1 is not 'scope[,scope] TOKEN'"),
+    ("plan t1\nread t1", 0o600, "line 2 repeats a token of an earlier line"),
+    ("t\u00e9", 0o600, "line 1 has a token an HTTP header cannot carry"),
 ])
 def test_serve_refuses_a_token_file_naming_it_and_the_fault(tmp_path, text, mode, fault):
     path = tmp_path / "token" if text is None else _token_file(tmp_path, text, mode)
@@ -52,8 +56,8 @@ def test_serve_takes_a_token_or_a_token_file_not_both(tmp_path):
     assert result.output == "error: give --token or --token-file, not both\n"
 
 
-def test_read_token_file_returns_the_word_and_refuses_a_folder(tmp_path):
-    assert read_token_file(_token_file(tmp_path, "  abc-DEF_123\n", 0o400)) == "abc-DEF_123"
+def test_read_token_file_gives_a_lone_token_every_scope_and_refuses_a_folder(tmp_path):
+    assert read_token_file(_token_file(tmp_path, "  abc-DEF_123\n", 0o400)) == {"abc-DEF_123": ALL_SCOPES}
     with pytest.raises(TokenFileError, match="is not a regular file"):
         read_token_file(tmp_path)
 

@@ -1,9 +1,11 @@
 """The FastAPI application: routers, error handlers and guards put together from the settings."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,6 +17,7 @@ from planner.service.guards import PROTECTED_PREFIX, BearerToken, BodySizeLimit
 from planner.records_store import RecordsStore, default_records_dir
 from planner.service.routers import assignments, evaluations, health, metrics, plans, profiles, repairs, tenants, ui
 from planner.service.routers.health import service_version
+from planner.service.scopes import load_records_secret
 from planner.service.settings import ServiceSettings
 from planner.service.workers import PlanningPool
 from planner.storage import Storage
@@ -54,7 +57,8 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     )
     app.state.settings = settings
     app.state.storage = storage
-    app.state.records_store = RecordsStore(settings.records_dir or default_records_dir(settings.db_path))
+    app.state.records_store = RecordsStore(settings.records_dir or default_records_dir(settings.db_path), settings.records_limits)
+    app.state.records_secret = functools.cache(lambda: load_records_secret(Path(settings.db_path).parent))
 
     app.include_router(health.router)
     for module in (plans, evaluations, profiles, assignments, repairs, tenants, metrics, ui):
@@ -62,14 +66,14 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     install_error_handlers(app)
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    if settings.token:
-        app.add_middleware(BearerToken, token=settings.token)
+    if settings.grants:
+        app.add_middleware(BearerToken, grants=settings.grants, records_secret=app.state.records_secret)
     app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]  # FastAPI's documented override
     return app
 
 
 def _documented_errors(settings: ServiceSettings) -> dict[int | str, dict[str, Any]]:
-    return {code: spec for code, spec in ERROR_RESPONSES.items() if code != 401 or settings.token}
+    return {code: spec for code, spec in ERROR_RESPONSES.items() if code not in (401, 403) or settings.grants}
 
 
 def _openapi(app: FastAPI, settings: ServiceSettings) -> dict[str, Any]:
@@ -77,7 +81,7 @@ def _openapi(app: FastAPI, settings: ServiceSettings) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-    if settings.token:
+    if settings.grants:
         schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
         for path, operations in schema["paths"].items():
             if path.startswith(PROTECTED_PREFIX):

@@ -6,7 +6,7 @@ the field at fault. Codes: ``invalid_request`` (schema, 422), ``planning_error``
 (the core's PlanningError, 422), ``profile_missing`` (the profiles lack pairs the request
 needs, 422, every pair in ``"missing": [{"component", "profile", "machine_type"}]``), ``time_limit`` (the search stopped at the time
 limit, 422), ``not_found`` (404), ``in_use`` (409: a profile set version that
-stored plans name cannot be deleted), ``unauthorized`` (401), ``body_too_large`` (413),
+stored plans name cannot be deleted), ``unauthorized`` (401), ``forbidden`` (403: the token lacks the scope), ``body_too_large`` (413),
 ``method_not_allowed`` (405), ``busy`` and ``storage`` (503), ``internal`` (500, a bug).
 """
 from __future__ import annotations
@@ -78,6 +78,7 @@ def error_response(status_code: int, error: str, detail: str, headers: dict[str,
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "A token is configured and the call has none or a wrong one."},
+    403: {"model": ErrorBody, "description": "The token lacks the scope this call needs (`forbidden`), or is a topology's records token used for another topology."},
     404: {"model": ErrorBody, "description": "No such plan, profile set, profile set version or path."},
     413: {"model": ErrorBody, "description": "The body is over the service's size limit."},
     422: {"model": ErrorBody, "description": "The body breaks the schema (the field at fault in `errors`), cannot be planned, or its search ran past the time limit (one sentence in `detail`)."},

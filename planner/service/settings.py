@@ -4,9 +4,11 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
-from planner.records_store import DEFAULT_MAX_BATCH_BYTES
+from planner.records_store import DEFAULT_MAX_BATCH_BYTES, RecordsLimits
+from planner.service.scopes import ALL_SCOPES, Scope
 from planner.storage import Retention, default_db_path
 from planner.tenancy import SHARE_MODES, ShareMode
 
@@ -55,7 +57,8 @@ SMALL_SIZE = SizeLimit(placement_cells=10_000, lp_cells=100_000)
 class ServiceSettings:
     """The service's limits and where it keeps its data.
 
-    ``token``: where set, every ``/v1`` call needs ``Authorization: Bearer <token>``.
+    ``token``: where set, every ``/v1`` call needs ``Authorization: Bearer <token>``; this token has every scope.
+    ``tokens``: more tokens, each with its scopes (planner.service.scopes; ``hetsched serve --token-file``).
     ``time_limit_s``: the longest one plan or evaluation may compute; a request may ask
     for less (``options.time_limit_s``), never more.
     ``queue_wait_s``: the longest a request waits for a planning slot before a 503.
@@ -74,10 +77,13 @@ class ServiceSettings:
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
     ``records_dir``: the workers' metrics records store; None: ``records/`` next to the database
     (or ``$HETSCHED_RECORDS_DIR``). ``max_batch_bytes``: the largest metrics batch, bytes.
+    ``records_max_bytes`` / ``records_keep_days``: the records store's bound; past it the oldest batches are deleted
+    and counted (planner.records_store.RecordsLimits); None: no bound.
     """
 
     db_path: Path = field(default_factory=default_db_path)
     token: str | None = None
+    tokens: Mapping[str, frozenset[Scope]] = field(default_factory=dict)
     max_body_bytes: int = int(DEFAULT_MAX_BODY_MB * 1_000_000)
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     queue_wait_s: float = DEFAULT_QUEUE_WAIT_S
@@ -93,6 +99,17 @@ class ServiceSettings:
     evict_refused: bool = True
     records_dir: Path | None = None
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    records_max_bytes: int | None = RecordsLimits().max_bytes
+    records_keep_days: float | None = None
+
+    @property
+    def grants(self) -> dict[str, frozenset[Scope]]:
+        """Every token the service accepts, with its scopes; empty: ``/v1`` is open."""
+        return {**self.tokens, **({self.token: ALL_SCOPES} if self.token else {})}
+
+    @property
+    def records_limits(self) -> RecordsLimits:
+        return RecordsLimits(max_bytes=self.records_max_bytes, keep_days=self.records_keep_days)
 
     @property
     def retention(self) -> Retention:
