@@ -17,11 +17,13 @@ from planner.model import (
     Plan,
     PlanOptions,
     ProfileEntry,
+    StreamShares,
     Topology,
 )
 from planner.problem import Problem, compile_problem
 from planner.profiles import ProfileTable
 from planner.simulator import evaluate_problem, instance_cpu_pct, linear_loads
+from planner.stream_shares import compile_shares, evaluate_weighted
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
 from planner.validation import (
     validate,
@@ -55,7 +57,8 @@ def make_plan(
     problem = compile_problem(topology, cluster, profiles, options)
     result = plan_fn(problem)
     stats = {"iterations": 0, **result.stats}
-    evaluation = evaluate_problem(problem, result.placement, stats)
+    evaluation = (evaluate_weighted(problem, result.placement, stats) if options.weighted_shares
+                  else evaluate_problem(problem, result.placement, stats))
     evaluation.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0
     return Plan(**evaluation.model_dump(), strategy=name)
 
@@ -119,14 +122,21 @@ def evaluate_assignments(
     entries: Iterable[ProfileEntry],
     assignments: Iterable[InstanceAssignment],
     options: PlanOptions | None = None,
+    shares: Iterable[StreamShares] | None = None,
 ) -> Evaluation:
     """Score a given placement: its largest sustainable rate (closed form) and the figures at that rate.
 
     A placement too heavy to run at any rate is answered with ``input_rate`` 0
-    and its bottleneck, not an error.
+    and its bottleneck, not an error. ``shares`` split the streams they name as a weighted grouping would; without
+    them, ``options.weighted_shares`` chooses shares for the placement.
     """
     start = time.perf_counter()
     problem, placement = _compiled(topology, cluster, entries, assignments, options)
-    evaluation = evaluate_problem(problem, placement)
+    if shares:
+        evaluation = evaluate_problem(problem, placement, None, compile_shares(problem, problem.counts_of(placement), shares))
+    elif problem.options.weighted_shares:
+        evaluation = evaluate_weighted(problem, placement)
+    else:
+        evaluation = evaluate_problem(problem, placement)
     evaluation.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0
     return evaluation

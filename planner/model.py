@@ -227,6 +227,12 @@ class PlanOptions(_Model):
         "max.spout.pending and never polls idle (docs/concepts/model.md, \"Spouts at the largest rate\"). Default: a spout "
         "is paced and charged its MET, its idle polling.",
     )
+    weighted_shares: bool = Field(
+        default=False,
+        description="Choose, with the placement, the share of each shuffle, fields or none stream every instance of "
+        "its receiver takes (the plan's `shares`, delivered by the plugin jar's weighted groupings); default: even "
+        "shares, as Storm's groupings split a stream (docs/concepts/model.md, \"Weighted shares\").",
+    )
 
 
 class TenantSpec(_Model):
@@ -241,6 +247,16 @@ class TenantSpec(_Model):
         if self.target_rate is not None and self.target_rate < self.min_rate:
             raise ValueError(f"target_rate {self.target_rate:g} is below min_rate {self.min_rate:g}")
         return self
+
+
+class StreamShares(_Model):
+    """The share of one stream each instance of its receiver takes (docs/concepts/model.md, "Weighted shares")."""
+
+    stream: Name = Field(description="The stream as 'from->to' (its sender's and receiver's component ids).")
+    shares: list[NonNegativeFloat] = Field(
+        min_length=1, max_length=100_000,
+        description="The share of the stream instance 0, 1, ... of the receiver takes; they sum to 1.",
+    )
 
 
 class PlanRequest(_Model):
@@ -275,6 +291,11 @@ class EvaluationRequest(_Model):
     profiles: ProfileRef
     options: PlanOptions = Field(default_factory=PlanOptions)
     assignments: list[InstanceAssignment] = Field(min_length=1, max_length=1_000_000)
+    shares: list[StreamShares] | None = Field(
+        default=None,
+        description="Per stream, the share each instance of its receiver takes (a weighted grouping); streams not "
+        "named, and none at all, are split evenly as Storm's groupings split them.",
+    )
 
 
 class Assignment(_Model):
@@ -312,6 +333,11 @@ class Evaluation(_Model):
     weighted_utilization: float = Field(description="The paper's eq. 7-8, percent.")
     bottleneck: str | None = Field(default=None, description="What limits R: a machine id or 'component:instance' at its thread cap.")
     stats: dict = Field(default_factory=dict)
+    shares: list[StreamShares] | None = Field(
+        default=None,
+        description="Per weighted stream, the share each instance of its receiver takes; absent: every stream is "
+        "split evenly (Storm's groupings).",
+    )
 
 
 class Plan(Evaluation):

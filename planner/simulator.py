@@ -38,6 +38,7 @@ from planner.model import (
     Placement,
     PlanOptions,
     ProfileEntry,
+    StreamShares,
     Topology,
 )
 from planner.problem import ALL, GLOBAL, SPLIT, Problem
@@ -51,6 +52,21 @@ RATE_REL_TOL = 1e-9
 
 MEMORY_SLACK_MB = 1e-6
 """MB by which a machine's memory may exceed its limit and still count as within it (floating point noise)."""
+
+ShareArrays = dict[int, np.ndarray]
+"""Weighted shares as the closed form reads them: stream index -> (N,) share of the stream each instance of its
+receiver takes (planner.stream_shares compiles and checks them); a stream not in it is split evenly."""
+
+
+def weighted_rate_change(problem: Problem, counts: np.ndarray, comp: np.ndarray, inst: np.ndarray,
+                         shares: ShareArrays) -> np.ndarray:
+    """(I,) input per unit R each instance gains (or loses) by the weighted shares, against an even split."""
+    change = np.zeros(len(comp))
+    output = problem.component_rates(counts) * problem.output_per_input
+    for s, share in shares.items():
+        receivers = comp == problem.stream_target[s]
+        change[receivers] += output[problem.stream_source[s]] * (share[inst[receivers]] - 1.0 / counts[problem.stream_target[s]])
+    return change
 
 
 def memory_over(problem: Problem, used_mb: np.ndarray) -> np.ndarray:
@@ -234,7 +250,7 @@ def _remote_terms(problem: Problem, hosts: np.ndarray, counts: np.ndarray, rates
 
 
 def remote_instance_loads(problem: Problem, comp: np.ndarray, inst: np.ndarray, mach: np.ndarray,
-                          rate: np.ndarray) -> np.ndarray:
+                          rate: np.ndarray, shares: ShareArrays | None = None) -> np.ndarray:
     """(I,) percent per unit R that tuples crossing workers cost each instance (``remote_loads`` per instance).
 
     A sender instance is charged for its own emits; a receiver instance for what it takes from other machines.
@@ -250,18 +266,25 @@ def remote_instance_loads(problem: Problem, comp: np.ndarray, inst: np.ndarray, 
     first_machine[comp[inst == 0]] = mach[inst == 0]
     mtype = problem.machine_type[mach]
     out = problem.output_per_input[comp] * rate
-    for u, d, kind in zip(problem.stream_source, problem.stream_target, problem.stream_kind):
+    for s, (u, d, kind) in enumerate(zip(problem.stream_source, problem.stream_target, problem.stream_kind)):
         senders, receivers = comp == u, comp == d
+        share = None if shares is None else shares.get(s)
         out_w = np.bincount(mach[senders], weights=out[senders], minlength=n_machines)
         total = out_w.sum()
         if total <= 0:
             continue
         w = mach[senders]
-        crossing = _crossing(kind, hosts[d, w], int(counts[d]), (w == first_machine[d]).astype(float))
+        if share is not None:  # a weighted stream: what leaves w is what w's receivers do not take
+            share_on = np.bincount(mach[receivers], weights=share[inst[receivers]], minlength=n_machines)
+            crossing = 1.0 - share_on[w]
+        else:
+            crossing = _crossing(kind, hosts[d, w], int(counts[d]), (w == first_machine[d]).astype(float))
         charged[senders] += problem.remote_send[u, mtype[senders]] * out[senders] * crossing
         w = mach[receivers]
         away = total - out_w[w]
-        if kind == SPLIT:
+        if share is not None:
+            taken = share[inst[receivers]] * away
+        elif kind == SPLIT:
             taken = away / max(int(counts[d]), 1)
         elif kind == ALL:
             taken = away
@@ -371,17 +394,19 @@ class LinearLoads:
         return self.a_i if self.remote_i is None else self.a_i + self.remote_i
 
 
-def linear_loads(problem: Problem, placement: Placement) -> LinearLoads:
-    """Every instance's load and every machine's, as linear functions of R."""
+def linear_loads(problem: Problem, placement: Placement, weighted: ShareArrays | None = None) -> LinearLoads:
+    """Every instance's load and every machine's, as linear functions of R (``weighted``: streams' shares)."""
     comp, inst, mach = problem.placement_arrays(placement)
     counts = problem.counts_of(placement)
     shares = problem.shares(counts)
     rate = shares.split[comp] / counts[comp] + shares.each[comp] + np.where(inst == 0, shares.first[comp], 0.0)
+    if weighted:
+        rate = rate + weighted_rate_change(problem, counts, comp, inst, weighted)
     mtype = problem.machine_type[mach]
     a_i = problem.cost[comp, mtype] * rate
     b_i = problem.met[comp, mtype]
     m = problem.n_machines
-    remote_i = remote_instance_loads(problem, comp, inst, mach, rate) if problem.has_remote_cost else None
+    remote_i = remote_instance_loads(problem, comp, inst, mach, rate, weighted) if problem.has_remote_cost else None
     return LinearLoads(
         comp=comp,
         inst=inst,
@@ -455,9 +480,10 @@ def weighted_utilization(problem: Problem, machine_util_pct: np.ndarray) -> floa
     return float(np.dot(weights, mean_by_type))
 
 
-def evaluate_problem(problem: Problem, placement: Placement, stats: dict | None = None) -> Evaluation:
-    """Score a placement of a compiled problem (see ``evaluate``)."""
-    loads = linear_loads(problem, placement)
+def evaluate_problem(problem: Problem, placement: Placement, stats: dict | None = None,
+                     weighted: ShareArrays | None = None) -> Evaluation:
+    """Score a placement of a compiled problem (see ``evaluate``), its streams split by ``weighted`` where given."""
+    loads = linear_loads(problem, placement, weighted)
     rate, bottleneck = max_rate(problem, loads)
     machine_util = instance_cpu_pct(loads.a_w, loads.b_w, rate)
     instance_cpu = instance_cpu_pct(loads.slope_i, loads.b_i, rate)
@@ -502,6 +528,9 @@ def evaluate_problem(problem: Problem, placement: Placement, stats: dict | None 
         weighted_utilization=weighted_utilization(problem, machine_util),
         bottleneck=bottleneck,
         stats=out_stats,
+        shares=[StreamShares(stream=f"{problem.topology.streams[s].source}->{problem.topology.streams[s].target}",
+                             shares=[float(x) for x in share]) for s, share in sorted(weighted.items())]
+        if weighted else None,
     )
 
 
@@ -556,8 +585,9 @@ class MachineRateLoad:
         return self.over_by > 0 or bool(self.threads_over)
 
 
-def loads_at_problem_rate(problem: Problem, placement: Placement, rate: float) -> list[MachineRateLoad]:
-    loads = linear_loads(problem, placement)
+def loads_at_problem_rate(problem: Problem, placement: Placement, rate: float,
+                          weighted: ShareArrays | None = None) -> list[MachineRateLoad]:
+    loads = linear_loads(problem, placement, weighted)
     cpu = instance_cpu_pct(loads.slope_i, loads.b_i, rate)
     thread_cpu = instance_cpu_pct(loads.a_i, loads.b_i, rate)
     per_machine: list[list[InstanceRateLoad]] = [[] for _ in range(problem.n_machines)]

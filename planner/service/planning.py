@@ -25,6 +25,7 @@ from planner.model import (
     ProfileEntry,
     ProfileRef,
     ProfileVersionRef,
+    StreamShares,
     Topology,
 )
 from planner.service.errors import ServiceError, not_found
@@ -138,9 +139,10 @@ def plan_json(topology: Topology, cluster: Cluster, entries: list[ProfileEntry],
 
 
 def evaluation_json(topology: Topology, cluster: Cluster, entries: list[ProfileEntry],
-                    assignments: list[InstanceAssignment], options: PlanOptions) -> str:
+                    assignments: list[InstanceAssignment], options: PlanOptions,
+                    shares: list[StreamShares] | None = None) -> str:
     """``evaluate_assignments`` as a worker runs it: the evaluation as JSON."""
-    return evaluate_assignments(topology, cluster, entries, assignments, options).model_dump_json()
+    return evaluate_assignments(topology, cluster, entries, assignments, options, shares).model_dump_json()
 
 
 @dataclass(frozen=True)
@@ -171,9 +173,11 @@ class Planner:
         return Plan.model_validate_json(body)
 
     async def evaluate(self, topology: Topology, cluster: Cluster, entries: list[ProfileEntry],
-                       assignments: list[InstanceAssignment], options: PlanOptions) -> Evaluation:
+                       assignments: list[InstanceAssignment], options: PlanOptions,
+                       shares: list[StreamShares] | None = None) -> Evaluation:
         try:
-            body = await self.pool.run(evaluation_json, topology, cluster, entries, assignments, options, small=self.small,
+            body = await self.pool.run(evaluation_json, topology, cluster, entries, assignments, options, shares,
+                                       small=self.small,
                                        limit_s=self.limit_s, queue_wait_s=self.queue_wait_s)
         except PlanningTimeout as timeout:
             raise caller_advice(timeout, self.limit_s, self.service_limit_s) from None

@@ -38,7 +38,7 @@ async def evaluate(
         planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
         profiles = await anyio.to_thread.run_sync(resolve_profiles, request.profiles, storage)
         evaluation = await planner.evaluate(request.topology, request.cluster, profiles.entries, request.assignments,
-                                            options)
+                                            options, request.shares)
     except (PlanningError, ServiceError) as exc:
         log.info("evaluation topology=%s machines=%d instances=%d failed elapsed_ms=%.1f: %s", request.topology.name,
                  len(request.cluster.machines), len(request.assignments), (time.perf_counter() - started) * 1000, exc)
