@@ -44,7 +44,7 @@ from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_home import STORM_VERSION
 from observe.progress import QuietReporter, Reporter
 from planner.client import TOKEN_ENV, PlannerClient, PlannerClientError
-from planner.model import Plan, PlanRequest, ProfileRef, ProfileSet
+from planner.model import EvaluationRequest, InstanceAssignment, Plan, PlanOptions, PlanRequest, ProfileRef, ProfileSet
 from planner.errors import PlanningError
 from planner.profiles import MACHINE_BASE_LOAD, machine_base_load
 from topologies.catalog import lookup, planner_topology
@@ -363,9 +363,22 @@ def _plan(settings: BenchSettings, spec: ClusterSpec, result: BenchResult, profi
             result.plans[entry.name] = plan
             reporter.log(f"plan {plan.id} for {entry.name} ({plan.strategy}): R = {plan.input_rate:.2f} tuples/s, "
                          + ", ".join(f"{c} x{n}" for c, n in plan.instances.items()))
+            weighted = None
+            if "planned-weighted" in settings.schedulers:  # the same placement, its shares chosen by the planner
+                weighted = client.evaluate(EvaluationRequest(
+                    topology=planner_topology(entry), cluster=cluster_model, profiles=ProfileRef(name=profile_set.name),
+                    options=PlanOptions(weighted_shares=True), assignments=plan_assignments(plan)))
+                reporter.log(f"weighted shares for {entry.name}: R = {weighted.input_rate:.2f} tuples/s "
+                             f"(even {plan.input_rate:.2f})")
             specs += run_specs(settings, entry, plan, profile_set.entries, len(cluster_model.machines),
-                               reference.name, reference.cores or 1.0, planner_url, profile_set.name)
+                               reference.name, reference.cores or 1.0, planner_url, profile_set.name, weighted)
     return specs
+
+
+def plan_assignments(plan: Plan) -> list[InstanceAssignment]:
+    """A plan's placement as an evaluation gives it: each component's instances in index order."""
+    return [InstanceAssignment(component=a.component, machine=a.machine)
+            for a in sorted(plan.assignments, key=lambda a: (a.component, a.index))]
 
 
 def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path, topologies: list[str]) -> tuple[ProfileSet, str]:

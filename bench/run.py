@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from cluster.compose_cluster import ComposeCluster
 from topologies.conf import PLANNER_URL as PLANNER_URL_KEY
 from topologies.submit import KILL_TIMEOUT_S, apply_plan
+from topologies.weighted_grouping import with_hosts
+from planner.stream_shares import CONF_KEY as SHARES_KEY
 
 BenchCluster: TypeAlias = "LocalCluster | ComposeCluster"
 """The clusters a bench runs on: the local one, or the compose one (which loads Docker's tooling when used)."""
@@ -288,9 +290,12 @@ def _window_samples(ctx: RunContext, topology_id: str, component_roles: dict[str
 
 def submit(spec: RunSpec, ctx: RunContext) -> tuple[str, dict[str, int], dict[str, Any]]:
     """Submit the run's topology (replacing a leftover of the same name); its id, parallelism and conf."""
+    conf = dict(spec.conf)
+    if SHARES_KEY in conf:  # workers know machines by host: the plan's machine ids become the cluster's hosts
+        conf[SHARES_KEY] = with_hosts(conf[SHARES_KEY], {m.id: m.host for m in ctx.handle.machines()})
     request = SubmitRequest(
         topology=spec.topology, name=spec.name, parallelism={} if spec.plan_id else dict(spec.parallelism),
-        conf=dict(spec.conf), plan_id=spec.plan_id, profiles=spec.profiles,
+        conf=conf, plan_id=spec.plan_id, profiles=spec.profiles,
         planner_url=ctx.planner_url if spec.plan_id else None,
     )
     submission = build_submission(apply_plan(request))

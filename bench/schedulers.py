@@ -9,6 +9,8 @@ stats, grouping); only what the scheduler needs differs:
 - ``resource_aware``: Storm's RAS, the plan's instance counts, every component declaring the CPU
   points its profile implies on the reference machine type at the plan's rate;
 - ``planned``: the hetsched plugin, the plan's instance counts and placement (``hetsched.plan.id``);
+- ``planned-weighted``: as ``planned``, with the shares the planner chooses for that placement in
+  ``hetsched.grouping.shares`` (machine ids, made hosts at submit), so its streams use the weighted groupings;
 - ``sps``, ``dps``: the thesis's Static and Dynamic Priority Schedulers (the plugin jar's
   ``org.hetsched.storm.baselines``), the plan's instance counts, whole machines per topology;
 - ``ras-priority``: Storm's RAS as ``resource_aware``, with ``topology.priority`` and a user pool
@@ -22,7 +24,8 @@ from typing import Any
 
 import yaml
 
-from planner.model import SYSTEM_PREFIX, Plan, ProfileEntry
+from planner.model import SYSTEM_PREFIX, Evaluation, Plan, ProfileEntry
+from planner.stream_shares import CONF_KEY as SHARES_KEY, machine_shares
 from planner.profiles import ProfileTable
 from planner.simulator import entry_cpu_pct
 from bench.errors import BenchError
@@ -42,7 +45,7 @@ RAS_FALLBACK_SCALES = (0.9, 0.8, 0.7, 0.6)
 DISABLE_LOAD_AWARE = "topology.disable.loadaware.messaging"
 MESSAGE_TIMEOUT = "topology.message.timeout.secs"
 
-CLUSTER_SCHEDULER = {"default": "plugin", "default-naive": "plugin", "planned": "plugin",
+CLUSTER_SCHEDULER = {"default": "plugin", "default-naive": "plugin", "planned": "plugin", "planned-weighted": "plugin",
                      "planned-strict": "plugin", "resource_aware": "resource_aware",
                      "sps": "sps", "dps": "dps", "ras-priority": "resource_aware-pool"}
 """What Nimbus must run for each (a phase of the bench): the plugin schedules topologies without
@@ -178,8 +181,9 @@ def run_specs(
     reference_cores: float,
     planner_url: str,
     profile_set: str,
+    weighted: Evaluation | None = None,
 ) -> list[RunSpec]:
-    """The runs of one topology, in ``settings.schedulers`` order."""
+    """The runs of one topology, in ``settings.schedulers`` order (``weighted``: the plan's placement with shares)."""
     counts = plan_counts(plan)
     base = {**common_conf(settings), keys.WORKERS: machines}
     specs: list[RunSpec] = []
@@ -213,6 +217,17 @@ def run_specs(
             conf[keys.PLANNER_URL] = planner_url
             specs.append(RunSpec(entry.name, scheduler, name, counts, conf, plan_id=plan.id, profiles=profile_set,
                                  note=f"hetsched plugin, plan {plan.id} ({plan.strategy})"))
+        elif scheduler == "planned-weighted":
+            conf = {k: v for k, v in base.items() if k != keys.WORKERS}
+            conf[keys.PLANNER_URL] = planner_url
+            shares = machine_shares(weighted) if weighted is not None else {}
+            if shares:
+                conf[SHARES_KEY] = shares
+            rate = f"{weighted.input_rate:.2f}" if weighted is not None else "?"
+            specs.append(RunSpec(entry.name, scheduler, name, counts, conf, plan_id=plan.id, profiles=profile_set,
+                                 note=f"hetsched plugin, plan {plan.id} ({plan.strategy}), weighted groupings: "
+                                      + (f"R = {rate} tuples/s predicted with shares" if shares
+                                         else "no shares beat an even split, so Storm's groupings")))
     return specs
 
 

@@ -65,6 +65,7 @@ def submit(
     spare_tasks: Optional[float] = typer.Option(None, "--spare-tasks", help="Tasks per executor of every component (hetsched.spare.tasks; default 1): 2 lets `hetsched replan` double any component's executors later. Each task of a Python component is its own subprocess."),
     metrics: Optional[bool] = typer.Option(None, "--metrics/--no-metrics", help="Ship every executor's counts and CPU to the planning service (the plugin jar's task hook; the jar must be in the workers' extlib/). Default: on for the clusters this checkout starts; elsewhere submit cannot tell and asks for one of the two."),
     load_aware: bool = typer.Option(False, "--load-aware", help="With --profiles or --plan: keep Storm's load-aware shuffle (by default turned off, as the planner models shuffle as an even split)."),
+    weighted_grouping: bool = typer.Option(False, "--weighted-grouping", help="With --plan (a plan with shares): put the plan's shares in hetsched.grouping.shares and the shuffle, none and fields streams they weight on the plugin jar's weighted groupings (the jar must be in the workers' extlib/); a catalog topology or --flux."),
     storm_yaml: Optional[List[Path]] = typer.Option(None, "--storm-yaml", help="A supervisor's storm.yaml, for its machine type (Nimbus does not report it), so --profiles is checked against every machine type; repeatable. The local and compose clusters' are known without it."),
     force: bool = typer.Option(False, "--force", help="Kill a running topology of the same name first, and wait for it to go."),
     multilang_command: str = typer.Option(MULTILANG_COMMAND, "--multilang-command", envvar=MULTILANG_ENV, help="What workers run for each Python component: a name on the supervisors' PATH, or an absolute path on every supervisor host."),
@@ -81,6 +82,11 @@ def submit(
     if load_aware and profiles is None and plan is None:
         raise fail("--load-aware applies to a topology the planner places (--profiles or --plan); Storm's own "
                     "scheduling keeps the load-aware shuffle anyway")
+    if weighted_grouping and plan is None:
+        raise fail("--weighted-grouping needs --plan: the shares come from a plan made with weighted shares")
+    if weighted_grouping and main_class is not None:
+        raise fail("--weighted-grouping rewrites the groupings of a catalog topology or a Flux file; an app jar names "
+                   "org.hetsched.storm.grouping.WeightedShuffleGrouping in its own customGrouping (docs/operations/submitting.md)")
     if main_class is not None or flux is not None:
         catalog_only = {"--parallelism": parallelism, "--rate": rate, "--spare-tasks": spare_tasks,
                         "--multilang-command": None if multilang_command == MULTILANG_COMMAND else multilang_command}
@@ -93,7 +99,8 @@ def submit(
         if flux is not None and positional:
             raise fail(f"--flux takes no arguments, got {' '.join(positional)}; the topology is the file's")
         _submit_java(positional, jar, main_class, flux, flux_filter, env_filter, profile_keys, plan, planner, profiles,
-                     workers, conf, name, sample_rate, metrics, force, nimbus, metrics_url, load_aware, storm_yaml)
+                     workers, conf, name, sample_rate, metrics, force, nimbus, metrics_url, load_aware, storm_yaml,
+                     weighted_grouping)
         return
     if jar is not None:
         raise fail(f"--jar {jar} needs --class (the main class to run) or --flux (a Flux file using the jar's classes)")
@@ -127,6 +134,8 @@ def submit(
             spare_tasks=spare_tasks,
             metrics=metrics,
             metrics_url=metrics_url or planner,
+            weighted_grouping=weighted_grouping,
+            hosts=machine_hosts(address) if weighted_grouping else {},
         )
         result = do_submit(request, address, force=force, multilang_command=multilang_command)
     except TopologyError as exc:
@@ -153,7 +162,7 @@ def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str]
                  planner: Optional[str], profiles: Optional[str], workers: Optional[int], conf: Optional[List[str]],
                  name: Optional[str], sample_rate: float, metrics: Optional[bool], force: bool, nimbus: Optional[str],
                  metrics_url: Optional[str] = None, load_aware: bool = False,
-                 storm_yaml: Optional[List[Path]] = None) -> None:
+                 storm_yaml: Optional[List[Path]] = None, weighted_grouping: bool = False) -> None:
     """``hetsched submit --jar J --class C [ARGS]`` and ``--flux F``: run Storm's client JVM, then show what Nimbus runs.
 
     A Flux file's components are known before the JVM starts, so its pairs are checked first; an app's main class
@@ -183,6 +192,7 @@ def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str]
             name=name, plan_id=plan, profiles=profiles, planner_url=planner if plan else None,
             profile_keys=given_keys, conf=topology_conf, workers=workers,
             sample_rate=sample_rate, metrics=metrics, metrics_url=metrics_url or planner,
+            weighted_grouping=weighted_grouping, hosts=machine_hosts(address) if weighted_grouping else {},
         )
         with console.status(f"running {'Flux' if flux is not None else main_class} against Nimbus"):
             result = submit_java(request, address, force=force)
@@ -291,3 +301,11 @@ def counts(
     if any(r.measured_executors < r.executors for r in rates):
         console.print(f"an executor whose counts did not move twice counts nothing: watch longer than two stats reports "
                       f"({2 * chosen.stats_frequency_s:g} s here, executor.metrics.frequency.secs)", highlight=False)
+
+
+def machine_hosts(address) -> dict[str, str]:
+    """Machine id -> host of the local or compose cluster this checkout runs (how workers name the machines); else {}."""
+    from hetsched.submit_checks import _started_here
+
+    local = _started_here(address)
+    return {m.id: m.host for m in local.layout.machines} if local is not None else {}

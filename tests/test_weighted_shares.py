@@ -155,3 +155,28 @@ def test_the_service_scores_given_shares_and_answers_them(client):
     low = {a["index"]: a["input_rate"] for a in tilted["assignments"] if a["component"] == "low"}
     assert low[1] / low[0] == pytest.approx(0.7 / 0.3)
     assert tilted["input_rate"] != pytest.approx(even["input_rate"])
+
+
+def test_a_plans_shares_go_into_the_conf_and_onto_the_weighted_groupings():
+    from topologies.submission import SubmitRequest, build_submission
+    from topologies.weighted_grouping import WEIGHTED_FIELDS, WEIGHTED_SHUFFLE, shares_conf, weight_flux_document
+
+    _, topology, cluster, entries = shipped()[-1]
+    plan = make_plan(topology, cluster, entries, "paper", PlanOptions(weighted_shares=True))
+    conf = shares_conf(plan, {"medium-1": "127.0.0.3"})
+    assert "spout->low" in conf and all(sum(m.values()) == pytest.approx(1.0, abs=1e-5) for m in conf.values())
+    submission = build_submission(SubmitRequest(topology="linear", conf={"hetsched.grouping.shares": conf}))
+    inputs = {(g.componentId, target): grouping for target, bolt in submission.topology.bolts.items()
+              for g, grouping in bolt.common.inputs.items()}
+    weighted = {stream for stream, g in inputs.items() if g.custom_object is not None}
+    assert weighted == {tuple(s.split("->")) for s in conf}
+    assert all(inputs[s].custom_object.full_class_name == WEIGHTED_SHUFFLE for s in weighted)
+    plain = build_submission(SubmitRequest(topology="linear"))
+    assert all(g.custom_object is None for bolt in plain.topology.bolts.values() for g in bolt.common.inputs.values())
+    flux = {"streams": [{"from": "a", "to": "b", "grouping": {"type": "FIELDS", "args": ["word", "n"]}},
+                        {"from": "b", "to": "c", "grouping": {"type": "SHUFFLE"}},
+                        {"from": "c", "to": "d", "grouping": {"type": "GLOBAL"}}]}
+    rewritten = weight_flux_document(flux, {("a", "b"), ("c", "d")})["streams"]
+    assert rewritten[0]["grouping"] == {"type": "CUSTOM", "customClass": {"className": WEIGHTED_FIELDS,
+                                                                          "constructorArgs": ["word,n"]}}
+    assert rewritten[1:] == flux["streams"][1:]

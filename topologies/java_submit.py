@@ -23,6 +23,8 @@ from topologies import plans
 from topologies.errors import TopologyError
 from topologies.storm_client import ClientRun, check_jar, check_main_class, run_client
 from topologies.submission import check_options, metrics_conf, option_conf
+from topologies.weighted_grouping import shares_conf, weight_flux_document, weighted_streams
+from planner.stream_shares import CONF_KEY
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,10 @@ class JavaSubmitRequest:
     sample_rate: float = keys.DEFAULT_STATS_SAMPLE_RATE
     metrics: bool = True
     metrics_url: str | None = None
+    weighted_grouping: bool = False
+    """Flux only: the plan's shares into ``hetsched.grouping.shares``, the streams they weight onto the weighted groupings."""
+    hosts: dict[str, str] = field(default_factory=dict)
+    """Machine id -> host, for naming machines in the shares as workers see them."""
 
 
 @dataclass
@@ -156,7 +162,15 @@ def plan_client_run(request: JavaSubmitRequest, workdir: Path, storm_home: Path,
         planned = plans.plan_instances(plan, flux.name, flux.component_ids)
     profiles = {**flux.profiles(), **request.profile_keys}
     name = request.name.strip() if request.name else flux.name
-    copy = flux_file.write_flux(flux_file.with_plan(flux, planned or {}, name), workdir / f"{name}.yaml")
+    document = flux_file.with_plan(flux, planned or {}, name)
+    if request.weighted_grouping:
+        if plan is None or not plan.shares:
+            raise TopologyError("--weighted-grouping needs a plan with shares: make it with weighted shares "
+                                "(options.weighted_shares: true, in `hetsched plan --options`)")
+        shares = shares_conf(plan, request.hosts)
+        request.conf[CONF_KEY] = shares
+        document = weight_flux_document(document, weighted_streams({CONF_KEY: shares}))
+    copy = flux_file.write_flux(document, workdir / f"{name}.yaml")
     jars = [check_jar(request.jar, "the app jar")] if request.jar is not None else []
     storm_jar = jars[0] if jars else flux_jars[0]
     run = ClientRun(flux_file.FLUX_MAIN, flux_file.flux_args(copy, request.flux_filter, request.env_filter),

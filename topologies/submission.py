@@ -16,6 +16,7 @@ from topologies import conf as keys
 from topologies.bolts import WindowedBolt
 from topologies.catalog import CatalogEntry, lookup
 from topologies.errors import TopologyError
+from topologies.weighted_grouping import weight_thrift_topology, weighted_streams
 
 
 @dataclass
@@ -39,6 +40,11 @@ class SubmitRequest:
     """Run the plugin jar's metrics task hook in every executor (the jar must be on the workers' class path)."""
     metrics_url: str | None = None
     """Where the hook ships its records; None: the workers' own ``hetsched.planner.url``."""
+    weighted_grouping: bool = False
+    """With ``plan_id``: the plan's shares go into ``hetsched.grouping.shares`` and the streams they weight onto the
+    plugin jar's weighted groupings (topologies/weighted_grouping.py); the plan must have shares."""
+    hosts: dict[str, str] = field(default_factory=dict)
+    """Machine id -> the host its supervisor runs on, for naming machines in the shares as workers see them."""
 
 
 @dataclass
@@ -244,5 +250,6 @@ def build_submission(request: SubmitRequest, multilang_command: str | None = Non
             component_conf[keys.TICK_FREQ_S] = int(conf.get(keys.EMIT_FREQUENCY_S, cls.default_emit_frequency_s))
             common.json_conf = json.dumps(component_conf)
 
+    weight_thrift_topology(topology, weighted_streams(conf))
     name = (request.name or entry.name).strip()
     return Submission(name=name, entry=entry, topology=topology, conf=conf, parallelism=parallelism, tasks=tasks)

@@ -17,6 +17,8 @@ from observe.nimbus import NimbusAddress, TopologySummary, connect
 from observe.rates import ComponentRate
 from topologies.measure import window_rates
 from topologies.submission import SubmitRequest, build_submission
+from topologies.weighted_grouping import shares_conf
+from planner.stream_shares import CONF_KEY
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,11 @@ def apply_plan(request: SubmitRequest) -> SubmitRequest:
     plan = plans.fetch_plan(request.plan_id, request.planner_url)
     request.parallelism = plans.plan_parallelism(plan, entry)
     request.profiles = request.profiles or plans.plan_profiles_name(plan)
+    if request.weighted_grouping:
+        if not plan.shares:
+            raise TopologyError(f"plan {request.plan_id} has no shares to weight groupings by: make it with weighted "
+                                "shares (options.weighted_shares: true, in `hetsched plan --options`)")
+        request.conf[CONF_KEY] = shares_conf(plan, request.hosts)
     return request
 
 
