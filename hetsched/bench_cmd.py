@@ -96,7 +96,7 @@ def bench(
     topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated: linear,diamond,star [default: all three]."),
     schedulers: Optional[str] = typer.Option(
         None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four], "
-                             "also sps,dps,ras-priority (docs/baselines.md)."),
+                             "also planned-weighted (the plan's placement with the weighted groupings, issue 33) and sps,dps,ras-priority (docs/baselines.md)."),
     profiles: str = typer.Option("default-cluster", "--profiles", help="A shipped profile set's name (profiles/NAME.json) or a ProfileSet file."),
     profile_now: bool = typer.Option(False, "--profile-now", help="Measure the profile set on the cluster first (hetsched profile) instead."),
     window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),

@@ -180,13 +180,38 @@ def placement(
     url, found_token = planner_of(address, topology_conf, planner)
     loads = predicted(loads, places, rows, name, topology_conf, user_topology, url, notes, token or found_token)
     loads = measured(loads, local, measure, notes)
+    shares = executor_shares(places, topology_conf.get("hetsched.grouping.shares"))
     if as_json:
         print(json.dumps({"topology": name, "id": running.id, "nimbus": str(address),
                           "scheduler_status": info.sched_status or "",
-                          "executors": [asdict(p) for p in places], "machines": [asdict(m) for m in loads],
-                          "notes": notes}, indent=2))
+                          "executors": [{**asdict(p), **({"shares": s} if s else {})} for p, s in zip(places, shares)],
+                          "machines": [asdict(m) for m in loads], "notes": notes}, indent=2))
         return
-    print_placement(console, name, running.id, info.sched_status or "", places, loads, notes)
+    print_placement(console, name, running.id, info.sched_status or "", places, loads, notes, shares)
+
+
+def executor_shares(places: list[ExecutorPlace], conf_value: Any) -> list[dict[str, float]]:
+    """Per executor, the share of each weighted stream into its component it takes (``hetsched.grouping.shares``).
+
+    As the weighted groupings split them: a machine's share (named by host or machine id) evenly over the
+    component's executors there (by executor, not task; equal where every executor has as many tasks).
+    """
+    if not isinstance(conf_value, dict):
+        return [{} for _ in places]
+    together: dict[tuple[str, str], int] = {}
+    for p in places:
+        together[(p.component, p.host)] = together.get((p.component, p.host), 0) + 1
+    result = []
+    for p in places:
+        mine: dict[str, float] = {}
+        for stream, per_machine in conf_value.items():
+            if not isinstance(per_machine, dict) or not str(stream).endswith(f"->{p.component}"):
+                continue
+            share = per_machine.get(p.host, per_machine.get(p.machine))
+            if isinstance(share, (int, float)):
+                mine[str(stream)] = float(share) / together[(p.component, p.host)]
+        result.append(mine)
+    return result
 
 
 def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[SupervisorRow], name: str,
@@ -266,13 +291,17 @@ def measured(loads: list[MachineLoad], local: Any, seconds: float, notes: list[s
 
 
 def print_placement(out: Console, name: str, topology_id: str, status: str, places: list[ExecutorPlace],
-                    loads: list[MachineLoad], notes: list[str]) -> None:
+                    loads: list[MachineLoad], notes: list[str], shares: list[dict[str, float]] | None = None) -> None:
     table = Table(title=f"{name} ({topology_id})", title_justify="left")
-    for column in ("component", "tasks", "worker", "machine"):
+    weighted = shares is not None and any(shares)
+    for column in ("component", "tasks", "worker", "machine") + (("share",) if weighted else ()):
         table.add_column(column)
-    for p in places:
+    for n, p in enumerate(places):
         tasks = str(p.task_start) if p.task_start == p.task_end else f"{p.task_start}-{p.task_end}"
-        table.add_row(p.component, tasks, f"{p.host}:{p.port}" if p.host else "(not placed)", p.machine or "?")
+        row = [p.component, tasks, f"{p.host}:{p.port}" if p.host else "(not placed)", p.machine or "?"]
+        if weighted and shares is not None:
+            row.append(", ".join(f"{s.split('->')[0]} {v:.1%}" for s, v in shares[n].items()))
+        table.add_row(*row)
     out.print(table)
     machines = Table(title="per machine", title_justify="left")
     for column in ("machine", "host", "type", "executors", "workers", "predicted %", "measured %"):

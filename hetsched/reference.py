@@ -37,6 +37,7 @@ SCOPES = {
     "NodeDemands.java": "The topology conf, for the baseline schedulers SPS and DPS",
     "DpsScheduler.java": "Nimbus's storm.yaml, for the baseline scheduler DPS",
     "MetricsHook.java": "Set by the metrics hook itself, not by users",
+    "GroupingShares.java": "The topology conf, for the weighted groupings (read by every worker; `storm rebalance -t` sets it anew)",
 }
 """Where the plugin reads the keys each source file declares; a file not listed here says so on the page."""
 
