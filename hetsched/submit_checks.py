@@ -18,6 +18,7 @@ from hetsched.inventory import META_KEY, MetaKeys
 from observe.nimbus import NimbusAddress, try_summary
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import ProfileSet
+from topologies.conf import METRICS_TOKEN
 from topologies.errors import TopologyError
 
 LOAD_AWARE_KEY = "topology.disable.loadaware.messaging"
@@ -193,3 +194,24 @@ def metrics_choice(metrics: bool | None, machines: ClusterMachines, address: Nim
         "hook needs (a worker without it does not start): copy storm-plugin/target/hetsched-storm-plugin.jar into "
         "$STORM_HOME/extlib/ on every supervisor host and submit with --metrics, or submit with --no-metrics "
         "(no worker records, so `hetsched tune` cannot profile it live)")
+
+
+def workers_records_token(topology: str | None, address: NimbusAddress, planner: str | None) -> tuple[dict[str, str], str | None]:
+    """The conf that gives a topology's workers its own records token (``hetsched.metrics.token``), or none and why.
+
+    With it the workers post this topology's records and nothing else, so they need no planner token of their
+    supervisors'. The planner is the one this command reaches (``--planner``, the compose cluster's, else the
+    default) with ``$HETSCHED_PLANNER_TOKEN``, which needs the records scope.
+    """
+    if topology is None:
+        return {}, ("the app's main class names its topology itself, so its workers get no records token of their own "
+                    "and post records with their supervisors' planner token, if any")
+    from hetsched.ops_cmd import planner_of
+
+    url, token = planner_of(address, {}, planner)
+    try:
+        with PlannerClient(url, token, timeout_s=10.0) as client:
+            return {METRICS_TOKEN: client.records_token(topology)}, None
+    except PlannerClientError as exc:
+        return {}, (f"{topology}'s workers get no records token of their own ({exc}); they post records with their "
+                    "supervisors' planner token, if any")

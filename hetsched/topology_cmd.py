@@ -10,9 +10,16 @@ from rich.table import Table
 
 from hetsched.errors import fail
 from hetsched.status import print_scheduler_status
-from hetsched.submit_checks import check_profile_pairs, cluster_machines, metrics_choice, planned_defaults
+from hetsched.submit_checks import (
+    check_profile_pairs,
+    cluster_machines,
+    metrics_choice,
+    planned_defaults,
+    workers_records_token,
+)
 from planner.client import URL_ENV
 from topologies.catalog import CATALOG, lookup
+from topologies.conf import METRICS_TOKEN
 from topologies.errors import TopologyError
 from topologies.locate import NIMBUS_ENV, nimbus_address
 from topologies.submission import MULTILANG_COMMAND, MULTILANG_ENV, SubmitRequest, parse_conf, parse_parallelism
@@ -28,6 +35,15 @@ def _note(note: str | None) -> None:
     """A check that could not be made in full: said once, the submission goes on."""
     if note:
         Console(stderr=True).print(f"[yellow]note:[/yellow] {note}", highlight=False, soft_wrap=True)
+
+
+def _with_records_token(conf: dict, topology: str | None, address, planner: Optional[str]) -> dict:
+    """``conf`` with the topology's own records token for its workers (unless ``--conf`` gave one); a note where none."""
+    if METRICS_TOKEN in conf:
+        return conf
+    added, note = workers_records_token(topology, address, planner)
+    _note(note)
+    return {**conf, **added}
 
 
 def _uptime(seconds: int) -> str:
@@ -120,6 +136,8 @@ def submit(
         topology_conf = parse_conf(conf)
         if profiles is not None or plan is not None:
             topology_conf = planned_defaults(topology_conf, load_aware)
+        if metrics:
+            topology_conf = _with_records_token(topology_conf, name or entry.name, address, planner)
         request = SubmitRequest(
             topology=topology,
             name=name,
@@ -187,6 +205,9 @@ def _submit_java(args: list[str], jar: Optional[Path], main_class: Optional[str]
         topology_conf = parse_conf(conf)
         if profiles is not None or plan is not None:
             topology_conf = planned_defaults(topology_conf, load_aware)
+        if metrics:
+            named = name or (read_flux(flux, flux_filter, env_filter).name if flux is not None else None)
+            topology_conf = _with_records_token(topology_conf, named, address, planner)
         request = JavaSubmitRequest(
             jar=jar, main_class=main_class, args=args, flux=flux, flux_filter=flux_filter, env_filter=env_filter,
             name=name, plan_id=plan, profiles=profiles, planner_url=planner if plan else None,

@@ -266,3 +266,26 @@ def test_cli_commands_take_the_token_of_the_scope_they_need(start_planner_servic
     assert runner.invoke(cli_app, [*put, "--token", "cli-profiles"]).exit_code == 0
     listed = runner.invoke(cli_app, ["profiles", "list", "--planner", live.url], env={"HETSCHED_PLANNER_TOKEN": "cli-read"})
     assert listed.exit_code == 0 and "micro" in listed.output
+
+
+def test_submit_gives_the_workers_their_topologys_records_token(start_planner_service, tmp_path, monkeypatch):
+    from hetsched.submit_checks import workers_records_token
+    from observe.nimbus import NimbusAddress
+
+    token_file = tmp_path / "tokens"
+    token_file.write_text("records,plan,read submitter\nplan,read nimbus\n")
+    token_file.chmod(0o600)
+    live = start_planner_service(extra_args=["--token-file", str(token_file)])
+    nimbus = NimbusAddress("127.0.0.1", 1)
+    monkeypatch.setenv("HETSCHED_PLANNER_TOKEN", "submitter")
+    conf, note = workers_records_token("linear", nimbus, live.url)
+    assert note is None and conf["hetsched.metrics.token"].startswith("records.linear.")
+    worker = conf["hetsched.metrics.token"]
+    import httpx
+    posted = httpx.post(f"{live.url}/v1/metrics/batches", json=batch([record()]), headers=auth(worker), timeout=30)
+    assert posted.status_code == 200, posted.text
+
+    monkeypatch.setenv("HETSCHED_PLANNER_TOKEN", "nimbus")
+    conf, note = workers_records_token("linear", nimbus, live.url)
+    assert conf == {} and "lacks the 'records' scope" in note and "supervisors' planner token" in note
+    assert workers_records_token(None, nimbus, live.url)[0] == {}

@@ -13,7 +13,8 @@ import org.hetsched.storm.TopologySettings;
  * @param batchesUrl    {@code <service>/v1/metrics/batches}, or null when no service is configured (nothing is shipped)
  * @param intervalMs    how often every executor is sampled, milliseconds
  * @param bufferRecords the most records kept while the service cannot be reached
- * @param token         the bearer token, read as the plugin reads it
+ * @param token         the bearer token: the topology's own records token ({@code hetsched.metrics.token}, set by
+ *                      {@code hetsched submit}), else the planner token as the plugin reads it
  * @param machineType   the supervisor's machine type meta, or null
  * @param machineId     the supervisor's machine id meta, or null
  * @param machineCores  the supervisor's {@code cores} meta, or null
@@ -25,6 +26,11 @@ record MetricsSettings(URI batchesUrl, long intervalMs, int bufferRecords, Plann
     public static final String METRICS_URL = "hetsched.metrics.url";
     public static final String INTERVAL_SECS = "hetsched.metrics.interval.secs";
     public static final String BUFFER_RECORDS = "hetsched.metrics.buffer.records";
+    /**
+     * The topology's records token (topology conf): it may post this topology's records and nothing else, so the
+     * workers, which run the topology's own code, need no planner token that could plan, bind or store profiles.
+     */
+    public static final String METRICS_TOKEN = "hetsched.metrics.token";
     static final String SCHEDULER_META = "supervisor.scheduler.meta";
     static final double DEFAULT_INTERVAL_SECS = 5.0;
     static final int DEFAULT_BUFFER_RECORDS = 20_000;
@@ -67,7 +73,9 @@ record MetricsSettings(URI batchesUrl, long intervalMs, int bufferRecords, Plann
             }
         }
         PlannerToken token = PlannerToken.NONE;
-        if (conf.get(SchedulerSettings.PLANNER_TOKEN_FILE) != null) {
+        if (conf.get(METRICS_TOKEN) != null && !conf.get(METRICS_TOKEN).toString().isBlank()) {
+            token = PlannerToken.inline(conf.get(METRICS_TOKEN).toString().trim());
+        } else if (conf.get(SchedulerSettings.PLANNER_TOKEN_FILE) != null) {
             token = PlannerToken.fromFile(Path.of(conf.get(SchedulerSettings.PLANNER_TOKEN_FILE).toString()));
         } else if (conf.get(SchedulerSettings.PLANNER_TOKEN) != null) {
             token = PlannerToken.inline(conf.get(SchedulerSettings.PLANNER_TOKEN).toString());

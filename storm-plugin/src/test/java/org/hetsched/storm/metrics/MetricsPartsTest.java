@@ -164,6 +164,9 @@ class MetricsPartsTest {
         assertEquals(500, s.intervalMs());
         assertEquals(100, s.bufferRecords());
         assertEquals("s3cret", assertDoesNotFail(s));
+        conf.put(MetricsSettings.METRICS_TOKEN, " records.linear.0a1b \n");
+        assertEquals("records.linear.0a1b", assertDoesNotFail(MetricsSettings.fromConf(conf)),
+                "the topology's own records token goes before the planner token of the supervisor's storm.yaml");
 
         conf.put(MetricsSettings.INTERVAL_SECS, "soon");
         conf.put(MetricsSettings.BUFFER_RECORDS, 2.5);
