@@ -1,22 +1,45 @@
 /*
- * LD_PRELOAD shim for the local cluster: a socket bound to the wildcard address (0.0.0.0 or ::)
- * is bound to $HETSCHED_BIND_ADDRESS (an IPv4 address, the machine's 127.0.0.x) instead.
+ * LD_PRELOAD shim: a socket bound to the wildcard address (0.0.0.0 or ::) is bound to
+ * $HETSCHED_BIND_ADDRESS instead: an IPv4 address (the local cluster's 127.0.0.x), or the name of a
+ * network interface (eth1), whose first IPv4 address is used. Operators' supervisors use it too
+ * (docs/operations/security.md).
  *
  * Why: Storm 2.8 binds each worker's Netty server to every address and has no setting for it
  * (messaging/netty/Server.java: bootstrap.bind(new InetSocketAddress(port))). A supervisor's
  * workers inherit its environment, so setting this for the supervisor keeps its workers on the
- * machine's own loopback address. Other binds, and every bind when the variable is unset or not an
- * IPv4 address, are passed on unchanged.
+ * machine's own loopback address. Other binds, and every bind when the variable is unset, or neither
+ * an IPv4 address nor an interface with one, are passed on unchanged.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 typedef int (*bind_fn)(int, const struct sockaddr *, socklen_t);
+
+/* The wanted IPv4 address: the text itself, else the first IPv4 address of the interface it names. */
+static int wanted_address(const char *text, struct in_addr *out) {
+    if (inet_pton(AF_INET, text, out) == 1) {
+        return 1;
+    }
+    struct ifaddrs *all;
+    if (getifaddrs(&all) != 0) {
+        return 0;
+    }
+    int found = 0;
+    for (struct ifaddrs *i = all; i != NULL && !found; i = i->ifa_next) {
+        if (i->ifa_addr != NULL && i->ifa_addr->sa_family == AF_INET && strcmp(i->ifa_name, text) == 0) {
+            *out = ((const struct sockaddr_in *)i->ifa_addr)->sin_addr;
+            found = 1;
+        }
+    }
+    freeifaddrs(all);
+    return found;
+}
 
 int bind(int fd, const struct sockaddr *addr, socklen_t len) {
     static bind_fn real_bind;
@@ -25,7 +48,7 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
     }
     const char *wanted_text = getenv("HETSCHED_BIND_ADDRESS");
     struct in_addr wanted;
-    if (addr == NULL || wanted_text == NULL || inet_pton(AF_INET, wanted_text, &wanted) != 1) {
+    if (addr == NULL || wanted_text == NULL || !wanted_address(wanted_text, &wanted)) {
         return real_bind(fd, addr, len);
     }
     if (addr->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
