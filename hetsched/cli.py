@@ -139,6 +139,7 @@ def _register() -> None:
     # the planner core
     app.command("plan")(plan_cmd.plan_command)
     app.command("compare")(plan_cmd.compare)
+    app.command("capacity")(importlib.import_module("hetsched.capacity_cmd").capacity)
     # the planning service and what it stores
     app.command("serve")(serve_cmd.serve)
     app.add_typer(profiles_cmd.profiles_app, name="profiles")
