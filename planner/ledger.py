@@ -114,9 +114,20 @@ class AliveTopologies(_Model):
     topologies: list[Name] = Field(max_length=100_000, description="The names of every topology the cluster runs now.")
 
 
+class Eviction(_Model):
+    """A running topology the ledger refuses: its minimum does not fit beside the more important tenants'."""
+
+    topology: str
+    reason: str
+    fits_rate: float = Field(description="The largest min_rate that would fit, tuples/s.")
+
+
 class AliveAnswer(_Model):
     renewed: list[str]
     released: list[str]
+    evicted: list[Eviction] = Field(default_factory=list, description=(
+        "Listed topologies the ledger refuses now (after a priority change, say): the Nimbus plugin frees their "
+        "slots. Empty where the service keeps refused tenants (--keep-refused)."))
 
 
 class PriorityChange(_Model):
@@ -127,6 +138,8 @@ class PriorityAnswer(_Model):
     topology: str
     priority: int
     affected: list[str] = Field(description="Topologies whose rate or admission changed: re-place them.")
+    evicted: list[Eviction] = Field(default_factory=list, description=(
+        "Tenants admitted before the change and refused after it: the plugin evicts them at its next heartbeat."))
     ledger: Ledger
 
 
@@ -145,6 +158,13 @@ def capacities(records: Iterable[TenantRecord]) -> dict[str, float]:
 def allocation_of(records: Sequence[TenantRecord], mode: ShareMode,
                   capacity: Mapping[str, float] | None = None) -> Allocation:
     return allocate([r.tenant() for r in records], capacity if capacity is not None else capacities(records), mode)
+
+
+def evictions(records: Sequence[TenantRecord], mode: ShareMode, among: Collection[str]) -> list[Eviction]:
+    """The tenants named in ``among`` that the ledger refuses, each with why and the min_rate that would fit."""
+    refused = allocation_of(records, mode).refused
+    return [Eviction(topology=t, reason=f.reason, fits_rate=round(f.fits_rate, 3))
+            for t, f in sorted(refused.items()) if t in among]
 
 
 def ledger_of(records: Sequence[TenantRecord], mode: ShareMode, ttl_s: float, now: float) -> Ledger:

@@ -436,8 +436,9 @@ class Storage:
                 gone = db.execute("DELETE FROM tenants WHERE heartbeat_at < ?", (expire_before,)).rowcount
                 if gone:
                     log.info("released %d tenant%s without a heartbeat", gone, "s" if gone > 1 else "")
-            rows = db.execute("SELECT body FROM tenants ORDER BY topology").fetchall()
-        return [TenantRecord.model_validate_json(body) for (body,) in rows]
+            rows = db.execute("SELECT heartbeat_at, body FROM tenants ORDER BY topology").fetchall()
+        # the column is the heartbeat's truth: a renewal rewrites only it, not every body (they hold whole requests)
+        return [TenantRecord.model_validate_json(body).model_copy(update={"heartbeat_at": at}) for at, body in rows]
 
     def delete_tenant(self, topology: str) -> bool:
         with self._transaction() as db:
@@ -448,11 +449,9 @@ class Storage:
         wanted = set(alive)
         renewed, released = [], []
         with self._transaction() as db:
-            for topology, body in db.execute("SELECT topology, body FROM tenants ORDER BY topology").fetchall():
+            for (topology,) in db.execute("SELECT topology FROM tenants ORDER BY topology").fetchall():
                 if topology in wanted:
-                    record = TenantRecord.model_validate_json(body).model_copy(update={"heartbeat_at": now})
-                    db.execute("UPDATE tenants SET heartbeat_at = ?, body = ? WHERE topology = ?",
-                               (now, record.model_dump_json(), topology))
+                    db.execute("UPDATE tenants SET heartbeat_at = ? WHERE topology = ?", (now, topology))
                     renewed.append(topology)
                 else:
                     db.execute("DELETE FROM tenants WHERE topology = ?", (topology,))

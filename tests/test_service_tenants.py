@@ -73,7 +73,7 @@ def test_alive_renews_the_listed_and_releases_the_rest(client):
     plan(client, tenant_request("kept"))
     plan(client, tenant_request("killed"))
     answer = client.post("/v1/tenants/alive", json={"topologies": ["kept", "never-planned"]}).json()
-    assert answer == {"renewed": ["kept"], "released": ["killed"]}
+    assert answer == {"renewed": ["kept"], "released": ["killed"], "evicted": []}
     assert [t["topology"] for t in client.get("/v1/ledger").json()["tenants"]] == ["kept"]
 
 
@@ -103,6 +103,33 @@ def test_priority_change_names_the_affected_topologies(sharing_client):
     rates = {t["topology"]: t["rate"] for t in body["ledger"]["tenants"]}
     assert rates["b"] > before["b"] and rates["a"] < before["a"]
     assert client.put("/v1/tenants/nobody/priority", json={"priority": 1}).status_code == 404
+
+
+def _register(client: TestClient, topology: str, priority: int) -> None:
+    """A tenant whose minimum (1 tuple/s) takes 60% of the one machine: two of them never both fit."""
+    registration = {"plan_id": f"plan-{topology}", "priority": priority, "min_rate": 1,
+                    "machines": {"m0": {"slope": 60.0, "fixed": 0.0, "capacity": 100.0, "type": "slow"}}}
+    assert client.put(f"/v1/tenants/{topology}", json=registration).status_code == 200
+
+
+@pytest.mark.parametrize("evict", [True, False])
+def test_a_tenant_a_priority_change_refuses_is_named_to_the_plugins_heartbeat(tmp_path, evict):
+    settings = ServiceSettings(db_path=tmp_path / "db.sqlite", tenant_ttl_s=3600, evict_refused=evict)
+    with TestClient(create_app(settings)) as c:
+        _register(c, "running", priority=5)
+        _register(c, "waiting", priority=6)
+        first = c.post("/v1/tenants/alive", json={"topologies": ["running", "waiting"]}).json()["evicted"]
+        assert [(e["topology"], e["fits_rate"]) for e in first] == ([("waiting", pytest.approx(2 / 3, abs=1e-3))]
+                                                                    if evict else [])
+        changed = c.put("/v1/tenants/waiting/priority", json={"priority": 0}).json()
+        alive = c.post("/v1/tenants/alive", json={"topologies": ["running", "waiting"]}).json()
+    assert set(changed["affected"]) == {"running", "waiting"}
+    if evict:
+        assert [e["topology"] for e in changed["evicted"]] == ["running"], "admitted before, refused after"
+        assert [e["topology"] for e in alive["evicted"]] == ["running"]
+        assert alive["evicted"][0]["reason"].startswith("its minimum rate 1 tuples/s needs 60.0% of machine m0")
+    else:
+        assert changed["evicted"] == [] and alive["evicted"] == []
 
 
 def test_put_and_delete_a_registration(client):

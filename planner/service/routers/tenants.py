@@ -17,6 +17,7 @@ from planner.ledger import (
     TenantRecord,
     TenantRegistration,
     allocation_of,
+    evictions,
     ledger_of,
 )
 from planner.model import Name
@@ -67,12 +68,17 @@ def delete_tenant(topology: Name, storage: Storage = Depends(get_storage)) -> Re
 
 
 @router.post("/v1/tenants/alive", response_model=AliveAnswer)
-def alive(body: AliveTopologies, storage: Storage = Depends(get_storage)) -> AliveAnswer:
-    """The topologies the cluster runs now: their registrations are renewed, every other one is released."""
-    renewed, released = storage.alive_tenants(body.topologies, time.time())
+def alive(body: AliveTopologies, storage: Storage = Depends(get_storage),
+          settings: ServiceSettings = Depends(get_settings)) -> AliveAnswer:
+    """The topologies the cluster runs now: their registrations are renewed, every other one is released; the answer
+    names those the ledger refuses, so the plugin evicts them without waiting for another topology's plan."""
+    now = time.time()
+    renewed, released = storage.alive_tenants(body.topologies, now)
     if released:
         log.info("tenants released (no longer running): %s", ", ".join(released))
-    return AliveAnswer(renewed=renewed, released=released)
+    evicted = evictions(current_tenants(storage, settings, now), settings.share_mode, renewed) \
+        if settings.evict_refused and renewed else []
+    return AliveAnswer(renewed=renewed, released=released, evicted=evicted)
 
 
 @router.put("/v1/tenants/{topology}/priority", response_model=PriorityAnswer, responses=NO_TENANT)
@@ -92,9 +98,12 @@ async def change_priority(topology: Name, change: PriorityChange, storage: Stora
         after = allocation_of(after_records, settings.share_mode)
         affected = sorted(r.topology for r in records
                           if abs(before.rates.get(r.topology, -1.0) - after.rates.get(r.topology, -1.0)) > 1e-6)
-        log.info("tenant %s priority %d -> %d; shares changed: %s", topology, record.priority, change.priority,
-                 ", ".join(affected) or "none")
-        return PriorityAnswer(topology=topology, priority=change.priority, affected=affected,
+        evicted = evictions(after_records, settings.share_mode, set(before.rates)) if settings.evict_refused else []
+        log.info("tenant %s priority %d -> %d; shares changed: %s%s", topology, record.priority, change.priority,
+                 ", ".join(affected) or "none",
+                 f"; refused now, evicted at the plugin's next heartbeat: {', '.join(e.topology for e in evicted)}"
+                 if evicted else "")
+        return PriorityAnswer(topology=topology, priority=change.priority, affected=affected, evicted=evicted,
                               ledger=ledger_of(after_records, settings.share_mode, settings.tenant_ttl_s, now))
 
     return await anyio.to_thread.run_sync(change_it)

@@ -5,6 +5,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import org.apache.storm.scheduler.Topologies;
 import org.apache.storm.scheduler.TopologyDetails;
@@ -13,7 +14,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Tells the planner, from a planner thread and at most every {@link #INTERVAL_MS}, which topologies the cluster
- * runs, so the ledger releases a killed topology's share at once instead of when its registration expires.
+ * runs, so the ledger releases a killed topology's share at once instead of when its registration expires; the
+ * answer names those the ledger refuses now (after a priority change), which the next round evicts.
  * One message at a time, on a thread of its own (never queued before plan requests); a failed one is only logged
  * (the next round sends again).
  */
@@ -30,6 +32,11 @@ final class AliveHeartbeat {
     private final LongSupplier nowMillis;
     private CompletableFuture<Void> pending = CompletableFuture.completedFuture(null);
     private long lastMillis = Long.MIN_VALUE;
+    private final AtomicReference<Refused> refused = new AtomicReference<>();
+
+    /** What the ledger refused when asked at {@code askedMillis}: the running topologies to evict. */
+    record Refused(long askedMillis, List<Plan.Evicted> topologies) {
+    }
 
     AliveHeartbeat(PlannerClient planner, LongSupplier nowMillis) {
         this.planner = planner;
@@ -38,6 +45,11 @@ final class AliveHeartbeat {
 
     void stop() {
         executor.shutdownNow();
+    }
+
+    /** The refusals of the last answer not yet taken, or null: each answer is acted on once. */
+    Refused takeRefused() {
+        return refused.getAndSet(null);
     }
 
     /** Sends the names of every topology Nimbus lists, unless one is under way or the last went out lately. */
@@ -51,7 +63,8 @@ final class AliveHeartbeat {
         try {
             pending = CompletableFuture.runAsync(() -> {
                 try {
-                    planner.sendAlive(names);
+                    List<Plan.Evicted> evicted = planner.sendAlive(names);
+                    refused.set(evicted.isEmpty() ? null : new Refused(now, evicted));
                 } catch (PlanFault fault) {
                     LOG.debug("hetsched: telling the planner which topologies run failed: {}", fault.reason());
                 }

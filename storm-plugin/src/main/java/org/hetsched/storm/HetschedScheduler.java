@@ -97,6 +97,8 @@ public class HetschedScheduler implements IScheduler {
     private AliveHeartbeat heartbeat;
     /** Topologies placed evenly because their own profiles cannot plan them, asked for again only after a change. */
     private final ProfileWaits profileWaits = new ProfileWaits();
+    /** When each topology was last placed by plan (plugin clock): a ledger refusal asked before that is stale. */
+    private final Map<String, Long> placedAtMillis = new HashMap<>();
 
     public HetschedScheduler() {
         this(System::currentTimeMillis, null);
@@ -204,7 +206,28 @@ public class HetschedScheduler implements IScheduler {
         replanAfterJoins(topologies, cluster, joined, round);
         returnedPorts.seen(cluster);
         if (heartbeat != null) {
+            evictRefused(cluster);
             heartbeat.send(topologies);
+        }
+    }
+
+    /** Frees the slots of the running topologies the last heartbeat's answer says the ledger refuses. */
+    private void evictRefused(Cluster cluster) {
+        AliveHeartbeat.Refused refused = heartbeat.takeRefused();
+        if (refused == null) {
+            return;
+        }
+        Set<String> planning = new HashSet<>();
+        cluster.getTopologies().getTopologies().forEach(t -> {
+            if (jobs.has(t.getId())) {
+                planning.add(t.getId());
+            }
+        });
+        for (Tenancy.Eviction e : Tenancy.refused(refused.topologies(), refused.askedMillis(), cluster, placedAtMillis,
+                planning, nowMillis.getAsLong())) {
+            cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(e.topologyId())));
+            cluster.setStatus(e.topologyId(), STATUS + e.status());
+            LOG.info("hetsched: topology {}: {}", e.topologyId(), e.status());
         }
     }
 
@@ -317,6 +340,7 @@ public class HetschedScheduler implements IScheduler {
         fallbacks.retainOnly(id -> topologies.getById(id) != null);
         upgrades.retainOnly(id -> topologies.getById(id) != null);
         profileWaits.retainOnly(id -> topologies.getById(id) != null);
+        placedAtMillis.keySet().removeIf(id -> topologies.getById(id) == null);
     }
 
     /**
@@ -541,6 +565,7 @@ public class HetschedScheduler implements IScheduler {
         for (Map.Entry<WorkerSlot, List<ExecutorDetails>> worker : placement.workers().entrySet()) {
             cluster.assign(worker.getKey(), topology.getId(), worker.getValue());
         }
+        placedAtMillis.put(topology.getId(), nowMillis.getAsLong());
 
         boolean stored = wanted.planId() != null && wanted.planId().equals(plan.id());
         String planName = plan.id() == null ? "unstored plan"

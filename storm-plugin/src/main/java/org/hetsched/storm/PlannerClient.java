@@ -192,9 +192,10 @@ public final class PlannerClient {
 
     /**
      * Tells the planner which topologies the cluster runs ({@code POST /v1/tenants/alive}): their ledger registrations
-     * are renewed and every other one (a killed topology's) is released.
+     * are renewed and every other one (a killed topology's) is released. Returns those of them the ledger refuses now
+     * ({@code evicted}: after a priority change, say), for the plugin to evict.
      */
-    public void sendAlive(Collection<String> topologyNames) throws PlanFault {
+    public List<Plan.Evicted> sendAlive(Collection<String> topologyNames) throws PlanFault {
         ObjectNode body = json.createObjectNode();
         ArrayNode names = body.putArray("topologies");
         topologyNames.forEach(names::add);
@@ -202,7 +203,13 @@ public final class PlannerClient {
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body.toString(), StandardCharsets.UTF_8))
                 .build();
-        call(request, "POST /v1/tenants/alive");
+        List<Plan.Evicted> evicted = new ArrayList<>();
+        for (JsonNode e : call(request, "POST /v1/tenants/alive").path("evicted")) {
+            if (e.path("topology").isTextual()) {
+                evicted.add(new Plan.Evicted(e.get("topology").asText(), e.path("reason").asText("")));
+            }
+        }
+        return evicted;
     }
 
     public URI baseUrl() {

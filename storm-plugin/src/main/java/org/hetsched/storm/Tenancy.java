@@ -33,6 +33,29 @@ final class Tenancy {
     private Tenancy() {
     }
 
+    /**
+     * The running topologies the ledger refused at a heartbeat asked at {@code askedMillis} (a priority change made
+     * them less important than others' minimums): each loses its slots, unless it asks for no planner, is being
+     * planned, or was placed by plan since that heartbeat was asked (its new plan admitted it).
+     */
+    static List<Eviction> refused(List<Plan.Evicted> refused, long askedMillis, Cluster cluster,
+                                  java.util.Map<String, Long> placedAtMillis, java.util.Set<String> planning,
+                                  long nowMillis) {
+        List<Eviction> evictions = new ArrayList<>();
+        for (Plan.Evicted e : refused) {
+            TopologyDetails running = cluster.getTopologies().getByName(e.topology());
+            if (running == null || !TopologySettings.asksForPlanner(running.getConf())
+                    || cluster.getAssignmentById(running.getId()) == null
+                    || cluster.getAssignmentById(running.getId()).getExecutors().isEmpty() || planning.contains(running.getId())
+                    || placedAtMillis.getOrDefault(running.getId(), Long.MIN_VALUE) >= askedMillis) {
+                continue;
+            }
+            evictions.add(new Eviction(running.getId(), "not admitted at " + HetschedScheduler.clockTime(nowMillis)
+                    + " (" + e.reason() + "): evicted, its slots freed; the next round asks again"));
+        }
+        return evictions;
+    }
+
     static Actions beside(String newcomer, Plan plan, Cluster cluster, long nowMillis) {
         List<Replacement> replacements = new ArrayList<>();
         List<String> replacedSaid = new ArrayList<>();

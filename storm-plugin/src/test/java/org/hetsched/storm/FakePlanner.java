@@ -87,6 +87,11 @@ final class FakePlanner implements AutoCloseable {
         return URI.create("http://127.0.0.1:" + server.getAddress().getPort());
     }
 
+    /** The answer to every {@code POST /v1/tenants/alive} from now on. */
+    void answerHeartbeatsWith(Answer answer) {
+        heartbeatAnswer = answer;
+    }
+
     void answerWith(Behaviour next) {
         behaviour = next;
     }

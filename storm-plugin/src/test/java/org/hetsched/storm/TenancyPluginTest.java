@@ -104,6 +104,75 @@ class TenancyPluginTest {
     }
 
     @Test
+    void aTopologyTheLedgerRefusesAfterAPriorityChangeIsEvictedAtTheNextHeartbeat() throws InterruptedException {
+        TopologyDetails linear = topology("linear-1", linear(2, 3), 2, 4, ASKS_PLANNER);
+        TopologyDetails other = topology("other-1", linear(1, 1), 1, 2, ASKS_PLANNER);
+        Topologies both = new Topologies(linear, other);
+        planner.answerHeartbeatsWith(FakePlanner.Answer.raw(200, "{\"renewed\": [\"linear\", \"other\"], "
+                + "\"released\": [], \"evicted\": [{\"topology\": \"linear\", \"reason\": \"its minimum rate 5 "
+                + "tuples/s needs 80.0% of machine sup-fast-1\", \"fits_rate\": 1.2}]}"));
+        HetschedScheduler scheduler = scheduler();
+        Cluster cluster = cluster(supervisors, linear, other);
+        scheduler.schedule(both, cluster); // both placed by plan; the heartbeat asked as they were placed
+        cluster = roundsUntil(scheduler, both, cluster, c -> planner.heartbeats().size() >= 1);
+        for (int i = 0; i < 3; i++) { // the first heartbeat's answer is taken, and found stale
+            Thread.sleep(50);
+            cluster = roundsUntil(scheduler, both, cluster, c -> false, 1);
+        }
+        assertFalse(cluster.getAssignmentById("linear-1").getExecutors().isEmpty(),
+                "a refusal asked no later than its placement may predate the plan that admitted it");
+
+        clock.addAndGet(AliveHeartbeat.INTERVAL_MS); // the next heartbeat is asked after the placement
+        cluster = roundsUntil(scheduler, both, cluster, c -> planner.heartbeats().size() >= 2);
+        cluster = roundsUntil(scheduler, both, cluster, c -> c.getAssignmentById("linear-1").getExecutors().isEmpty());
+        scheduler.cleanup();
+
+        assertTrue(cluster.getAssignmentById("linear-1").getExecutors().isEmpty(),
+                "its slots are freed without waiting for a plan answer");
+        assertEquals("hetsched: not admitted at 00:16:45 UTC (its minimum rate 5 tuples/s needs 80.0% of machine "
+                + "sup-fast-1): evicted, its slots freed; the next round asks again", cluster.getStatus("linear-1"));
+        assertFalse(cluster.getAssignmentById("other-1").getExecutors().isEmpty(), "the others keep running");
+    }
+
+    @Test
+    void onlyARunningPlannerTopologyNotBeingPlannedIsEvicted() {
+        TopologyDetails planned = topology("planned-1", linear(1, 1), 1, 2, ASKS_PLANNER);
+        TopologyDetails storms = topology("storms-1", linear(1, 1), 1, 2, Map.of());
+        TopologyDetails replanned = topology("replanned-1", linear(1, 1), 1, 2, ASKS_PLANNER);
+        TopologyDetails asking = topology("asking-1", linear(1, 1), 1, 2, ASKS_PLANNER);
+        TopologyDetails waiting = topology("waiting-1", linear(1, 1), 1, 2, ASKS_PLANNER);
+        Cluster cluster = cluster(supervisors, planned, storms, replanned, asking, waiting);
+        for (TopologyDetails t : List.of(planned, storms, replanned, asking)) {
+            EvenScheduling.schedule(cluster, List.of(t));
+        }
+        List<Plan.Evicted> refused = List.of("planned", "storms", "replanned", "asking", "waiting", "killed").stream()
+                .map(name -> new Plan.Evicted(name, "short")).toList();
+
+        List<Tenancy.Eviction> evictions = Tenancy.refused(refused, 1_000, cluster,
+                Map.of("replanned-1", 1_000L, "planned-1", 999L), java.util.Set.of("asking-1"), 2_000);
+
+        assertEquals(List.of("planned-1"), evictions.stream().map(Tenancy.Eviction::topologyId).toList(),
+                "not Storm's own, not one placed by plan since the heartbeat asked, not one being planned, not one "
+                        + "unassigned or gone");
+    }
+
+    /** Nimbus's rounds, each on the last one's assignments, until {@code done} holds (at most 5 s); the last cluster. */
+    private static Cluster roundsUntil(HetschedScheduler scheduler, Topologies topologies, Cluster cluster,
+                                       java.util.function.Predicate<Cluster> done) throws InterruptedException {
+        return roundsUntil(scheduler, topologies, cluster, done, 250);
+    }
+
+    private static Cluster roundsUntil(HetschedScheduler scheduler, Topologies topologies, Cluster cluster,
+                                       java.util.function.Predicate<Cluster> done, int rounds) throws InterruptedException {
+        for (int i = 0; i < rounds && !done.test(cluster); i++) {
+            Thread.sleep(20);
+            cluster = StormFixtures.cluster(cluster.getSupervisors(), topologies, cluster.getAssignments());
+            scheduler.schedule(topologies, cluster);
+        }
+        return cluster;
+    }
+
+    @Test
     void everyRoundTellsThePlannerWhichTopologiesRun() throws InterruptedException {
         TopologyDetails a = topology("alpha-1", linear(2, 3), 2, 4, ASKS_PLANNER);
         TopologyDetails b = topology("beta-7", linear(1, 1), 1, 2, Map.of());
