@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from planner import survive
 from planner.errors import PlanningError
 from planner.model import (
     Cluster,
@@ -55,12 +56,27 @@ def make_plan(
     profiles = ProfileTable.from_entries(entries)
     validate(topology, cluster, profiles, options)
     problem = compile_problem(topology, cluster, profiles, options)
+    rule = options.survive_loss
+    if rule is not None:
+        survive.check_request(problem)
     result = plan_fn(problem)
     stats = {"iterations": 0, **result.stats}
-    evaluation = (evaluate_weighted(problem, result.placement, stats) if options.weighted_shares
-                  else evaluate_problem(problem, result.placement, stats))
-    evaluation.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0
-    return Plan(**evaluation.model_dump(), strategy=name)
+    placement, found = result.placement, None
+    if rule is not None:
+        if rule.objective == "worst_case":
+            remaining = None if options.time_limit_s is None else max(0.0, options.time_limit_s - (time.perf_counter() - start))
+            found = survive.worst_case(problem, placement, rule, remaining)
+            placement = found.placement
+        stats["survive_loss"] = found.stats if found is not None else {"objective": rule.objective}
+    evaluation = (evaluate_weighted(problem, placement, stats) if options.weighted_shares
+                  else evaluate_problem(problem, placement, stats))
+    plan = Plan(**evaluation.model_dump(), strategy=name)
+    if rule is not None:
+        plan.contingencies = survive.contingencies(problem, placement, rule.move_min_gain)
+        plan.stats["survive_loss"]["worst_case_rate"] = survive.worst_after_loss(plan.input_rate, plan.contingencies,
+                                                                              len(plan.machines))
+    plan.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0
+    return plan
 
 
 def _compiled(topology: Topology, cluster: Cluster, entries: Iterable[ProfileEntry],

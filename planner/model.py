@@ -208,6 +208,30 @@ class ProfileRef(_Model):
         return self
 
 
+class SurviveLoss(_Model):
+    """Plans that survive the loss of any one machine (docs/concepts/strategies.md, "Surviving a machine loss").
+
+    Asking for it stores a contingency per machine with the plan (``Plan.contingencies``): where that machine's
+    instances go when it is lost, computed ahead so the Nimbus plugin applies it without asking the planner.
+    """
+
+    objective: Literal["nominal", "worst_case"] = Field(
+        default="worst_case",
+        description="worst_case: choose the placement whose input rate after the loss of its worst machine (its lost "
+        "instances re-placed, the others kept) is highest; nominal: keep the strategy's plan, add its contingencies.",
+    )
+    max_nominal_loss: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
+        default=None,
+        description="worst_case only: the nominal R_max may fall at most this fraction below the nominal optimum "
+        "(0.1: keep 90%); none: no limit.",
+    )
+    move_min_gain: NonNegativeFloat | None = Field(
+        default=None,
+        description="Contingencies: an executor on a surviving machine is moved only where that raises the rate "
+        "after the loss by at least this fraction per executor moved (0.1: 10%); none: survivors never move.",
+    )
+
+
 class PlanOptions(_Model):
     initial_rate: PositiveFloat = Field(default=1.0, description="R0 of FirstAssignment, tuples/s.")
     max_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
@@ -232,6 +256,11 @@ class PlanOptions(_Model):
         description="Choose, with the placement, the share of each shuffle, fields or none stream every instance of "
         "its receiver takes (the plan's `shares`, delivered by the plugin jar's weighted groupings); default: even "
         "shares, as Storm's groupings split a stream (docs/concepts/model.md, \"Weighted shares\").",
+    )
+    survive_loss: SurviveLoss | None = Field(
+        default=None,
+        description="Plan for the loss of any one machine: the objective, and a contingency per machine stored with "
+        "the plan (docs/concepts/strategies.md, \"Surviving a machine loss\"); none: neither.",
     )
 
 
@@ -340,12 +369,36 @@ class Evaluation(_Model):
     )
 
 
+class ContingencyMove(_Model):
+    """One instance a contingency moves: instance ``index`` of ``component`` goes to ``machine``."""
+
+    component: str
+    index: int = Field(ge=0)
+    machine: str
+
+
+class Contingency(_Model):
+    """What to do when ``machine`` is lost: the instances to move, computed ahead, and the rate predicted after."""
+
+    machine: str = Field(description="The machine whose loss this contingency answers.")
+    input_rate: float = Field(description="R_max predicted after the loss with the moves applied, tuples/s.")
+    bottleneck: str | None = Field(default=None, description="What limits R after the loss.")
+    lost: int = Field(ge=0, description="Instances that ran on the machine (each moves).")
+    moved: int = Field(ge=0, description="Executors moved in all: the lost ones plus survivors moved for rate.")
+    moves: list[ContingencyMove] = Field(default_factory=list, description="Every instance that moves, and where.")
+
+
 class Plan(Evaluation):
     id: str | None = None
     strategy: str
     profiles: ProfileVersionRef | None = Field(
         default=None,
         description="The stored profile set version this plan's figures come from; absent for inline entries.",
+    )
+    contingencies: list[Contingency] | None = Field(
+        default=None,
+        description="With options.survive_loss: one per machine the plan uses, what to do when it is lost; absent "
+        "otherwise.",
     )
 
 

@@ -122,7 +122,8 @@ async def _reuse(request: PlanRequest, profiles: ResolvedProfiles, options: Plan
     evaluation = await planner.evaluate(request.topology, request.cluster, entries, ordered_assignments(request, instances),
                                         options)
     return Plan(**evaluation.model_dump(exclude={"stats"}), id=stored.id, strategy=stored.strategy, profiles=profiles.ref,
-                stats={**evaluation.stats, "reused_plan": True, "placed_afresh": sorted(uncovered)})
+                stats={**evaluation.stats, "reused_plan": True, "placed_afresh": sorted(uncovered)},
+                contingencies=stored.contingencies)  # the stored plan's, for the placement it keeps
 
 
 async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused: Plan | None, options: PlanOptions,

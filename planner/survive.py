@@ -1,0 +1,519 @@
+"""Plans that survive the loss of any one machine: the worst-case objective and the contingencies stored with a plan.
+
+When a machine dies its instances must run somewhere else, and the cheapest change keeps every other instance where
+it runs (Storm restarts no worker it does not have to). So the rate a placement keeps after losing machine w is the
+closed-form R_max (planner.simulator) of the placement with w's instances re-placed on the survivors and nothing else
+moved: the same repair as planner.repair, on the instance level, exhaustive where the choices are few
+(:data:`REPAIR_EXHAUSTIVE_LIMIT`), else a greedy placement one lost instance at a time onto the machine where R stays
+highest, then single moves while R rises. A contingency is that repair, computed ahead for every machine the plan
+uses; where ``move_min_gain`` allows, survivors move too, one at a time, each only where it raises the rate after the
+loss by that fraction (an executor moved restarts its worker).
+
+The worst-case objective (``survive_loss.objective: worst_case``) chooses the placement whose rates after each
+machine's loss, sorted from the worst, are the largest (leximin: the worst first, then the next, so ties among
+symmetric machines still improve), and then the highest nominal R_max; with ``max_nominal_loss`` only placements
+whose nominal R_max keeps that share of the nominal optimum count. Instance counts are the strategy's (Storm cannot
+change executor counts). Few placements (:data:`SEARCH_EXHAUSTIVE_LIMIT`) are all tried, so the answer is exact there
+(tests/test_survive_loss.py checks it against brute force); more are searched locally from the strategy's plan,
+moving one instance off the worst machine (or off the bottleneck of its loss) at a time.
+
+Loads are kept as sums per machine, so a move costs O(machines) numpy work (the simulator's closed form on a fixed
+set of instances: each instance's cost depends only on its machine's type). Where the profiles give tuples crossing
+workers a cost, that no longer holds and every step is scored by the simulator's instance-count form instead (slower,
+same figures).
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from math import comb
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.errors import PlanningError
+from planner.model import Contingency, ContingencyMove, Placement, SurviveLoss
+from planner.problem import Problem
+from planner.simulator import (
+    MEMORY_SLACK_MB,
+    RATE_REL_TOL,
+    HostedModel,
+    instance_rates,
+    linear_loads,
+    max_rate,
+    rate_limits,
+)
+
+REPAIR_EXHAUSTIVE_LIMIT = 2_000
+"""Most choices of machines for one machine's lost instances tried one by one; above it the greedy repair runs."""
+SEARCH_EXHAUSTIVE_LIMIT = 1_000
+"""Most placements (with the plan's instance counts) the worst-case objective tries one by one; above it, local search."""
+SEARCH_SHARE_OF_LIMIT = 0.6
+"""Share of ``options.time_limit_s`` the worst-case search may use; the contingencies take the rest."""
+SEARCH_DEFAULT_S = 5.0
+"""Seconds the worst-case search may use without a time limit."""
+MAX_GREEDY_ROUNDS = 20
+TARGETS_PER_MOVE = 8
+"""The local search moves an instance only onto the machines with the most room (large clusters stay quick)."""
+
+
+def check_request(problem: Problem) -> None:
+    """One sentence for a request that cannot survive a loss at all."""
+    if problem.n_machines < 2:
+        raise PlanningError("options.survive_loss needs at least two machines: losing the only machine leaves "
+                            "nowhere to place its instances")
+
+
+class Loads:
+    """A fixed set of instances, each on a machine (-1: not placed), with every machine's load as sums.
+
+    Instance k of component ``comp[k]`` costs ``slope[k, t] * R + fixed[k, t]`` on a machine of type t: its input
+    per unit R is fixed by the instance counts, which never change here.
+    """
+
+    def __init__(self, problem: Problem, comp: np.ndarray, inst: np.ndarray, mach: np.ndarray):
+        self.problem = problem
+        self.comp, self.inst = comp, inst
+        self.mach = mach.copy()
+        counts = np.bincount(comp, minlength=problem.n_components)
+        rates = instance_rates(problem, counts)
+        rho = rates.each_instance[comp] + np.where(inst == 0, rates.first_extra[comp], 0.0)
+        self.slope = problem.cost[comp] * rho[:, None]  # (I, T)
+        self.fixed = problem.met[comp]  # (I, T)
+        self.thread = rate_limits(problem.thread_limit[None, :], self.slope, self.fixed)  # (I, T)
+        self.memory = problem.memory[comp]
+        self.mtype = problem.machine_type
+        self.exact = HostedModel.of(problem) if problem.has_remote_cost else None
+        self._sum()
+
+    def copy(self) -> Loads:
+        other = Loads.__new__(Loads)
+        other.__dict__.update(self.__dict__)
+        other.mach = self.mach.copy()
+        other.a, other.b, other.n, other.mem = self.a.copy(), self.b.copy(), self.n.copy(), self.mem.copy()
+        return other
+
+    def _sum(self) -> None:
+        m = self.problem.n_machines
+        placed = self.mach >= 0
+        k, w = np.flatnonzero(placed), self.mach[placed]
+        t = self.mtype[w]
+        self.a = np.bincount(w, weights=self.slope[k, t], minlength=m)
+        self.b = np.bincount(w, weights=self.fixed[k, t], minlength=m)
+        self.n = np.bincount(w, minlength=m)
+        self.mem = np.bincount(w, weights=self.memory[k], minlength=m)
+
+    def _machine_rates(self, a: np.ndarray, b: np.ndarray, n: np.ndarray, mem: np.ndarray,
+                       machines: np.ndarray) -> np.ndarray:
+        problem = self.problem
+        r = rate_limits(problem.limit[machines], a, b)
+        if problem.memory_bound:
+            used = mem + problem.worker_memory * (n > 0)
+            r = np.where(used > problem.memory_limit[machines] + MEMORY_SLACK_MB, -1.0, r)
+        return r
+
+    def rate(self) -> float:
+        """R_max of the placed instances (the closed form; unplaced instances cost nothing yet)."""
+        if self.exact is not None and (self.mach >= 0).all():
+            return self._exact_rate(self.mach)
+        machines = np.arange(self.problem.n_machines)
+        r = self._machine_rates(self.a, self.b, self.n, self.mem, machines).min()
+        placed = np.flatnonzero(self.mach >= 0)
+        if placed.size:
+            r = min(r, self.thread[placed, self.mtype[self.mach[placed]]].min())
+        return float(r)
+
+    def _exact_rate(self, mach: np.ndarray) -> float:
+        assert self.exact is not None
+        problem = self.problem
+        hosts = np.zeros((problem.n_components, problem.n_machines))
+        np.add.at(hosts, (self.comp, mach), 1.0)
+        first = np.full(problem.n_components, -1, dtype=np.int64)
+        first[self.comp[self.inst == 0]] = mach[self.inst == 0]
+        return self.exact.max_rate(hosts, first).rate
+
+    def move(self, k: int, to: int) -> None:
+        """Instance k onto machine ``to`` (-1: unplaced)."""
+        for w, sign in ((int(self.mach[k]), -1.0), (to, 1.0)):
+            if w >= 0:
+                t = self.mtype[w]
+                self.a[w] += sign * self.slope[k, t]
+                self.b[w] += sign * self.fixed[k, t]
+                self.n[w] += int(sign)
+                self.mem[w] += sign * self.memory[k]
+        self.mach[k] = to
+
+    def rates_if_moved(self, k: int, targets: np.ndarray) -> np.ndarray:
+        """R_max with instance k moved onto each of ``targets`` instead (one figure per target)."""
+        if self.exact is not None and ((self.mach >= 0).sum() + (self.mach[k] < 0)) == self.mach.size:
+            out = np.empty(len(targets))
+            for j, w in enumerate(targets):
+                mach = self.mach.copy()
+                mach[k] = w
+                out[j] = self._exact_rate(mach)
+            return out
+        m = self.problem.n_machines
+        a, b, n, mem = self.a.copy(), self.b.copy(), self.n.copy(), self.mem.copy()
+        src = int(self.mach[k])
+        if src >= 0:
+            t = self.mtype[src]
+            a[src] -= self.slope[k, t]
+            b[src] -= self.fixed[k, t]
+            n[src] -= 1
+            mem[src] -= self.memory[k]
+        machines = np.arange(m)
+        base = self._machine_rates(a, b, n, mem, machines)
+        tt = self.mtype[targets]
+        moved = self._machine_rates(a[targets] + self.slope[k, tt], b[targets] + self.fixed[k, tt], n[targets] + 1,
+                                    mem[targets] + self.memory[k], targets)
+        others = _min_without(base, targets)
+        placed = np.flatnonzero((self.mach >= 0) & (np.arange(self.mach.size) != k))
+        thread_rest = self.thread[placed, self.mtype[self.mach[placed]]].min() if placed.size else np.inf
+        return np.minimum(np.minimum(others, moved), np.minimum(thread_rest, self.thread[k, tt]))
+
+    def room(self, k: int, targets: np.ndarray) -> np.ndarray:
+        """Fixed room left on each target with instance k there, in share of its limit: the tie-break at equal R."""
+        tt = self.mtype[targets]
+        limit = self.problem.limit[targets]
+        return (limit - self.b[targets] - self.fixed[k, tt]) / limit
+
+
+def _min_without(values: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+    """For each index in ``excluded``: the least of ``values`` without that index (two smallest, no loop)."""
+    if values.size == 1:
+        return np.full(len(excluded), np.inf)
+    order = np.argpartition(values, 1)[:2]
+    first, second = (order[0], order[1]) if values[order[0]] <= values[order[1]] else (order[1], order[0])
+    return np.where(excluded == first, values[second], values[first])
+
+
+def loads_of(problem: Problem, placement: Placement) -> Loads:
+    comp, inst, mach = problem.placement_arrays(placement)
+    return Loads(problem, comp, inst, mach)
+
+
+def placement_of(problem: Problem, loads: Loads) -> Placement:
+    out: dict[str, list[str]] = {cid: [""] * int(n) for cid, n in
+                                 zip(problem.component_ids, np.bincount(loads.comp, minlength=problem.n_components))}
+    for c, i, w in zip(loads.comp, loads.inst, loads.mach):
+        out[problem.component_ids[c]][i] = problem.machine_ids[w]
+    return out
+
+
+# --- the repair of one machine's loss ---------------------------------------------------------------------------
+
+
+def _choices(loads: Loads, lost: np.ndarray, survivors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every distinct way to put the lost instances on the survivors: (the lost instances in column order, (N, L)
+    machines). Instances of a component are alike except instance 0, so each component's are a multiset."""
+    columns, options = [], []
+    for c in np.unique(loads.comp[lost]):
+        ks = lost[loads.comp[lost] == c]
+        first, rest = ks[loads.inst[ks] == 0], ks[loads.inst[ks] != 0]
+        firsts = survivors if first.size else [None]
+        rows = [((f,) if f is not None else ()) + r for f in firsts
+                for r in itertools.combinations_with_replacement(survivors.tolist(), rest.size)]
+        columns.append(np.concatenate([first, rest]))
+        options.append(np.array(rows, dtype=np.int64).reshape(len(rows), first.size + rest.size))
+    index = np.indices([len(o) for o in options]).reshape(len(options), -1).T
+    return np.concatenate(columns), np.concatenate([o[index[:, g]] for g, o in enumerate(options)], axis=1)
+
+
+def _rates_of_choices(state: Loads, ks: np.ndarray, choices: np.ndarray) -> np.ndarray:
+    """R_max of each row of ``choices`` (machines of the unplaced instances ``ks``), every other instance as placed."""
+    if state.exact is not None:
+        out = np.empty(len(choices))
+        for j, row in enumerate(choices):
+            mach = state.mach.copy()
+            mach[ks] = row
+            out[j] = state._exact_rate(mach)
+        return out
+    n_rows, m = len(choices), state.problem.n_machines
+    rows = np.repeat(np.arange(n_rows), ks.size)
+    cols = choices.ravel()
+    k = np.tile(ks, n_rows)
+    t = state.mtype[cols]
+    sums = []
+    for base, add in ((state.a, state.slope[k, t]), (state.b, state.fixed[k, t]), (state.n, np.ones(cols.size)),
+                      (state.mem, state.memory[k])):
+        total = np.tile(base.astype(float), (n_rows, 1))
+        np.add.at(total, (rows, cols), add)
+        sums.append(total)
+    a, b, n, mem = sums
+    machine = state._machine_rates(a, b, n, mem, np.arange(m)[None, :]).min(axis=1)
+    placed = np.flatnonzero(state.mach >= 0)
+    fixed_threads = state.thread[placed, state.mtype[state.mach[placed]]].min() if placed.size else np.inf
+    moved_threads = state.thread[k, t].reshape(n_rows, ks.size).min(axis=1)
+    return np.minimum(np.minimum(machine, moved_threads), fixed_threads)
+
+
+def _n_choices(loads: Loads, lost: np.ndarray, survivors: int) -> int:
+    total = 1
+    for c in np.unique(loads.comp[lost]):
+        ks = lost[loads.comp[lost] == c]
+        has_first = bool((loads.inst[ks] == 0).any())
+        rest = ks.size - has_first
+        total *= (survivors if has_first else 1) * _multisets(survivors, rest)
+        if total > 10 * REPAIR_EXHAUSTIVE_LIMIT:
+            break
+    return total
+
+
+def _multisets(n: int, k: int) -> int:
+    return comb(n + k - 1, k)
+
+
+def _best_target(loads: Loads, k: int, survivors: np.ndarray) -> tuple[int, float]:
+    rates = loads.rates_if_moved(k, survivors)
+    best = np.flatnonzero(np.isclose(rates, rates.max(), rtol=RATE_REL_TOL, atol=1e-12))
+    if best.size > 1:
+        room = loads.room(k, survivors[best])
+        best = best[[int(np.argmax(room))]]
+    return int(survivors[best[0]]), float(rates[best[0]])
+
+
+def repair_loss(loads: Loads, lost_machine: int) -> tuple[Loads, str]:
+    """The placement with ``lost_machine``'s instances re-placed on the others, nothing else moved; and how it was found."""
+    state = loads.copy()
+    lost = np.flatnonzero(state.mach == lost_machine)
+    survivors = np.flatnonzero(np.arange(state.problem.n_machines) != lost_machine)
+    for k in lost:
+        state.move(int(k), -1)
+    if lost.size == 0:
+        return state, "none"
+    if _n_choices(state, lost, survivors.size) <= REPAIR_EXHAUSTIVE_LIMIT:
+        ks, choices = _choices(state, lost, survivors)
+        rates = _rates_of_choices(state, ks, choices)
+        best = int(np.argmax(rates))  # the first of the best, in a fixed order
+        for k, w in zip(ks, choices[best]):
+            state.move(int(k), int(w))
+        return state, "exhaustive"
+    heaviest = lost[np.argsort(-state.slope[lost].mean(axis=1), kind="stable")]
+    for k in heaviest:
+        state.move(int(k), _best_target(state, int(k), survivors)[0])
+    _improve(state, heaviest, survivors)
+    return state, "greedy"
+
+
+def _improve(state: Loads, movable: np.ndarray, targets: np.ndarray, min_gain: float = 0.0,
+             limit: int | None = None) -> int:
+    """Moves one of ``movable`` at a time to its best target while R rises by more than ``min_gain``; returns the moves."""
+    moves = 0
+    rate = state.rate()
+    for _ in range(MAX_GREEDY_ROUNDS if limit is None else limit):
+        best: tuple[float, int, int] | None = None
+        for k in movable:
+            allowed = targets[targets != state.mach[k]]
+            if allowed.size == 0:
+                continue
+            w, r = _best_target(state, int(k), allowed)
+            if best is None or r > best[0]:
+                best = (r, int(k), w)
+        if best is None or not best[0] > rate * (1 + max(min_gain, RATE_REL_TOL)) + 1e-12:
+            break
+        state.move(best[1], best[2])
+        rate = best[0]
+        moves += 1
+    return moves
+
+
+# --- contingencies ------------------------------------------------------------------------------------------------
+
+
+def contingency(problem: Problem, loads: Loads, lost_machine: int, move_min_gain: float | None) -> Contingency:
+    """What to do when ``lost_machine`` is lost: its instances re-placed, survivors moved only where the gain allows."""
+    repaired, _ = repair_loss(loads, lost_machine)
+    survivors_machines = np.flatnonzero(np.arange(problem.n_machines) != lost_machine)
+    if move_min_gain is not None:
+        kept = np.flatnonzero(loads.mach != lost_machine)
+        _improve(repaired, kept, survivors_machines, min_gain=move_min_gain, limit=len(kept))
+    moved = np.flatnonzero(repaired.mach != loads.mach)
+    placement = placement_of(problem, repaired)
+    rate, bottleneck = max_rate(problem, linear_loads(problem, placement))
+    return Contingency(
+        machine=problem.machine_ids[lost_machine], input_rate=rate, bottleneck=bottleneck,
+        lost=int((loads.mach == lost_machine).sum()), moved=int(moved.size),
+        moves=[ContingencyMove(component=problem.component_ids[loads.comp[k]], index=int(loads.inst[k]),
+                               machine=problem.machine_ids[repaired.mach[k]]) for k in moved])
+
+
+def contingencies(problem: Problem, placement: Placement, move_min_gain: float | None) -> list[Contingency]:
+    """One contingency per machine the placement uses, in the cluster's order."""
+    loads = loads_of(problem, placement)
+    return [contingency(problem, loads, int(w), move_min_gain) for w in np.flatnonzero(loads.n > 0)]
+
+
+def worst_after_loss(nominal: float, answered: list[Contingency], machines: int) -> float:
+    """The least rate after any one machine's loss: a machine without instances loses nothing (the nominal rate)."""
+    rates = [c.input_rate for c in answered] + ([nominal] if len(answered) < machines else [])
+    return min(rates)
+
+
+# --- the worst-case objective -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Survival:
+    """A placement's rate after each machine's loss (survivors kept), worst first, and its nominal R_max."""
+
+    losses: tuple[float, ...]
+    """Rate after the loss of each machine, sorted ascending (a machine without instances: the nominal rate)."""
+    worst_machine: int
+    nominal: float
+
+    @property
+    def worst(self) -> float:
+        return self.losses[0]
+
+
+def survival(loads: Loads, stop_at: float | None = None) -> Survival | None:
+    """The rates after each machine's loss; None where ``stop_at`` (perf_counter seconds) passed first."""
+    nominal = loads.rate()
+    rates = np.full(loads.problem.n_machines, nominal)
+    for w in np.flatnonzero(loads.n > 0):
+        if stop_at is not None and time.perf_counter() > stop_at:
+            return None
+        rates[w] = repair_loss(loads, int(w))[0].rate()
+    return Survival(tuple(np.sort(rates)), int(np.argmin(rates)), nominal)
+
+
+def _same(x: float, y: float) -> bool:
+    return abs(x - y) <= RATE_REL_TOL * max(abs(x), abs(y)) + 1e-12
+
+
+def _better(a: Survival, b: Survival | None) -> bool:
+    """The higher worst rate after a loss; at an equal one, fewer machines whose loss gives it (symmetric machines tie,
+    and the worst rises only once each of them is relieved), then the higher nominal rate."""
+    if b is None:
+        return True
+    ties_a = sum(_same(x, a.worst) for x in a.losses)
+    ties_b = sum(_same(x, b.worst) for x in b.losses)
+    for x, y in ((a.worst, b.worst), (-ties_a, -ties_b), (a.nominal, b.nominal)):
+        if not _same(x, y):
+            return x > y
+    return False
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    placement: Placement
+    survival: Survival
+    stats: dict
+
+
+def _placements(problem: Problem, loads: Loads) -> tuple[int, list[list[np.ndarray]]]:
+    """Every distinct placement of each component with the plan's counts (machine per instance, instance 0 first)."""
+    machines = range(problem.n_machines)
+    per_component = []
+    total = 1
+    counts = [int((loads.comp == c).sum()) for c in range(problem.n_components)]
+    for n in counts:
+        total *= problem.n_machines * _multisets(problem.n_machines, n - 1)
+        if total > SEARCH_EXHAUSTIVE_LIMIT:
+            return total, []
+    for n in counts:
+        per_component.append([np.array((f, *rest)) for f in machines
+                              for rest in itertools.combinations_with_replacement(machines, n - 1)])
+    return total, per_component
+
+
+def worst_case(problem: Problem, placement: Placement, rule: SurviveLoss, deadline_s: float | None) -> SearchResult:
+    """The placement with the plan's instance counts that best survives a loss (leximin), within the nominal floor."""
+    started = time.perf_counter()
+    budget = SEARCH_DEFAULT_S if deadline_s is None else deadline_s * SEARCH_SHARE_OF_LIMIT
+    start = loads_of(problem, placement)
+    start_survival = survival(start)
+    assert start_survival is not None
+    total, per_component = _placements(problem, start)
+    order = np.lexsort((start.inst, start.comp))  # instances grouped by component, instance 0 first
+    if per_component:
+        candidates = []
+        for choice in itertools.product(*per_component):
+            trial = start.copy()
+            trial.mach[order] = np.concatenate(choice)
+            trial._sum()
+            candidates.append(trial)
+        reference = max(t.rate() for t in candidates)
+        floor = _floor(rule, reference)
+        best: tuple[Loads, Survival] | None = None
+        for trial in candidates:
+            if trial.rate() < floor:
+                continue
+            s = survival(trial)
+            assert s is not None
+            if best is None or _better(s, best[1]):
+                best = (trial, s)
+        assert best is not None  # the best nominal placement meets any floor
+        search, steps = "exhaustive", total
+    else:
+        reference = start_survival.nominal
+        floor = _floor(rule, reference)
+        best, steps = _local_search(problem, start, start_survival, floor, started + budget)
+        search = "local"
+        if best[1].worst <= start_survival.worst or _same(best[1].worst, start_survival.worst):
+            # no worst-case gain: nothing is worth the nominal rate the search may have given up
+            best, steps = (start, start_survival), 0
+    loads, s = best
+    stats = {"objective": rule.objective, "search": search, "steps": steps,
+             "nominal_reference": reference, "nominal_floor": floor,
+             "plan_nominal_rate": start_survival.nominal, "plan_worst_case_rate": start_survival.worst,
+             "worst_case_rate": s.worst, "worst_machine": problem.machine_ids[s.worst_machine],
+             "search_ms": (time.perf_counter() - started) * 1000.0}
+    return SearchResult(placement_of(problem, loads), s, stats)
+
+
+def _floor(rule: SurviveLoss, reference: float) -> float:
+    return 0.0 if rule.max_nominal_loss is None else reference * (1.0 - rule.max_nominal_loss) * (1 - RATE_REL_TOL)
+
+
+def _local_search(problem: Problem, start: Loads, start_survival: Survival, floor: float, stop_at: float
+                  ) -> tuple[tuple[Loads, Survival], int]:
+    """Moves one instance at a time off the worst machine (or off the bottleneck of its loss) while the leximin rises."""
+    current, current_s = start, start_survival
+    steps = 0
+    while time.perf_counter() < stop_at:
+        sources = {current_s.worst_machine}
+        repaired, _ = repair_loss(current, current_s.worst_machine)
+        sources.add(_bottleneck_machine(repaired))
+        best: tuple[Loads, Survival] | None = None
+        for k in _representatives(current, sources):
+            for w in _roomiest(current, TARGETS_PER_MOVE):
+                if w == current.mach[k] or time.perf_counter() >= stop_at:
+                    continue
+                trial = current.copy()
+                trial.move(int(k), w)
+                if trial.rate() < floor:
+                    continue
+                s = survival(trial, stop_at)
+                if s is not None and _better(s, current_s) and (best is None or _better(s, best[1])):
+                    best = (trial, s)
+        if best is None:
+            break
+        current, current_s = best
+        steps += 1
+    return (current, current_s), steps
+
+
+def _roomiest(loads: Loads, n: int) -> list[int]:
+    """The ``n`` machines whose limit allows the highest rate as they are loaded: where an instance fits best."""
+    machines = np.arange(loads.problem.n_machines)
+    rates = loads._machine_rates(loads.a, loads.b, loads.n, loads.mem, machines)
+    return [int(w) for w in np.argsort(-rates, kind="stable")[:n]]
+
+
+def _bottleneck_machine(loads: Loads) -> int:
+    machines = np.arange(loads.problem.n_machines)
+    return int(np.argmin(loads._machine_rates(loads.a, loads.b, loads.n, loads.mem, machines)))
+
+
+def _representatives(loads: Loads, machines: set[int]) -> list[int]:
+    """One instance per (component, machine, is instance 0) on the given machines: the others are alike."""
+    seen: set[tuple[int, int, bool]] = set()
+    out = []
+    for k in np.flatnonzero(np.isin(loads.mach, list(machines))):
+        key = (int(loads.comp[k]), int(loads.mach[k]), bool(loads.inst[k] == 0))
+        if key not in seen:
+            seen.add(key)
+            out.append(int(k))
+    return out
