@@ -2,9 +2,11 @@
 and the records store stays within its size and retention, deleting and counting its oldest batches."""
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
+import httpx
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
@@ -257,7 +259,7 @@ def test_cli_commands_take_the_token_of_the_scope_they_need(start_planner_servic
     token_file.chmod(0o600)
     live = start_planner_service(extra_args=["--token-file", str(token_file)])
     profiles = tmp_path / "micro.json"
-    profiles.write_text(__import__("json").dumps(small_profiles("micro")))
+    profiles.write_text(json.dumps(small_profiles("micro")))
     runner = CliRunner()
     put = ["profiles", "put", "micro", str(profiles), "--planner", live.url]
     refused = runner.invoke(cli_app, [*put, "--token", "cli-read"])
@@ -281,7 +283,6 @@ def test_submit_gives_the_workers_their_topologys_records_token(start_planner_se
     conf, note = workers_records_token("linear", nimbus, live.url)
     assert note is None and conf["hetsched.metrics.token"].startswith("records.linear.")
     worker = conf["hetsched.metrics.token"]
-    import httpx
     posted = httpx.post(f"{live.url}/v1/metrics/batches", json=batch([record()]), headers=auth(worker), timeout=30)
     assert posted.status_code == 200, posted.text
 
