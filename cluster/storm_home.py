@@ -49,8 +49,14 @@ _LAYOUT_VERSION = "1"
 
 
 def cache_dir() -> Path:
-    """Where assembled distributions are kept (git-ignored)."""
-    return Path(os.environ.get("HETSCHED_STORM_CACHE", REPO_ROOT / ".cache")).resolve()
+    """Where assembled distributions are kept: ``HETSCHED_STORM_CACHE``, else ``.cache/`` of the source tree
+    (git-ignored), else, for an installed package (``pip install .``: no source tree around it), the user's cache
+    (``$XDG_CACHE_HOME/hetsched``, ``~/.cache/hetsched``), never the virtualenv's ``site-packages``."""
+    if "HETSCHED_STORM_CACHE" in os.environ:
+        return Path(os.environ["HETSCHED_STORM_CACHE"]).resolve()
+    if (REPO_ROOT / "pyproject.toml").is_file():
+        return (REPO_ROOT / ".cache").resolve()
+    return (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hetsched").resolve()
 
 
 def storm_home_path(version: str = STORM_VERSION) -> Path:

@@ -187,3 +187,17 @@ def test_the_core_install_refuses_a_topology_command_naming_the_extra(core_venv,
     assert re.fullmatch(r"error: `hetsched submit` needs the topologies extra of hetsched \(streamparse, [a-z_0-9, ]+ are not "
                         r"installed\); install with: pip install 'hetsched\[topologies\]'\n", done.stderr), done.stderr
     assert done.stdout == ""
+
+
+def test_an_installed_package_caches_storm_in_the_users_cache_not_site_packages(tmp_path, monkeypatch):
+    """`pip install .` copies cluster/ into site-packages, with no source tree around it: Storm's home and Flux's
+    jars go to the user's cache there (the operator's walk found them inside the virtualenv)."""
+    import cluster.storm_home as storm_home
+
+    monkeypatch.delenv("HETSCHED_STORM_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert storm_home.cache_dir() == (storm_home.REPO_ROOT / ".cache").resolve()
+    monkeypatch.setattr(storm_home, "REPO_ROOT", tmp_path / "site-packages")
+    assert storm_home.cache_dir() == (tmp_path / "xdg" / "hetsched").resolve()
+    monkeypatch.setenv("HETSCHED_STORM_CACHE", str(tmp_path / "mine"))
+    assert storm_home.cache_dir() == (tmp_path / "mine").resolve()
