@@ -8,6 +8,7 @@ missing or older than the plugin's sources, this module runs that JUnit test fir
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -113,3 +114,31 @@ def test_the_service_plans_every_plugin_request_byte_for_byte(plan_request_files
             answer = http.post("/v1/plans", content=f.read_bytes(), headers={"Content-Type": "application/json"})
             assert answer.status_code == 201, f"{f.name}: {answer.status_code} {answer.text}"
             assert answer.json()["instances"] == {c.id: c.parallelism for c in request.topology.components}
+
+
+PLAN_ANSWER = REPO / "tests" / "fixtures" / "contract" / "plan-with-contingencies.json"
+"""A Plan with contingencies as the service answers it; storm-plugin's ContingencyTest parses this same file with the
+plugin's Plan.parse, so both sides read one body."""
+
+
+def _shape(value):
+    """Keys and value types, recursively (lists by their first item): what a parser depends on."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+def test_the_plan_answer_the_plugin_parses_has_the_services_contingencies(planner_service):
+    from tests.fixtures.service import small_plan_request
+
+    request = small_plan_request(strategy="fast")
+    request["options"] = {"survive_loss": {"objective": "nominal"}}
+    with planner_service.http() as http:
+        answer = http.post("/v1/plans", json=request)
+    assert answer.status_code == 201, answer.text
+    fixture = PLAN_ANSWER.read_text()
+    assert _shape(answer.json()["contingencies"]) == _shape(json.loads(fixture)["contingencies"]), \
+        f"the service's contingencies changed shape: write {PLAN_ANSWER} again and run ContingencyTest"
+    assert {"id", "assignments", "machines", "input_rate"} <= set(json.loads(fixture))

@@ -97,6 +97,8 @@ public class HetschedScheduler implements IScheduler {
     private AliveHeartbeat heartbeat;
     /** Topologies placed evenly because their own profiles cannot plan them, asked for again only after a change. */
     private final ProfileWaits profileWaits = new ProfileWaits();
+    /** The plan each topology runs by, where it stores contingencies: applied in the round a machine is lost. */
+    private final Map<String, Plan> contingencyPlans = new HashMap<>();
     /** When each topology was last placed by plan (plugin clock): a ledger refusal asked before that is stale. */
     private final Map<String, Long> placedAtMillis = new HashMap<>();
 
@@ -268,6 +270,8 @@ public class HetschedScheduler implements IScheduler {
                 ProfileWaits.Wait wait = profileWaits.get(topology.getId());
                 if (wait != null && lostSomeOnly(topology, cluster, wait)) { // asking would get the same answer
                     round.even.put(topology, new Fallbacks.Even(wait.cause(), true, false, wait));
+                } else if (wait == null && applyContingency(topology, cluster)) {
+                    continue; // placed at once by the contingency its plan stores for the lost machine
                 } else {
                     if (wait != null) { // rebalanced (hetsched tune, replan) or given another set: asked, placed whole
                         profileWaits.forget(topology.getId());
@@ -279,6 +283,56 @@ public class HetschedScheduler implements IScheduler {
         }
         round.replanned = fallbacks.ids().stream().map(topologies::getById)
                 .filter(t -> t != null && cluster.getUnassignedExecutors(t).isEmpty()).toList();
+    }
+
+    /**
+     * Places a topology that lost one machine's executors by the contingency its plan stores for that machine
+     * ({@link ContingencyPlacement}), without asking the planner; false (and the plan forgotten) where none applies,
+     * and the planner is asked for a repair as before.
+     */
+    private boolean applyContingency(TopologyDetails topology, Cluster cluster) {
+        String id = topology.getId();
+        Plan plan = contingencyPlans.get(id);
+        if (plan == null || fallbacks.contains(id) || jobs.has(id)) {
+            return false;
+        }
+        try {
+            TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
+            SchedulerAssignment assignment = cluster.getAssignmentById(id);
+            Map<ExecutorDetails, WorkerSlot> running = assignment == null ? Map.of() : assignment.getExecutorToSlot();
+            Map<String, String> names = new HashMap<>();
+            Map<String, List<Integer>> freePorts = new HashMap<>();
+            for (SupervisorDetails supervisor : cluster.getSupervisors().values()) {
+                if (!cluster.isBlackListed(supervisor.getId())) {
+                    names.put(supervisor.getId(), machineChanges.machineName(supervisor));
+                    freePorts.put(supervisor.getId(), cluster.getAvailablePorts(supervisor).stream().sorted().toList());
+                }
+            }
+            ContingencyPlacement.Result result = ContingencyPlacement.place(plan, TopologyGraph.of(topology),
+                    new HashMap<>(running), names, usableMachines(cluster, id, wanted), freePorts);
+            result.shrunk().forEach((slot, staying) -> {
+                cluster.freeSlot(slot);
+                if (!staying.isEmpty()) {
+                    cluster.assign(slot, id, staying);
+                }
+            });
+            result.workers().forEach((slot, executors) -> cluster.assign(slot, id, executors));
+            contingencyPlans.remove(id);
+            String rate = Double.isNaN(result.inputRate()) ? "" : String.format(java.util.Locale.ROOT,
+                    ", predicted %.2f tuples/s", result.inputRate());
+            String status = "placed by contingency at " + clockTime(nowMillis.getAsLong()) + " after losing "
+                    + result.machine() + " (plan " + plan.id() + rate + "): kept " + result.kept()
+                    + " executors where they run, moved " + result.moved() + " without asking the planner"
+                    + (result.shrunk().isEmpty() ? "" : "; " + result.shrunk().size() + " surviving workers restart");
+            cluster.setStatus(id, STATUS + status);
+            LOG.info("hetsched: topology {} {}", id, status);
+            return true;
+        } catch (PlanFault fault) {
+            contingencyPlans.remove(id);
+            LOG.info("hetsched: topology {}: the contingencies of plan {} do not apply ({}); asking the planner for "
+                    + "a repair", id, plan.id(), fault.reason());
+            return false;
+        }
     }
 
     /** Starts a request for every topology of the round that has no answer yet. */
@@ -340,6 +394,7 @@ public class HetschedScheduler implements IScheduler {
         fallbacks.retainOnly(id -> topologies.getById(id) != null);
         upgrades.retainOnly(id -> topologies.getById(id) != null);
         profileWaits.retainOnly(id -> topologies.getById(id) != null);
+        contingencyPlans.keySet().removeIf(id -> topologies.getById(id) == null);
         placedAtMillis.keySet().removeIf(id -> topologies.getById(id) == null);
     }
 
@@ -565,6 +620,11 @@ public class HetschedScheduler implements IScheduler {
         for (Map.Entry<WorkerSlot, List<ExecutorDetails>> worker : placement.workers().entrySet()) {
             cluster.assign(worker.getKey(), topology.getId(), worker.getValue());
         }
+        if (plan.contingencies().isEmpty()) {
+            contingencyPlans.remove(topology.getId());
+        } else {
+            contingencyPlans.put(topology.getId(), plan);
+        }
         placedAtMillis.put(topology.getId(), nowMillis.getAsLong());
 
         boolean stored = wanted.planId() != null && wanted.planId().equals(plan.id());
@@ -616,6 +676,7 @@ public class HetschedScheduler implements IScheduler {
         RepairPlacement.Result result = RepairPlacement.place(answer.plan(), TopologyGraph.of(topology), running,
                 machines, freePorts);
         result.workers().forEach((slot, executors) -> cluster.assign(slot, topology.getId(), executors));
+        contingencyPlans.remove(topology.getId()); // it no longer runs as its plan placed it
         List<String> goneNames = machineChanges.goneNames();
         String gone = goneNames.isEmpty() ? "" : " (gone: " + String.join(", ", goneNames) + ")";
         String status = "repaired at " + clockTime(nowMillis.getAsLong()) + " after losing executors" + gone + ": kept "

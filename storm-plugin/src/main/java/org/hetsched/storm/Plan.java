@@ -18,9 +18,17 @@ import java.util.Map;
  *                     each bound to its new plan: the plugin re-places them drained
  * @param evicted      running topologies this one leaves without their minimum ({@code stats.tenancy.evicted}),
  *                     released from the planner's ledger: the plugin frees their slots
+ * @param contingencies machine name to what to do when that machine is lost ({@code contingencies}, stored with a plan
+ *                     made with {@code options.survive_loss}); empty when the plan has none
  */
 public record Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes,
-                   double inputRate, List<Replaced> replaced, List<Evicted> evicted) {
+                   double inputRate, List<Replaced> replaced, List<Evicted> evicted,
+                   Map<String, Contingency> contingencies) {
+
+    public Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes,
+                double inputRate, List<Replaced> replaced, List<Evicted> evicted) {
+        this(id, strategy, assignments, machineTypes, inputRate, replaced, evicted, Map.of());
+    }
 
     public Plan(String id, String strategy, List<InstanceAssignment> assignments, Map<String, String> machineTypes,
                 double inputRate) {
@@ -53,6 +61,24 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
     public record Evicted(String topology, String reason) {
     }
 
+    /**
+     * What to do when {@code machine} is lost, computed ahead by the planner: the instances to move and where.
+     *
+     * @param inputRate the rate the planner predicts after the loss with the moves applied, tuples/s (NaN: not given)
+     * @param moves     every instance that moves: those of the lost machine, and survivors moved for rate
+     */
+    public record Contingency(String machine, double inputRate, List<InstanceAssignment> moves) {
+        /** The machine instance {@code index} of {@code component} moves to, or null where it stays. */
+        public String targetOf(String component, int index) {
+            for (InstanceAssignment a : moves) {
+                if (a.component().equals(component) && a.index() == index) {
+                    return a.machine();
+                }
+            }
+            return null;
+        }
+    }
+
     /** Instance {@code index} of {@code component} runs on supervisor (or host) {@code machine}. */
     public record InstanceAssignment(String component, int index, String machine) {
     }
@@ -82,7 +108,44 @@ public record Plan(String id, String strategy, List<InstanceAssignment> assignme
         return new Plan(text(body.get("id")), text(body.get("strategy")), List.copyOf(assignments),
                 machineTypes(body.get("machines")), rate != null && rate.isNumber() ? rate.asDouble() : Double.NaN,
                 replaced(body.path("stats").path("tenancy").path("replaced")),
-                evicted(body.path("stats").path("tenancy").path("evicted")));
+                evicted(body.path("stats").path("tenancy").path("evicted")),
+                contingencies(body.path("contingencies")));
+    }
+
+    /** {@code contingencies}: absent or null is none; an entry without a text machine or a list of moves is the planner's fault. */
+    private static Map<String, Contingency> contingencies(JsonNode list) throws PlanFault {
+        if (list.isMissingNode() || list.isNull()) {
+            return Map.of();
+        }
+        if (!list.isArray()) {
+            throw malformed("'contingencies' is not a list");
+        }
+        Map<String, Contingency> byMachine = new java.util.HashMap<>();
+        for (int i = 0; i < list.size(); i++) {
+            JsonNode c = list.get(i);
+            JsonNode machine = c.get("machine");
+            JsonNode moves = c.get("moves");
+            if (machine == null || !machine.isTextual() || moves == null || !moves.isArray()) {
+                throw malformed("contingency " + i + " lacks a text 'machine' or a 'moves' list");
+            }
+            List<InstanceAssignment> parsed = new ArrayList<>(moves.size());
+            for (int j = 0; j < moves.size(); j++) {
+                JsonNode m = moves.get(j);
+                JsonNode component = m.get("component");
+                JsonNode index = m.get("index");
+                JsonNode target = m.get("machine");
+                if (component == null || !component.isTextual() || target == null || !target.isTextual()
+                        || index == null || !index.isIntegralNumber() || !index.canConvertToInt() || index.asInt() < 0) {
+                    throw malformed("move " + j + " of contingency " + i + " lacks a text 'component', a text "
+                            + "'machine' or an index >= 0");
+                }
+                parsed.add(new InstanceAssignment(component.asText(), index.asInt(), target.asText()));
+            }
+            JsonNode rate = c.get("input_rate");
+            byMachine.put(machine.asText(), new Contingency(machine.asText(),
+                    rate != null && rate.isNumber() ? rate.asDouble() : Double.NaN, List.copyOf(parsed)));
+        }
+        return Map.copyOf(byMachine);
     }
 
     /** {@code stats.tenancy.evicted}; an entry without a text topology is the planner's fault. */
