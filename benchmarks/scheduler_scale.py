@@ -19,6 +19,7 @@ import signal
 import statistics
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +126,45 @@ def prepare_planner(url: str, size: Size, plan: dict) -> None:
                 topology["conf"]["hetsched.plan.id"] = answer.json()["id"]
 
 
+def tenant_request(topology: dict, supervisors: list[dict]) -> dict:
+    """The plan request the plugin sends for a topology: every executor count fixed, every supervisor, its tenant."""
+    request = stored_plan_request({**topology, "stored_plan": [s["id"] for s in supervisors]}, supervisors)
+    request["topology"]["components"].append({"id": "__acker", "kind": "bolt", "parallelism": topology["ackers"]})
+    for t in request["cluster"]["machine_types"]:
+        t["capacity"] = 95.0
+    conf = topology["conf"]
+    request["tenant"] = {"priority": conf.get("topology.priority", 29), "min_rate": conf.get("hetsched.min.rate", 0.0)}
+    return request
+
+
+def newcomer_times(size: Size, args: argparse.Namespace) -> list[dict]:
+    """Each topology planned as a newcomer beside those before it, one after another, until the time limit: the
+    seconds each plan request took against the tenants already registered."""
+    plan = scenario(size, args.seed)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="scheduler-scale-") as tmp:
+        process, url = start_service(Path(tmp), extra_args=args.serve_arg)
+        try:
+            with httpx.Client(base_url=url, timeout=600) as http:
+                http.put(f"/v1/profiles/{PROFILE_SET}",
+                         json=profile_set(machine_types(size.types)).model_dump(mode="json")).raise_for_status()
+                started = time.monotonic()
+                for i, topology in enumerate(plan["topologies"]):
+                    t0 = time.monotonic()
+                    answer = http.post("/v1/plans", json=tenant_request(topology, plan["supervisors"]))
+                    body = answer.json()
+                    tenancy = body.get("stats", {}).get("tenancy", {}) if answer.status_code == 201 else {}
+                    rows.append({"tenants_before": i, "seconds": time.monotonic() - t0, "status": answer.status_code,
+                                 "shape": topology["shape"], "replaced": len(tenancy.get("replaced", [])),
+                                 "evicted": len(tenancy.get("evicted", []))})
+                    if time.monotonic() - started > args.time_limit_s:
+                        break
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=15)
+    return rows
+
+
 def peak_rss_mb(process: subprocess.Popen) -> float:
     """The service's processes' peak resident memory (VmHWM), summed: the service and its planning processes."""
     total = 0.0
@@ -224,8 +264,23 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--serve-arg", action="append", default=[], help="passed to hetsched serve (repeatable)")
     parser.add_argument("--service-log", type=Path, help="copy the planning service's log here (the last size's)")
     parser.add_argument("--json", type=Path, help="write every round of every run here")
+    parser.add_argument("--newcomers", action="store_true",
+                        help="no Storm: plan each topology as a newcomer beside the ones before it and time each request")
     args = parser.parse_args(argv)
     sizes = [Size.parse(s) for s in args.sizes.split(",")]
+    if args.newcomers:
+        for size in sizes:
+            rows = newcomer_times(size, args)
+            if args.json:
+                args.json.write_text(json.dumps(rows, indent=1))
+            table = Table(title=f"a newcomer beside the tenants before it: {size.supervisors} supervisors, {size.types} types")
+            for column in ("tenants before", "shape", "seconds", "HTTP", "re-placed", "evicted"):
+                table.add_column(column, justify="right")
+            for r in rows:
+                table.add_row(str(r["tenants_before"]), r["shape"], f"{r['seconds']:.2f}", str(r["status"]),
+                              str(r["replaced"]), str(r["evicted"]))
+            console.print(table)
+        return []
     classpath = java_class_path()
     results = [run_size(size, args, classpath) for size in sizes]
     rows = [row for result in results for row in summary_rows(result)]

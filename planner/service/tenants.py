@@ -280,16 +280,22 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
     the more important tenants what the less important ones' minimums leave, where their old
     placement could not use it; under weighted shares the fair shares often bind first, and
     nothing is re-placed. ``only`` names the one tenant to plan again (the newcomer itself, once
-    the others have moved: it was planned on the room they left before).
+    the others have moved: it was planned on the room they left before). A tenant on no machine the
+    newcomer uses is not planned again: the newcomer leaves its room as it was, and at hundreds of
+    tenants planning each again (seven plans apiece, for each of the newcomer's placements) is what
+    makes a newcomer slow.
     """
     current = list(records)
     priorities = {r.topology: r.priority for r in records}
     kept: list[JointReplan] = []
     order = [t.topology for t in importance_order([r.tenant() for r in records])]
+    near = set(next((r.machines for r in records if r.topology == newcomer), ()))
     for name in order:
         record = next(r for r in current if r.topology == name)
         if name == newcomer or record.request is None or (only is not None and name != only):
             continue
+        if near and not near & set(record.machines):
+            continue  # on no machine of the newcomer's: its room is as it was, so planning it again gains nothing new
         allocation = allocation_of(current, mode, capacity)
         if name not in allocation.rates:
             continue
