@@ -375,7 +375,7 @@ def survival(loads: Loads, stop_at: float | None = None) -> Survival | None:
         if stop_at is not None and time.perf_counter() > stop_at:
             return None
         rates[w] = repair_loss(loads, int(w))[0].rate()
-    return Survival(tuple(np.sort(rates)), int(np.argmin(rates)), nominal)
+    return Survival(tuple(float(r) for r in np.sort(rates)), int(np.argmin(rates)), nominal)
 
 
 def _same(x: float, y: float) -> bool:
