@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import time
 from math import comb
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
