@@ -114,15 +114,15 @@ def answer_tables(answer: CapacityAnswer) -> list[Table]:
 
 def capacity(
     request: Optional[Path] = typer.Option(None, "--request", help="A capacity request file (YAML or JSON), as POST /v1/capacity takes it."),
-    topology: list[Path] = typer.Option([], "--topology", help="Topology file (YAML or JSON); repeat for several."),
-    target_rate: list[float] = typer.Option([], "--target-rate", help="Input rate the topology of the same position must sustain, tuples/s."),
+    topology: list[Path] = typer.Option([], "--topology", metavar="PATH", help="Topology file (YAML or JSON); repeat for several."),
+    target_rate: list[float] = typer.Option([], "--target-rate", metavar="RATE", help="Input rate the topology of the same position must sustain, tuples/s."),
     cluster: Optional[Path] = typer.Option(None, "--cluster", help="Cluster file (YAML or JSON): its machine types are offered, its machines owned."),
     cluster_spec: Optional[Path] = typer.Option(None, "--cluster-spec", help="A cluster spec (cluster/specs/*.yaml) instead of --cluster."),
     profiles: Optional[Path] = typer.Option(None, "--profiles", help="Profile set, or a list of profile entries (YAML or JSON)."),
-    price: list[str] = typer.Option([], "--price", help="TYPE=PRICE: what one machine of the type costs; one per machine type."),
+    price: list[str] = typer.Option([], "--price", metavar="TYPE=PRICE", help="TYPE=PRICE: what one machine of the type costs; one per machine type."),
     owned: bool = typer.Option(True, "--owned/--none-owned", help="Count the cluster's machines as owned (free), or start from none."),
     options: Optional[Path] = typer.Option(None, "--options", help="Plan options file (YAML or JSON), e.g. max_utilization, time_limit_s."),
-    lose: list[str] = typer.Option([], "--lose", help="A machine of the answer whose loss to predict; repeat for several."),
+    lose: list[str] = typer.Option([], "--lose", metavar="MACHINE", help="A machine of the answer whose loss to predict; repeat for several."),
     as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (the API's CapacityAnswer)."),
 ) -> None:
     """The cheapest machines that sustain every topology's target rate, the one to add next, and each machine's loss."""

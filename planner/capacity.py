@@ -36,7 +36,7 @@ from planner.capacity_model import (
     Prediction,
     Purchase,
 )
-from planner.errors import PlanningError, PlanningTimeout
+from planner.errors import PlanningError, PlanningTimeout, ProfilesMissing
 from planner.linear_model import LinearModel
 from planner.model import (
     Cluster,
@@ -52,10 +52,10 @@ from planner.model import (
 from planner.problem import Problem, compile_problem
 from planner.profiles import ProfileTable
 from planner.simulator import linear_loads, rate_limits
+from planner.strategies import STRATEGIES
 from planner.strategies.optimal import DEFAULT_TUNING
 from planner.tenancy import Tenant, allocate
 from planner.validation import missing_profiles, validate_topology
-from planner.errors import ProfilesMissing
 
 SEPARATOR = "/"
 """Between a topology's name and its component's id in the combined topology."""
@@ -63,8 +63,13 @@ SCALE_TOLERANCE = 1e-6
 """A placement sustains the rates when its scale is at least 1 less this (the simulator's float rounding)."""
 INITIAL_SCALE = 0.05
 """The combined topology's initial rate (a scale): where the strategies start, and the rate checked for room."""
+RAISE_STEP = 0.002
+"""The least relative raise of the scale the MILP buys for after a placement fell short (10 times that where the
+MILP answered a set already placed)."""
 MAX_RAISES = 30
 """Most times the MILP is solved again at a higher scale before the search gives up on a candidate set."""
+MAX_MACHINES = 100_000
+"""The most machines a cluster may hold (planner.model.Cluster)."""
 MAX_ENUMERATED = 20_000
 """Most cheaper sets of machines listed to refute one by one; above it the answer is not proven cheapest."""
 LOSSES_EACH_UP_TO = 16
@@ -83,6 +88,8 @@ not settled."""
 
 def check_request(request: CapacityRequest, profiles: ProfileTable) -> None:
     """Raise PlanningError with one sentence for the first fault a person would fix (the schema checked the rest)."""
+    if request.strategy is not None and request.strategy not in STRATEGIES:
+        raise PlanningError(f"unknown strategy {request.strategy}; known strategies: {', '.join(sorted(STRATEGIES))}")
     names = [t.topology.name for t in request.topologies]
     twice = _first_duplicate(names)
     if twice is not None:
@@ -261,6 +268,19 @@ def _single_instance_scale(probe: Problem, c: int, per_instance: float, k_limit:
     return best
 
 
+def initial_scale(probe: Problem) -> float:
+    """A scale at which one instance of every component fits every machine type that can run it, with room to spare:
+    where the strategies start and what a plan request's room check asks (planner.validation.validate_capacity),
+    so that no set the MILP buys is refused for the initial rate alone."""
+    k_limit = instance_limit(probe)
+    counts = least_counts(probe)
+    per_instance = probe.shares(counts).total(counts) / counts
+    fits = [(k_limit[t] - probe.met[c, t]) / (probe.cost[c, t] * per_instance[c])
+            for c in range(probe.n_components) for t in range(len(probe.type_names))
+            if per_instance[c] > 0 and probe.cost[c, t] > 0 and probe.met[c, t] < k_limit[t]]
+    return min(INITIAL_SCALE, 0.5 * min(fits, default=math.inf))
+
+
 def cheapest_buy(probe: Problem, offer: Offer, scale: float, time_limit_s: float | None) -> np.ndarray | None:
     """The cheapest machines to buy whose fluid bound sustains ``scale`` (fewest machines among equals); None if none."""
     bm = buy_model(probe, offer)
@@ -334,6 +354,8 @@ class Placed:
     upper: float
     """No placement of these machines reaches more (the exact strategy's bound, else the fluid LP bound)."""
     lp_bound: float
+    error: str | None = None
+    """Why no strategy could place the set, where none could."""
 
     @property
     def sustains(self) -> bool:
@@ -349,11 +371,11 @@ class Placer:
     """Places the combined topology on sets of machines within one deadline, remembering what it placed."""
 
     def __init__(self, topology: Topology, entries: list[ProfileEntry], profiles: ProfileTable, options: PlanOptions,
-                 strategy: str | None, deadline_s: float | None):
+                 strategy: str | None, deadline_s: float | None, initial_scale: float = INITIAL_SCALE):
         self.topology = topology
         self.entries = entries
         self.profiles = profiles
-        self.options = options.model_copy(update={"initial_rate": INITIAL_SCALE})
+        self.options = options.model_copy(update={"initial_rate": initial_scale})
         self.strategy = strategy
         self.start = time.perf_counter()
         self.deadline_s = deadline_s
@@ -410,8 +432,8 @@ class Placer:
         self.placements += 1
         try:
             plan = make_plan(self.topology, cluster, self.entries, strategy, options)
-        except PlanningError:  # a time-out too: the set is then not settled, and callers watch the deadline
-            return Placed(cluster, None, 0.0, False, bound, bound)
+        except PlanningError as exc:  # a time-out too: the set is then not settled, and callers watch the deadline
+            return Placed(cluster, None, 0.0, False, bound, bound, str(exc))
         exact = strategy == EXACT_STRATEGY and bool(plan.stats.get("proven_optimal"))
         upper = float(plan.stats.get("upper_bound", bound)) if exact else bound
         return Placed(cluster, plan, plan.input_rate, exact, min(upper, bound), bound)
@@ -443,16 +465,22 @@ def _search(request: CapacityRequest, probe: Problem, offer: Offer, placer: Plac
         stats["milp_solves"] += 1
         if buy is None:
             break
+        if len(request.owned) + int(buy.sum()) > MAX_MACHINES:
+            raise PlanningError(f"the required rates need more than {MAX_MACHINES:,} machines of the types on offer: "
+                                "lower the rates, or offer larger machine types")
         key = tuple(int(n) for n in buy)
         if key in tried:
-            asked *= 1.05
+            asked *= 1.0 + RAISE_STEP * 10
             continue
         tried.add(key)
         placed = placer.place(bought_cluster(request, buy))
         stats["sets_placed"] += 1
         if placed.sustains:
             return placed
-        asked *= max(1.05, min(2.0, 1.0 / placed.scale if placed.scale > 0 else 2.0))
+        if placed.plan is None and placed.error is not None and not placer.out_of_time():
+            raise PlanningError(f"no strategy could place the {len(placed.cluster.machines)} machines the fluid bound "
+                                f"buys for the required rates: {placed.error}")
+        asked *= max(1.0 + RAISE_STEP, min(2.0, 1.0 / placed.scale if placed.scale > 0 else 2.0))
     if placer.out_of_time():
         raise PlanningTimeout(
             f"capacity planning ran past its time limit of {placer.deadline_s:g} s before any set of machines was "
@@ -487,7 +515,7 @@ def _refine(request: CapacityRequest, offer: Offer, placer: Placer, best: Placed
     best_cost = offer.cost(_buy_of(request, best.cluster))
     sets = _cheaper_sets(offer, low, best_cost)
     if sets is None:
-        stats["refuted"] = "too many cheaper sets to try"
+        stats["unproven"] = "too many cheaper sets to try one by one"
         return best, False
     refuted: list[np.ndarray] = []
     proven = True
@@ -624,8 +652,9 @@ def plan_capacity(request: CapacityRequest, entries: list[ProfileEntry]) -> Capa
     check_request(request, profiles)
     topology = combined_topology(request.topologies)
     offer = Offer.of(request)
-    placer = Placer(topology, entries, profiles, request.options, request.strategy, request.options.time_limit_s)
-    probe = placer.problem(probe_cluster(request.machine_types))
+    probe = compile_problem(topology, probe_cluster(request.machine_types), profiles, request.options)
+    placer = Placer(topology, entries, profiles, request.options, request.strategy, request.options.time_limit_s,
+                    initial_scale(probe))
     best_reachable = reachable_scale(probe, offer)
     if best_reachable < 1.0 - SCALE_TOLERANCE:
         raise PlanningError(unreachable_sentence(request, probe, offer, best_reachable))

@@ -170,7 +170,7 @@ def test_every_answer_names_its_bottleneck_and_its_gap_to_the_lp_bound(answers, 
 
 def test_a_loss_keeps_the_more_important_topologys_minimum_first():
     request = CapacityRequest.model_validate({
-        **tiny_request({"a": 40.0, "b": 40.0}).model_dump(by_alias=True),
+        **tiny_request({"a": 40.0, "b": 40.0}, strategy="fast").model_dump(by_alias=True),
         "topologies": [{"topology": chain("a"), "target_rate": 40.0, "min_rate": 30.0, "priority": 0},
                        {"topology": chain("b"), "target_rate": 40.0, "min_rate": 30.0, "priority": 5}]})
     answer = plan_capacity(request, request.profiles.entries or [])
@@ -264,3 +264,8 @@ def test_a_search_past_its_time_limit_before_any_answer_is_a_time_limit_sentence
 def test_a_loss_of_a_machine_not_in_the_answer_is_refused():
     request = tiny_request({"a": 80.0}, lose=["nosuch"])
     assert refusal(request).startswith("lose names machine nosuch, which is not in the answer's cluster")
+
+
+def test_an_unknown_strategy_is_refused_naming_the_known_ones():
+    request = tiny_request({"a": 80.0}, strategy="nosuch")
+    assert refusal(request).startswith("unknown strategy nosuch; known strategies: ")

@@ -11,6 +11,7 @@ from hetsched.cli import _register, app
 from planner.capacity_model import CapacityAnswer
 from planner.client import request_body
 from planner.fixtures import fixture_path
+from tests.fixtures.service import REPO
 from tests.test_capacity import tiny_entries, tiny_request
 
 _register()
@@ -163,3 +164,17 @@ def test_the_command_refuses_a_malformed_price(tmp_path):
     result = runner.invoke(app, ["capacity", "--topology", "t.yaml", "--target-rate", "1", "--cluster", "c.yaml",
                                  "--profiles", "p.yaml", "--price", "slow"])
     assert result.exit_code == 1 and "--price slow is not TYPE=PRICE" in result.stderr
+
+
+def test_the_command_takes_a_cluster_spec_whose_machines_are_owned(tmp_path):
+    topology = tmp_path / "linear.json"
+    topology.write_text(json.dumps(json.loads((REPO / "docs" / "examples" / "linear-plan.json").read_text())["topology"]))
+    result = runner.invoke(app, ["capacity", "--topology", str(topology), "--target-rate", "5",
+                                 "--cluster-spec", str(REPO / "cluster" / "specs" / "default.yaml"),
+                                 "--profiles", str(REPO / "profiles" / "default-cluster.json"), "--price", "small=1",
+                                 "--price", "medium=2", "--price", "large=4", "--lose", "small-1", "--json"])
+    assert result.exit_code == 0, result.output
+    answer = CapacityAnswer.model_validate_json(result.stdout)
+    spec_machines = {"small-1", "medium-1", "large-1"}
+    assert spec_machines <= {m.id for m in answer.purchase.cluster.machines}
+    assert [loss.machine for loss in answer.losses] == ["small-1"]
