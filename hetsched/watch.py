@@ -79,7 +79,11 @@ def watch(tuner: Tuner, plan: Plan, settings: WatchSettings,
                     entry["new_plan"] = new.id
                     entry["re_placed"] = True
                 else:
+                    # No better placement was found (or the one tried measured worse and was undone): the fallen rate
+                    # is the running plan's new reference, so the watch does not try again every min_interval_s.
                     entry["re_placed"] = False
+                    entry["recalibrates"] = True
+                    calibration = None
                     last_replace = time.monotonic()
                 drifting, drift_since, drift_direction = 0, None, None
             log(entry)
@@ -131,6 +135,10 @@ def replan_since(tuner: Tuner, since: float, rate_now: float, running_plan: Plan
                                                      tuner.state.now.tasks, s.strategy, tuner._spout_counts(tuner.placed)),
                            "planning")
     predicted_gain = gain(current.input_rate, plan.input_rate)
+    tuner.say(f"watch: plan {plan.id} ({s.strategy}): " + ", ".join(f"{c} x{n}" for c, n in sorted(plan.instances.items())
+                                                                   if not c.startswith("__"))
+              + f"; predicted input rate {current.input_rate:.2f} (the running placement, new costs) -> "
+                f"{plan.input_rate:.2f} tuples/s ({predicted_gain:+.1%})")
     if predicted_gain < s.min_gain:
         tuner.say(f"watch: the new plan {plan.id} predicts {predicted_gain:+.1%} over the running placement (under "
                  f"--min-gain {s.min_gain:.0%}): not re-placed")

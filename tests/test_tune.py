@@ -457,3 +457,44 @@ def test_a_topology_placed_otherwise_by_someone_else_stops_the_tune(monkeypatch)
     tuner, _, _ = _tuner(lambda: moved)
     with pytest.raises(tuning.Interference, match="re-placed by someone else"):
         tuner.check_ours()
+
+
+def test_watch_takes_the_fallen_rate_as_its_reference_when_no_better_placement_is_kept(tmp_path, monkeypatch):
+    """A re-plan that finds nothing better (or is undone) must not be tried again every min_interval_s: the watch
+    recalibrates on the running plan and re-plans only on a further drift."""
+    from types import SimpleNamespace
+
+    import hetsched.tuning as tuning
+    import hetsched.watch as watching
+    from bench.measure import Throughputs
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
+    rates = iter([30.0, 15.0, 15.0, 15.0, 15.0, 15.0])
+    asked: list[float] = []
+
+    class FakeTuner:
+        name = "heldout"
+        settings = SimpleNamespace(warmup_s=30.0)
+
+        def measure(self, label):
+            try:
+                rate = next(rates)
+            except StopIteration:
+                raise KeyboardInterrupt from None
+            return Throughputs(rate, rate, rate, rate, 2 * rate)
+
+        def say(self, line):
+            pass
+
+    def replan(since, rate_now, running):
+        asked.append(since)
+        return None
+
+    plan = SimpleNamespace(id="p1", input_rate=30.0, sink_throughput=30.0)
+    log = tmp_path / "watch.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        watching.watch(FakeTuner(), plan, watching.WatchSettings(threshold=0.25, patience=2, min_interval_s=0, log=log),
+                       replan)
+    looks = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [look["action"] for look in looks] == ["calibrate", "drifting", "replan", "calibrate", "steady", "steady"]
+    assert looks[2]["re_placed"] is False and looks[2]["recalibrates"] is True and len(asked) == 1
