@@ -118,7 +118,7 @@ def replan_since(tuner: Tuner, since: float, rate_now: float, running_plan: Plan
     scaled, factors = scale_stale(live, current_set)
     if factors:
         tuner.say("watch: costs measured again, new over old e per key: "
-                 + ", ".join(f"{k} x{f:.2f}" for k, f in sorted(factors.items())) + " (its other pairs scaled alike)")
+                 + ", ".join(f"{k} x{f:.2f}" for k, f in sorted(factors.items())) + " (a rise is carried to the key's pairs not measured again; a fall is not)")
     cov = coverage(set(tuner.profile_keys.values()), set(tuner.machines_by_type), live, left_out)
     done = complete(live, scaled, cov, s.set_name)
     if done.uncovered or done.profile_set is None:

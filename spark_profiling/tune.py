@@ -118,6 +118,11 @@ def scale_stale(live: ProfileSet, previous: ProfileSet) -> tuple[ProfileSet, dic
     A cost that changes while a topology runs (a bolt whose work per tuple doubles) changes on every machine type,
     but only the types the key runs on now are measured again: kept as they were, the others would look cheap and
     the re-plan would move the component onto them (heldout-streamparse's first watch re-plan, 2026-11-27).
+
+    Only rises are carried over (factors under 1 are reported but not applied): a pair not measured again never
+    gets cheaper. A key whose cost per tuple fell where it ran (less garbage at a lower rate, say) need not have
+    fallen elsewhere, and a cost made lower on paper draws the re-plan onto that machine (the watch of 2026-11-28
+    scaled heldoutWindow's small pair by 0.64, moved an instance there, and ran at 0.48x).
     """
     fresh = {(e.profile, e.machine_type): e for e in live.entries}
     factors: dict[str, float] = {}
@@ -128,7 +133,7 @@ def scale_stale(live: ProfileSet, previous: ProfileSet) -> tuple[ProfileSet, dic
             mid = len(ratios) // 2
             factors[profile] = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
     entries = [e.model_copy(update={"e": e.e * factors[e.profile]})
-               if (e.profile, e.machine_type) not in fresh and e.profile in factors else e
+               if (e.profile, e.machine_type) not in fresh and factors.get(e.profile, 1.0) > 1.0 else e
                for e in previous.entries]
     return previous.model_copy(update={"entries": entries}), factors
 

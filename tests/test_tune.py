@@ -401,6 +401,16 @@ def test_a_cost_measured_again_scales_the_pairs_of_its_key_not_measured_again():
     assert got == {("drift", "small"): 0.04, ("drift", "large"): 0.005, ("gate", "small"): 0.001}
 
 
+def test_a_pair_not_measured_again_never_gets_cheaper():
+    from spark_profiling.tune import scale_stale
+
+    previous = ProfileSet(name="s", entries=[entry("window", "small", 0.02), entry("window", "large", 0.005)])
+    live = ProfileSet(name="s-live", entries=[entry("window", "large", 0.0032)])
+    scaled, factors = scale_stale(live, previous)
+    assert factors == {"window": 0.64}
+    assert {(e.profile, e.machine_type): e.e for e in scaled.entries}[("window", "small")] == 0.02
+
+
 def _tuner(read_state, outage_s=60.0):
     from types import SimpleNamespace
 
