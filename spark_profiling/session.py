@@ -7,6 +7,7 @@ it is and left running.
 from __future__ import annotations
 
 import logging
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -30,6 +31,7 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None)
     spark_conf.setIfMissing("spark.ui.showConsoleProgress", "false")
     for key, value in (conf or {}).items():
         spark_conf.set(key, value)
+    interrupt_handler = signal.getsignal(signal.SIGINT)
     session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     log.info("Spark %s started, master %s", session.version, session.sparkContext.master)
@@ -37,3 +39,8 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None)
         yield session
     finally:
         session.stop()
+        # SparkContext installs a SIGINT handler that cancels its jobs and is left behind by stop(): a Ctrl-C
+        # after it crashed with AttributeError instead of KeyboardInterrupt, so a long-running caller (hetsched
+        # tune --watch) could not put the topology back where it started.
+        if interrupt_handler is not None and signal.getsignal(signal.SIGINT) is not interrupt_handler:
+            signal.signal(signal.SIGINT, interrupt_handler)

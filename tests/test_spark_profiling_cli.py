@@ -180,3 +180,27 @@ def test_spark_submit_runs_the_job(records, tmp_path):
     assert len(profile_set.entries) == 9
     assert profile_set.source["spark"]["master"] == "local[1]"
     assert "profile set 'submitted'" in done.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_after_an_aggregation_is_a_keyboard_interrupt_again():
+    """SparkContext's SIGINT handler outlives the session: a Ctrl-C in `hetsched tune --watch` after its first
+    aggregation crashed with AttributeError instead of putting the topology back (seen live, 2026-11-28)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import signal\n"
+        "from spark_profiling.session import spark_session\n"
+        "before = signal.getsignal(signal.SIGINT)\n"
+        "with spark_session(master='local[1]') as s:\n"
+        "    s.range(3).count()\n"
+        "assert signal.getsignal(signal.SIGINT) is before, signal.getsignal(signal.SIGINT)\n"
+        "try:\n"
+        "    signal.raise_signal(signal.SIGINT)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("interrupted")
