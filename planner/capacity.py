@@ -19,7 +19,7 @@ import itertools
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,7 +55,7 @@ from planner.simulator import linear_loads, rate_limits
 from planner.strategies import STRATEGIES
 from planner.strategies.optimal import DEFAULT_TUNING
 from planner.tenancy import Tenant, allocate
-from planner.validation import missing_profiles, validate_topology
+from planner.validation import first_duplicate, missing_profiles, validate_topology
 
 SEPARATOR = "/"
 """Between a topology's name and its component's id in the combined topology."""
@@ -91,7 +91,7 @@ def check_request(request: CapacityRequest, profiles: ProfileTable) -> None:
     if request.strategy is not None and request.strategy not in STRATEGIES:
         raise PlanningError(f"unknown strategy {request.strategy}; known strategies: {', '.join(sorted(STRATEGIES))}")
     names = [t.topology.name for t in request.topologies]
-    twice = _first_duplicate(names)
+    twice = first_duplicate(names)
     if twice is not None:
         raise PlanningError(f"the request names topology {twice} twice; give each topology once")
     for t in request.topologies:
@@ -100,7 +100,7 @@ def check_request(request: CapacityRequest, profiles: ProfileTable) -> None:
                                 "min_rate above 0")
         validate_topology(t.topology)
     types = [t.name for t in request.machine_types]
-    twice = _first_duplicate(types)
+    twice = first_duplicate(types)
     if twice is not None:
         raise PlanningError(f"machine type {twice} is offered twice; offer each machine type once")
     for offered in request.machine_types:
@@ -110,7 +110,7 @@ def check_request(request: CapacityRequest, profiles: ProfileTable) -> None:
         if offered.price < 0:
             raise PlanningError(f"machine type {offered.name} has a negative price ({offered.price:g}): a price is what "
                                 "one machine costs, 0 or more")
-    twice = _first_duplicate([m.id for m in request.owned])
+    twice = first_duplicate([m.id for m in request.owned])
     if twice is not None:
         raise PlanningError(f"the owned machines name {twice} twice; every owned machine needs its own id")
     on_offer = set(types)
@@ -121,15 +121,6 @@ def check_request(request: CapacityRequest, profiles: ProfileTable) -> None:
     missing = missing_profiles(combined_topology(request.topologies), probe_cluster(request.machine_types), profiles)
     if missing:
         raise ProfilesMissing(missing)
-
-
-def _first_duplicate(values: Iterable[str]) -> str | None:
-    seen: set[str] = set()
-    for v in values:
-        if v in seen:
-            return v
-        seen.add(v)
-    return None
 
 
 def combined_id(topology: str, component: str) -> str:

@@ -7,6 +7,7 @@ profiles, cluster, then whether the cluster can host the topology at all.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from planner.errors import MissingProfile, PlanningError, ProfilesMissing
 from planner.model import Cluster, PlanOptions, ProfileEntry, Topology
@@ -15,7 +16,8 @@ from planner.rates import find_cycle, unit_rates
 from planner.simulator import entry_cpu_pct, fits_within
 
 
-def _first_duplicate(values: list[str]) -> str | None:
+def first_duplicate(values: Iterable[str]) -> str | None:
+    """The first value seen twice (ids, names), for a refusal that names it."""
     seen: set[str] = set()
     for v in values:
         if v in seen:
@@ -26,7 +28,7 @@ def _first_duplicate(values: list[str]) -> str | None:
 
 def validate_topology(topology: Topology) -> None:
     """The topology alone: ids, streams, a DAG with a spout."""
-    dup = _first_duplicate([c.id for c in topology.components])
+    dup = first_duplicate([c.id for c in topology.components])
     if dup is not None:
         raise PlanningError(f"the topology declares component {dup} twice")
     kinds = {c.id: c.kind for c in topology.components}
@@ -55,10 +57,10 @@ def validate_topology(topology: Topology) -> None:
 
 
 def validate_cluster(cluster: Cluster, options: PlanOptions) -> None:
-    dup = _first_duplicate([t.name for t in cluster.machine_types])
+    dup = first_duplicate([t.name for t in cluster.machine_types])
     if dup is not None:
         raise PlanningError(f"the cluster declares machine type {dup} twice")
-    dup = _first_duplicate([m.id for m in cluster.machines])
+    dup = first_duplicate([m.id for m in cluster.machines])
     if dup is not None:
         raise PlanningError(f"the cluster declares machine {dup} twice")
     types = {t.name for t in cluster.machine_types}

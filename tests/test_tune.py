@@ -348,27 +348,12 @@ def test_watch_logs_every_look_and_re_plans_from_the_records_since_the_drift_beg
 
     import hetsched.tuning as tuning
     import hetsched.watch as watching
-    from bench.measure import Throughputs
 
     monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
     # calibrated low (still warming up), then above for two windows (the reference rises, nothing re-placed), one
     # noisy window under, then under for two: re-planned from the records since the fall began
-    rates = iter([24.0, 40.0, 40.0, 24.0, 40.0, 20.0, 20.0, 30.0])
     asked: list[float] = []
-
-    class FakeTuner:
-        name = "heldout"
-        settings = SimpleNamespace(warmup_s=30.0)
-
-        def measure(self, label):
-            try:
-                rate = next(rates)
-            except StopIteration:
-                raise KeyboardInterrupt from None
-            return Throughputs(rate, rate, rate, rate, 2 * rate)
-
-        def say(self, line):
-            pass
+    FakeTuner = _watched_tuner([24.0, 40.0, 40.0, 24.0, 40.0, 20.0, 20.0, 30.0])
 
     def replan(since, rate_now, running):
         assert rate_now == 20.0 and running.id == "p1"
@@ -476,11 +461,32 @@ def test_watch_takes_the_fallen_rate_as_its_reference_when_no_better_placement_i
 
     import hetsched.tuning as tuning
     import hetsched.watch as watching
-    from bench.measure import Throughputs
 
     monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
-    rates = iter([30.0, 15.0, 15.0, 15.0, 15.0, 15.0])
     asked: list[float] = []
+    FakeTuner = _watched_tuner([30.0, 15.0, 15.0, 15.0, 15.0, 15.0])
+
+    def replan(since, rate_now, running):
+        asked.append(since)
+        return None
+
+    plan = SimpleNamespace(id="p1", input_rate=30.0, sink_throughput=30.0)
+    log = tmp_path / "watch.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        watching.watch(FakeTuner(), plan, watching.WatchSettings(threshold=0.25, patience=2, min_interval_s=0, log=log),
+                       replan)
+    looks = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [look["action"] for look in looks] == ["calibrate", "drifting", "replan", "calibrate", "steady", "steady"]
+    assert looks[2]["re_placed"] is False and looks[2]["recalibrates"] is True and len(asked) == 1
+
+
+def _watched_tuner(windows: list[float]):
+    """A Tuner stand-in for the watch: each window measures the next rate; after the last, Ctrl-C."""
+    from types import SimpleNamespace
+
+    from bench.measure import Throughputs
+
+    rates = iter(windows)
 
     class FakeTuner:
         name = "heldout"
@@ -496,15 +502,4 @@ def test_watch_takes_the_fallen_rate_as_its_reference_when_no_better_placement_i
         def say(self, line):
             pass
 
-    def replan(since, rate_now, running):
-        asked.append(since)
-        return None
-
-    plan = SimpleNamespace(id="p1", input_rate=30.0, sink_throughput=30.0)
-    log = tmp_path / "watch.jsonl"
-    with pytest.raises(KeyboardInterrupt):
-        watching.watch(FakeTuner(), plan, watching.WatchSettings(threshold=0.25, patience=2, min_interval_s=0, log=log),
-                       replan)
-    looks = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [look["action"] for look in looks] == ["calibrate", "drifting", "replan", "calibrate", "steady", "steady"]
-    assert looks[2]["re_placed"] is False and looks[2]["recalibrates"] is True and len(asked) == 1
+    return FakeTuner
