@@ -23,12 +23,12 @@ The images are built here from Debian's packages, Maven Central and PyPI
 command, the same as the local cluster's (:func:`cluster.storm_config.java_command`).
 The Storm UI is left out: ``storm-webapp`` is not on Maven Central.
 
-The planner token reaches the planner, Nimbus and the supervisors (whose workers ship their metrics
-to the planner) as compose secrets (files
-under ``docker/secrets/``, made by ``hetsched cluster compose --new-token``),
-never on a command line or in a storm.yaml that Nimbus would show
-(``getNimbusConf``). One file per service, since the two images run as
-different users and each file is readable by its owner only.
+The planner's tokens reach the planner, Nimbus and the supervisors (whose workers ship their metrics
+to the planner) as compose secrets (files under ``docker/secrets/``, made by ``hetsched cluster
+compose --new-token``), never on a command line or in a storm.yaml that Nimbus would show
+(``getNimbusConf``). Each holder has a token of its own with only the scopes it needs: Nimbus's
+plugin read, plan and bind, the workers (who run user code) records only, and the operator on the
+host every scope. One file per service, each readable by its owner only.
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ from cluster.layout import NIMBUS, ZOOKEEPER, make_layout
 from cluster.spec import DEFAULT_SPEC, ClusterSpec
 from cluster.storm_config import MAIN_CLASSES, SUPERVISOR_MAIN, daemon_conf
 from cluster.storm_home import STORM_VERSION
+from planner.service.scopes import ALL_WORD, Scope
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +77,7 @@ SECRETS_FOLDER = Path("docker") / "secrets"
 
 @dataclass(frozen=True)
 class TokenSecret:
-    """One service's copy of the planner token: a compose secret from a file readable by the service's user only."""
+    """One service's planner token file: a compose secret from a file readable by the service's user only."""
 
     secret: str
     file_name: str
@@ -97,13 +98,25 @@ STORM_UID = 1000
 PLANNER_UID = 1001
 """The ``hetsched`` user of docker/planner.Dockerfile."""
 PLANNER_TOKEN = TokenSecret("planner_token", "planner-token", PLANNER_UID)
+"""The planner's token file (``--token-file``): one ``SCOPES TOKEN`` line per holder below."""
 NIMBUS_TOKEN = TokenSecret("nimbus_planner_token", "nimbus-planner-token", STORM_UID)
+"""The plugin's token, alone in its file (``hetsched.planner.token.file`` in Nimbus's storm.yaml)."""
+WORKERS_TOKEN = TokenSecret("workers_planner_token", "workers-planner-token", STORM_UID)
+"""The workers' metrics hook's token, alone in its file (the same setting in each supervisor's storm.yaml)."""
+TOKEN_SECRETS = (PLANNER_TOKEN, NIMBUS_TOKEN, WORKERS_TOKEN)
+OPERATOR_TOKEN_FILE = "operator-token"
+"""The operator's token on the host (every scope), mounted nowhere; the file stays its writer's."""
+NIMBUS_SCOPES = (Scope.READ, Scope.PLAN, Scope.BIND)
+"""What the plugin calls: GETs of plans, bindings and profile sets; plans, repairs, evaluations and
+``/v1/tenants/alive``; and ``PUT /v1/assignments`` when it re-places a running topology itself."""
+WORKERS_SCOPES = (Scope.RECORDS,)
+"""The workers run the topologies' own code, so their token may post records and nothing else."""
 TOKEN_FILE_VARIABLE = "HETSCHED_PLANNER_TOKEN_FILE"
 """``hetsched serve --token-file`` from the environment."""
 TOKEN_FILE_SETTING = "hetsched.planner.token.file"
 METRICS_URL_SETTING = "hetsched.metrics.url"
 """Where the workers' metrics hook posts its records (docs/operations/plugin.md#worker-metrics); a supervisor's storm.yaml sets
-it for its workers, with the Storm daemons' copy of the token (the supervisors run as the same user as Nimbus)."""
+it for its workers, with the workers' records-only token."""
 
 STORM_HOME_IN_IMAGE = "/apache-storm"
 CONF_IN_CONTAINER = "/etc/hetsched/storm.yaml"
@@ -207,7 +220,7 @@ def deployment(
             "supervisor.thrift.port": SUPERVISOR_THRIFT_PORT,
             # The workers' metrics hook reads these from its supervisor's storm.yaml: where to ship, and the token.
             METRICS_URL_SETTING: PLANNER_URL,
-            TOKEN_FILE_SETTING: NIMBUS_TOKEN.in_container,
+            TOKEN_FILE_SETTING: WORKERS_TOKEN.in_container,
         }
         confs[name] = conf(machine.id, service, here)
         services[service] = {
@@ -218,7 +231,7 @@ def deployment(
             "cpus": machine.cpu_cores,
             "cpu_shares": _cpu_shares(machine.cpu_cores),
             "command": _java(service, heaps.supervisor, SUPERVISOR_MAIN),
-            "secrets": [NIMBUS_TOKEN.secret],
+            "secrets": [WORKERS_TOKEN.secret],
             "networks": [CLUSTER_NETWORK],
             "volumes": [_bind(f"./{CONF_FOLDER.as_posix()}/{name}", CONF_IN_CONTAINER)],
         }
@@ -235,7 +248,7 @@ def deployment(
             }},
         },
         "volumes": {"planner-data": {}},
-        "secrets": {t.secret: {"file": f"./{t.source.as_posix()}"} for t in (PLANNER_TOKEN, NIMBUS_TOKEN)},
+        "secrets": {t.secret: {"file": f"./{t.source.as_posix()}"} for t in TOKEN_SECRETS},
     }
     return ComposeDeployment(compose=compose, storm_confs=confs, zookeeper_cfg=_zookeeper_cfg())
 
@@ -269,32 +282,63 @@ def write(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path = REP
     return [out_dir / relative for relative in files]
 
 
-def write_token_files(out_dir: Path = REPO_ROOT, token: str | None = None,
-                      secrets_folder: Path = SECRETS_FOLDER) -> list[str]:
-    """Write a new planner token (random unless given) into each service's secret file, mode 0600.
+@dataclass(frozen=True)
+class ComposeTokens:
+    """The deployment's planner tokens, one per holder, so a worker's token cannot plan, bind or store profiles."""
 
-    Returns what is left for the operator: as root the files are given to the users the images run
-    as; otherwise a sentence per file saying whom it must belong to.
+    operator: str
+    nimbus: str
+    workers: str
+
+    @classmethod
+    def new(cls) -> ComposeTokens:
+        return cls(*(secrets.token_urlsafe(32) for _ in range(3)))
+
+
+def token_file_texts(tokens: ComposeTokens) -> dict[str, str]:
+    """File name under the secrets folder -> its text: the planner's scoped lines, and each holder's token alone.
+
+    The plugin and the metrics hook read a file of one bare token; only the planner reads scopes.
     """
-    token = token or secrets.token_urlsafe(32)
+    lines = [(ALL_WORD, tokens.operator), (_words(NIMBUS_SCOPES), tokens.nimbus), (_words(WORKERS_SCOPES), tokens.workers)]
+    planner = ("# The compose deployment's planner tokens: the operator's, Nimbus's plugin's, the workers'.\n"
+               + "".join(f"{scopes} {token}\n" for scopes, token in lines))
+    return {PLANNER_TOKEN.file_name: planner, NIMBUS_TOKEN.file_name: tokens.nimbus + "\n",
+            WORKERS_TOKEN.file_name: tokens.workers + "\n", OPERATOR_TOKEN_FILE: tokens.operator + "\n"}
+
+
+def write_token_files(out_dir: Path = REPO_ROOT, tokens: ComposeTokens | None = None,
+                      secrets_folder: Path = SECRETS_FOLDER) -> list[str]:
+    """Write new planner tokens (random unless given) into each service's secret file and the operator's, mode 0600.
+
+    Returns what is left for the operator: as root the service files are given to the users the images
+    run as; otherwise a sentence per file saying whom it must belong to. The operator's file stays its writer's.
+    """
+    texts = token_file_texts(tokens or ComposeTokens.new())
     folder = out_dir / secrets_folder
     left: list[str] = []
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for secret in (PLANNER_TOKEN, NIMBUS_TOKEN):
-            path = folder / secret.file_name
+        for name, text in texts.items():
+            path = folder / name
             path.unlink(missing_ok=True)
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as file:
-                file.write(token + "\n")
+                file.write(text)
+            owner = next((t.uid for t in TOKEN_SECRETS if t.file_name == name), None)
+            if owner is None:
+                continue
             if os.geteuid() == 0:
-                os.chown(path, secret.uid, secret.uid)
-            elif path.stat().st_uid != secret.uid:
-                left.append(f"{path} must belong to uid {secret.uid}, whom its container runs as: "
-                            f"sudo chown {secret.uid} {path}")
+                os.chown(path, owner, owner)
+            elif path.stat().st_uid != owner:
+                left.append(f"{path} must belong to uid {owner}, whom its container runs as: sudo chown {owner} {path}")
     except OSError as fault:
         raise ClusterError(f"Cannot write the token files under {folder}: {fault.strerror or fault}.") from None
     return left
+
+
+def _words(scopes: tuple[Scope, ...]) -> str:
+    return ",".join(s.value for s in scopes)
 
 
 def stale_files(spec: ClusterSpec, spec_path: Path = DEFAULT_SPEC, out_dir: Path = REPO_ROOT) -> list[Path]:

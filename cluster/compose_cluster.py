@@ -2,8 +2,8 @@
 
 The same machines as the local cluster (one supervisor container per machine of the spec, with
 ``cpus:`` its quota), started from the committed ``docker-compose.yml`` plus an override file of
-the run's own in its home: the published ports (a free range, on 127.0.0.1 only), a fresh planner
-token, and Nimbus's storm.yaml for the scheduler asked for. One compose project per home, so
+the run's own in its home: the published ports (a free range, on 127.0.0.1 only), fresh planner
+tokens (one per holder), and Nimbus's storm.yaml for the scheduler asked for. One compose project per home, so
 ``down`` removes exactly what ``up`` made: containers, networks, the planner's volume.
 
 It offers what the bench uses of :class:`cluster.local.LocalCluster` (``up``, ``down``,
@@ -37,6 +37,7 @@ from cluster.local import ClusterStatus, Supervisor
 from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_config import SCHEDULERS
 from observe import nimbus
+from planner.service.scopes import ALL_SCOPES, TokenFileError, parse_token_lines
 from observe.machines import Machine, TaskProcess
 
 log = logging.getLogger(__name__)
@@ -120,13 +121,24 @@ class ComposeCluster:
 
     @property
     def token_file(self) -> Path:
-        return self.home / "secrets" / compose.PLANNER_TOKEN.file_name
+        """The operator's token (every scope), for calls from the host."""
+        return self.home / "secrets" / compose.OPERATOR_TOKEN_FILE
 
     def planner_token(self) -> str:
+        """The operator's token; a home made before tokens had scopes has only the planner's one bare token."""
         try:
-            return self.token_file.read_text().strip()
+            if self.token_file.is_file():
+                return self.token_file.read_text().strip()
+            planner_file = self.home / "secrets" / compose.PLANNER_TOKEN.file_name
+            grants = parse_token_lines(planner_file.read_text(), str(planner_file))
         except OSError as fault:
             raise ClusterError(f"Cannot read the planner token {self.token_file}: {fault.strerror or fault}.") from None
+        except TokenFileError as fault:
+            raise ClusterError(f"{fault}.") from None
+        every = [token for token, scopes in grants.items() if scopes == ALL_SCOPES]
+        if not every:
+            raise ClusterError(f"The planner's token file {planner_file} has no token with every scope.")
+        return every[0]
 
     def host(self, machine_id: str) -> str:
         """The host a machine's supervisor registers as: its service name."""
@@ -293,8 +305,12 @@ class ComposeCluster:
         nimbus_conf = compose.deployment(self.spec, scheduler=scheduler, nimbus_extra=conf).storm_confs[f"{NIMBUS}.yaml"]
         (run / "nimbus.yaml").write_text(yaml.safe_dump(nimbus_conf, sort_keys=True))
         (run / "nimbus.yaml").chmod(0o644)
-        if new_token or not self.token_file.is_file():
+        present = [(self.home / "secrets" / t.file_name).is_file() for t in compose.TOKEN_SECRETS]
+        if new_token or not any(present):
             compose.write_token_files(self.home, secrets_folder=Path("secrets"))
+        elif not all(present):
+            raise ClusterError(f"{self.name} runs with one planner token for every holder; run 'hetsched cluster down "
+                               f"--compose --home {self.home}' and up again to give each holder its own.")
         nimbus_volumes: list[dict[str, Any]] = [
             {"type": "bind", "source": str(run / "nimbus.yaml"), "target": compose.CONF_IN_CONTAINER, "read_only": True}]
         for extra in sorted((self.home / "conf").glob("*.yaml")):  # RAS's user pools: on Nimbus's class path
@@ -302,8 +318,7 @@ class ComposeCluster:
                                    "target": f"{compose.STORM_HOME_IN_IMAGE}/conf/{extra.name}"})
         override = {
             "services": {NIMBUS: {"volumes": nimbus_volumes}},
-            "secrets": {t.secret: {"file": str(self.home / "secrets" / t.file_name)}
-                        for t in (compose.PLANNER_TOKEN, compose.NIMBUS_TOKEN)},
+            "secrets": {t.secret: {"file": str(self.home / "secrets" / t.file_name)} for t in compose.TOKEN_SECRETS},
         }
         (run / "override.yml").write_text("# Written by hetsched cluster up --compose for this run.\n"
                                           + yaml.safe_dump(override, sort_keys=False))

@@ -17,7 +17,7 @@ def compose(
     spec: Optional[Path] = SpecOption,
     out: Optional[Path] = typer.Option(None, "--out", help="Folder to write into (default: the repository root)."),
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 if the files differ from what the spec gives."),
-    new_token: bool = typer.Option(False, "--new-token", help="Also write a new random planner token into docker/secrets/ (mode 0600), for the planner and Nimbus."),
+    new_token: bool = typer.Option(False, "--new-token", help="Also write new random planner tokens into docker/secrets/ (mode 0600): Nimbus's (read, plan, bind), the workers' (records), the operator's (every scope) and the planner's file of all three."),
 ) -> None:
     """The same machines as the local cluster, as a docker-compose deployment (ZooKeeper, Nimbus with the plugin, UI, planner, supervisors)."""
     from cluster import compose as deployment
@@ -44,6 +44,7 @@ def compose(
     for path in written:
         console.print(f"wrote {path}", highlight=False)
     if new_token:
-        console.print(f"wrote a new planner token into {out_dir / deployment.SECRETS_FOLDER} (mode 0600)", highlight=False)
+        console.print(f"wrote new planner tokens into {out_dir / deployment.SECRETS_FOLDER} (mode 0600); yours, "
+                      f"with every scope, is {deployment.OPERATOR_TOKEN_FILE}", highlight=False)
     for sentence in left:
         Console(stderr=True).print(f"[yellow]to do:[/yellow] {sentence}", highlight=False, soft_wrap=True)

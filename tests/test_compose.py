@@ -228,9 +228,10 @@ def test_the_token_reaches_the_planner_and_nimbus_as_files_never_on_a_command_li
     assert (REPO / ".gitignore").read_text().count("/docker/secrets/") == 1
 
 
-def test_the_workers_of_every_supervisor_ship_metrics_to_the_planner_with_the_token(resolved):
-    """Workers read their supervisor's storm.yaml: the hook's URL must name the planner's service, its token a secret."""
-    secret = compose.NIMBUS_TOKEN
+def test_the_workers_of_every_supervisor_ship_metrics_to_the_planner_with_a_records_only_token(resolved):
+    """Workers read their supervisor's storm.yaml: the hook's URL must name the planner's service, its token the
+    workers' secret, never Nimbus's (the workers run user code)."""
+    secret = compose.WORKERS_TOKEN
     planner_url = mounted_storm_conf(resolved["services"]["nimbus"])[java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_URL")]
     for name, service in supervisors(resolved).items():
         assert [s["source"] for s in service["secrets"]] == [secret.secret], name
@@ -238,6 +239,51 @@ def test_the_workers_of_every_supervisor_ship_metrics_to_the_planner_with_the_to
         assert conf[java_string_constant("metrics/MetricsSettings.java", "METRICS_URL")] == planner_url, name
         assert conf[java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_TOKEN_FILE")] == secret.in_container, name
         assert urlparse(planner_url).hostname in {n for n, s in resolved["services"].items() if "cluster" in s["networks"]}
+    assert Path(resolved["secrets"][secret.secret]["file"]) == REPO / "docker" / "secrets" / secret.file_name
+
+
+def test_the_committed_supervisors_name_the_workers_token_not_nimbus_s():
+    """The same without docker-compose, on the generated files themselves."""
+    deployment = compose.deployment(load_spec())
+    for name, service in deployment.compose["services"].items():
+        if name.startswith("supervisor-"):
+            assert service["secrets"] == [compose.WORKERS_TOKEN.secret], name
+            conf = deployment.storm_confs[f"{name}.yaml"]
+            assert conf[compose.TOKEN_FILE_SETTING] == compose.WORKERS_TOKEN.in_container, name
+    assert deployment.compose["services"]["nimbus"]["secrets"] == [compose.NIMBUS_TOKEN.secret]
+    assert set(deployment.compose["secrets"]) == {t.secret for t in compose.TOKEN_SECRETS}
+
+
+def _plugin_calls() -> set[tuple[str, str]]:
+    """(method, path) of every planner call in the plugin's PlannerClient, from its call labels."""
+    source = (REPO / "storm-plugin/src/main/java/org/hetsched/storm/PlannerClient.java").read_text()
+    calls = {(m, p) for m, p in re.findall(r'"(GET|POST|PUT|DELETE) (/v1/[A-Za-z/]+)"', source)}
+    for path, method in re.findall(r'String path = "(/v1/[A-Za-z/]+)".*?"(GET|POST|PUT|DELETE) " \+ path', source, re.S):
+        calls.add((method, path + "x"))
+    return calls
+
+
+def test_nimbus_s_token_has_the_scopes_of_every_call_the_plugin_makes_and_no_more():
+    from planner.service.scopes import required_scope
+
+    calls = _plugin_calls()
+    assert {("PUT", "/v1/assignments/x"), ("POST", "/v1/tenants/alive"), ("GET", "/v1/profiles/")} <= calls
+    needed = {required_scope(method, path) for method, path in calls}
+    assert None not in needed, "a call of the plugin needs an all-scope token"
+    assert needed == set(compose.NIMBUS_SCOPES)
+
+
+def test_the_planner_s_file_gives_each_holder_its_scopes_and_each_holder_s_file_holds_its_token_alone():
+    from planner.service.scopes import ALL_SCOPES, Scope, parse_token_lines
+
+    tokens = compose.ComposeTokens(operator="op-token", nimbus="nimbus-token", workers="workers-token")
+    texts = compose.token_file_texts(tokens)
+    grants = parse_token_lines(texts[compose.PLANNER_TOKEN.file_name], "planner-token")
+    assert grants == {"op-token": ALL_SCOPES, "nimbus-token": frozenset({Scope.READ, Scope.PLAN, Scope.BIND}),
+                      "workers-token": frozenset({Scope.RECORDS})}
+    assert texts[compose.NIMBUS_TOKEN.file_name] == "nimbus-token\n"
+    assert texts[compose.WORKERS_TOKEN.file_name] == "workers-token\n"
+    assert texts[compose.OPERATOR_TOKEN_FILE] == "op-token\n"
 
 
 def test_each_token_file_belongs_to_the_user_its_image_runs_as():
@@ -245,30 +291,47 @@ def test_each_token_file_belongs_to_the_user_its_image_runs_as():
     assert re.search(rf"useradd .*--uid {compose.PLANNER_UID} hetsched", planner)
     assert re.search(r"^USER hetsched$", planner, re.M)
     assert compose.NIMBUS_TOKEN.uid == compose.STORM_UID and compose.PLANNER_TOKEN.uid == compose.PLANNER_UID
+    assert compose.WORKERS_TOKEN.uid == compose.STORM_UID
 
 
-def test_new_token_files_are_private_hold_one_token_and_name_their_owner(tmp_path, monkeypatch):
-    secrets = (compose.PLANNER_TOKEN, compose.NIMBUS_TOKEN)
+def test_new_token_files_are_private_hold_their_tokens_and_name_their_owner(tmp_path, monkeypatch):
+    secrets = compose.TOKEN_SECRETS
     given_away = []
     monkeypatch.setattr(os, "chown", lambda path, uid, gid: given_away.append((Path(path).name, uid)))
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    assert compose.write_token_files(tmp_path, "first") == []
-    assert sorted(given_away) == sorted((s.file_name, s.uid) for s in secrets), "root gives each file to its user"
+    first = compose.ComposeTokens(operator="op", nimbus="nim", workers="work")
+    assert compose.write_token_files(tmp_path, first) == []
+    assert sorted(given_away) == sorted((s.file_name, s.uid) for s in secrets), "root gives each service file to its user"
     assert stat.S_IMODE((tmp_path / "docker" / "secrets").stat().st_mode) == 0o700
-    for secret in secrets:
-        path = tmp_path / secret.source
-        assert path.read_text() == "first\n"
+    for name, text in compose.token_file_texts(first).items():
+        path = tmp_path / compose.SECRETS_FOLDER / name
+        assert path.read_text() == text
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
     given_away.clear()
     monkeypatch.setattr(os, "geteuid", lambda: 4242)
     left = compose.write_token_files(tmp_path)
     assert given_away == []
-    tokens = {(tmp_path / s.source).read_text() for s in secrets}
-    assert len(tokens) == 1 and tokens != {"first\n"} and len(tokens.pop().strip()) >= 40
+    alone = [(tmp_path / s.source).read_text().strip() for s in (compose.NIMBUS_TOKEN, compose.WORKERS_TOKEN)]
+    alone.append((tmp_path / compose.SECRETS_FOLDER / compose.OPERATOR_TOKEN_FILE).read_text().strip())
+    assert len(set(alone)) == 3 and all(len(t) >= 40 for t in alone), "three new random tokens"
+    assert "nim" not in alone
     expected = [f"{tmp_path / s.source} must belong to uid {s.uid}, whom its container runs as: "
                 f"sudo chown {s.uid} {tmp_path / s.source}" for s in secrets if (tmp_path / s.source).stat().st_uid != s.uid]
     assert left == expected and expected, "a user who is not root is told whom each file must belong to"
+
+
+def test_a_compose_cluster_s_operator_token_has_every_scope_and_an_older_home_s_bare_token_still_reads(tmp_path):
+    from cluster.compose_cluster import ComposeCluster
+
+    cluster = ComposeCluster(home=tmp_path / "home")
+    compose.write_token_files(cluster.home, compose.ComposeTokens("op", "nim", "work"), secrets_folder=Path("secrets"))
+    assert cluster.planner_token() == "op"
+
+    older = ComposeCluster(home=tmp_path / "older")
+    (older.home / "secrets").mkdir(parents=True)
+    (older.home / "secrets" / compose.PLANNER_TOKEN.file_name).write_text("one-for-all\n")
+    assert older.planner_token() == "one-for-all"
 
 
 def test_images_use_the_project_pins():
