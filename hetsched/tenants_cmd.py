@@ -10,7 +10,7 @@ from rich.table import Table
 from hetsched.errors import fail
 from hetsched.options import PlannerOption, TokenOption
 from planner.client import PlannerClient, PlannerClientError
-from planner.ledger import Ledger
+from planner.ledger import Eviction, Ledger
 
 MESSAGE_TIMEOUT = "topology.message.timeout.secs"
 DEFAULT_MESSAGE_TIMEOUT_S = 30
@@ -37,6 +37,14 @@ def ledger_tables(ledger: Ledger) -> list[Table]:
         tenants.add_row(t.topology, str(t.priority), f"{t.min_rate:g}", "-" if t.target_rate is None else f"{t.target_rate:g}",
                         status, f"{t.rate:.2f}", t.plan_id or "-", f"{t.heartbeat_age_s:.0f} s ago")
     return [machines, tenants]
+
+
+def evicted_line(evicted: list[Eviction]) -> str | None:
+    """One line naming the tenants a change refused, which the plugin evicts at its next heartbeat; None for none."""
+    if not evicted:
+        return None
+    named = "; ".join(f"{e.topology} (a min rate up to {e.fits_rate:g} tuples/s would fit)" for e in evicted)
+    return f"evicted at the plugin's next heartbeat: {named}"
 
 
 def ledger(planner: Optional[str] = PlannerOption, token: Optional[str] = TokenOption) -> None:
@@ -82,6 +90,7 @@ def priority(
     nimbus: Optional[str] = typer.Option(None, "--nimbus", help="Nimbus host:port (default: $HETSCHED_NIMBUS, else the local cluster's)."),
     planner: Optional[str] = PlannerOption,
     token: Optional[str] = TokenOption,
+    as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (the API's PriorityAnswer); the other lines go to stderr."),
 ) -> None:
     """Change a topology's priority; the topologies whose share changed are re-planned and re-placed (drained)."""
     try:
@@ -89,9 +98,14 @@ def priority(
             answer = client.set_priority(topology, level)
     except PlannerClientError as exc:
         raise fail(str(exc)) from None
-    console = Console()
+    console = Console(stderr=as_json)
     affected = ", ".join(answer.affected) or "none"
-    console.print(f"{topology}: priority {answer.priority}; shares changed: {affected}")
+    console.print(f"{topology}: priority {answer.priority}; shares changed: {affected}", highlight=False)
+    evicted = evicted_line(answer.evicted)
+    if evicted:
+        console.print(evicted, highlight=False, soft_wrap=True)
+    if as_json:
+        typer.echo(answer.model_dump_json(indent=2))
     if not replace or not answer.affected:
         return
     try:

@@ -173,6 +173,36 @@ def test_the_ledger_and_priority_on_the_command_line(start_planner_service):
     assert "topology 'nobody' is not registered in the ledger" in missing.output
 
 
+def test_priority_on_the_command_line_names_the_tenants_it_evicts(start_planner_service):
+    """On a server of its own (the live plugin heartbeats the session's): two tenants that never both fit, the
+    less important made most important, so the other is refused and the plugin will evict it."""
+    import json
+    import re
+
+    from typer.testing import CliRunner
+
+    from hetsched.cli import _register as register_commands, app
+
+    register_commands()
+    runner = CliRunner()
+    planner_service = start_planner_service()
+    with planner_service.http() as http:
+        _register(http, "running", priority=5)
+        _register(http, "waiting", priority=6)
+    changed = runner.invoke(app, ["priority", "waiting", "0", "--no-replace", "--planner", planner_service.url],
+                            env={"COLUMNS": "250"})
+    assert changed.exit_code == 0, changed.output
+    lines = [line for line in changed.output.splitlines() if line.startswith("evicted")]
+    assert len(lines) == 1 and re.fullmatch(r"evicted at the plugin's next heartbeat: running "
+                                            r"\(a min rate up to 0\.66\d* tuples/s would fit\)", lines[0]), lines
+
+    back = runner.invoke(app, ["priority", "running", "0", "--no-replace", "--json", "--planner", planner_service.url])
+    assert back.exit_code == 0, back.output
+    answer = json.loads(back.stdout)
+    assert [e["topology"] for e in answer["evicted"]] == ["waiting"] and answer["priority"] == 0
+    assert back.stderr.splitlines()[-1].startswith("evicted at the plugin's next heartbeat: waiting (")
+
+
 def _shipped_tenant_request(topology: str, cluster: dict, profiles: str, **tenant) -> dict:
     from topologies.catalog import lookup, planner_topology
 
