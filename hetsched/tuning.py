@@ -28,14 +28,19 @@ from typing import Any, TypeVar
 
 from bench.measure import Throughputs
 from hetsched.replan import (
+    SHARES_KEY,
     ReplanError,
     RunningPlacement,
     current_evaluation_request,
     gain,
     placement_of_plan,
+    plan_shares,
     plan_within_tasks,
     planner_cluster,
     replacement_line,
+    runs_weighted,
+    shares_line,
+    shares_overrides,
     with_counts,
 )
 from observe.nimbus import NimbusError, connect
@@ -54,6 +59,7 @@ from spark_profiling.tune import (
     coverage_lines,
     explore_rounds,
     never_worse,
+    without_lost,
 )
 from topologies import conf as keys
 
@@ -78,6 +84,11 @@ class TuneError(Exception):
 
 class Interference(TuneError):
     """Someone else killed or re-placed the topology during the tune: it is left alone."""
+
+
+class MachineLost(TuneError):
+    """A machine the tune knew left the cluster: its profiles and plan would be for machines that are not there, so the
+    tune puts the topology back where it started, less that machine."""
 
 
 @dataclass(frozen=True)
@@ -170,11 +181,16 @@ class Tuner:
         self.conf_profiles: str | None = state.conf.get(keys.PROFILES)
         self.start_load_aware_off = bool(state.conf.get(LOAD_AWARE_OFF, False))
         self.load_aware_off = self.start_load_aware_off
+        self.start_shares = state.conf.get(SHARES_KEY)
+        self.shares = self.start_shares
+        """The weighted groupings' shares the topology runs with (None: it runs without them)."""
         self.report = TuneReport(self.name, start=dict(self.start))
         self.machines_by_type: dict[str, list[str]] = {}
         for row in state.rows:
             if row.machine_id and row.machine_type:
                 self.machines_by_type.setdefault(row.machine_type, []).append(row.machine_id)
+        self.lost: dict[str, str] = {}
+        """Machines (id -> type) that left the cluster during the tune."""
 
     # ---- the workflow -------------------------------------------------------------------------------------------
 
@@ -225,9 +241,10 @@ class Tuner:
             cluster = planner_cluster(self.state.rows, machine_base_load(profile_set))
             start_running = RunningPlacement(self.start, self.state.now.tasks)
             current = self.patient(lambda: self.planner.evaluate(
-                current_evaluation_request(self.graph, cluster, s.set_name, start_running)), "evaluating the start")
+                current_evaluation_request(self.graph, cluster, s.set_name, start_running, self.weighted)), "evaluating the start")
             plan, capped = self.patient(lambda: plan_within_tasks(self.planner.plan, self.graph, cluster, s.set_name,
-                                                                  self.state.now.tasks, s.strategy, self._spout_counts(self.start)),
+                                                                  self.state.now.tasks, s.strategy, self._spout_counts(self.start),
+                                                                  self.weighted),
                                         "planning")
             r.predicted_start, r.plan, r.capped = current.input_rate, plan, capped
             r.minutes_to_plan = round((time.time() - r.started) / 60, 2)
@@ -264,7 +281,8 @@ class Tuner:
                 except Exception as back_exc:  # noqa: BLE001 - say both faults in one sentence
                     raise TuneError(str(exc), f"putting {self.name} back where it started failed too: {back_exc}") from None
                 if isinstance(exc, TuneError):
-                    raise TuneError(str(exc), f"{self.name} is back on its starting placement") from None
+                    left = f"less {', '.join(sorted(self.lost))}" if self.lost else ""
+                    raise TuneError(str(exc), f"{self.name} is back on its starting placement {left}".rstrip()) from None
             raise
 
     def check_flowing(self, t: Throughputs) -> None:
@@ -333,6 +351,9 @@ class Tuner:
         """Store ``placement`` as a plan (unless one is given), bind it, and re-place the topology onto it, drained."""
         s = self.settings
         self.check_ours()
+        # the plan's weights, the starting ones back at the start, else (a placement the tune stores) those running
+        wanted_shares = (plan_shares(plan, self.state.machine_of_host) if plan is not None
+                         else self.start_shares if self._same(placement, self.start) else None)
         if plan is None:
             plan = self._placement_plan(placement, profile_set)
         plan_id = plan.id
@@ -342,6 +363,9 @@ class Tuner:
         wanted_load_aware_off = self.start_load_aware_off if self._same(placement, self.start) else True
         if self.load_aware_off != wanted_load_aware_off:
             overrides[LOAD_AWARE_OFF] = wanted_load_aware_off
+        overrides.update(shares_overrides(self.shares, wanted_shares, self.state.machine_of_host))
+        if SHARES_KEY in overrides:
+            self.say(shares_line(self.name, overrides[SHARES_KEY]))
         with connect(self.state.address) as client:
             result = replace_drained(client, self.name, placement, self.state.machine_of_host, max_drain_s=s.max_drain_s,
                                      conf_overrides=overrides, on_step=lambda step: self.say(f"{self.name}: {step}"))
@@ -349,6 +373,7 @@ class Tuner:
         if keys.PROFILES in overrides:
             self.conf_profiles = s.set_name
         self.load_aware_off = wanted_load_aware_off
+        self.shares = overrides.get(SHARES_KEY, self.shares)
         self.placed = {c: list(ms) for c, ms in placement.items()}
         self.report.failed_tuples += result.failed_during_drain
         self.say(replacement_line(result))
@@ -358,22 +383,29 @@ class Tuner:
         return result
 
     def back_to_start(self, why: str) -> None:
-        """Put the topology back where it started (drained), if it was moved, and measure it there."""
+        """Put the topology back where it started (drained), if it was moved, and measure it there. Executors that
+        started on a machine which has since left the cluster go to one still in it (:func:`without_lost`)."""
         r = self.report
-        if not self.moved or self._same(self.placed, self.start):
-            self.say(f"{why}; {self.name} stays on its starting placement")
+        start, where = self.start, "its starting placement"
+        if self.lost:
+            alive = {row.machine_id: (row.machine_type or "", float(row.cores or 0.0)) for row in self.state.rows
+                     if row.machine_id}
+            start = without_lost(self.start, self.lost, alive)
+            where = f"its starting placement less {', '.join(sorted(self.lost))} ({_placement_text(start)})"
+        if not self.moved or self._same(self.placed, start):
+            self.say(f"{why}; {self.name} stays on {where}")
             return
-        self.say(f"{why}: putting {self.name} back on its starting placement")
+        self.say(f"{why}: putting {self.name} back on {where}")
         newest = self._newest_set()
         measured = {(e.profile, e.machine_type) for e in self.live.entries} if self.live is not None else set()
         back_set: ProfileSet | None = None  # the newest version as it is: the tuned set
         if newest is None or newest.source.get("kind") == PLACEMENT_KIND:
             # never leave stand-in costs bound: the starting placement's own pairs were measured where it ran
-            if self.live is not None and self._pairs_of(self.start) <= measured:
+            if self.live is not None and self._pairs_of(start) <= measured:
                 back_set = self.live.model_copy(update={"name": self.settings.set_name})
             else:
                 back_set = newest
-        self.place(self.start, back_set, f"hetsched tune: back to the starting placement ({why})")
+        self.place(start, back_set, f"hetsched tune: back to the starting placement ({why})")
         r.returned = True
         self.wait(self.settings.warmup_s, "warming up on the starting placement")
         r.back = self.measure("the starting placement again")
@@ -421,9 +453,25 @@ class Tuner:
                 self.say(f"Nimbus does not answer ({exc}); asking again in 10 s")
                 time.sleep(10.0)
             except ReplanError as exc:
-                raise Interference(f"{self.name} could not be read as it runs ({exc})", "the tune stopped and left it alone") from None
+                # executors on a supervisor Nimbus no longer lists: a machine left, and Nimbus re-assigns its
+                # executors once it declares them dead
+                if time.monotonic() > deadline:
+                    raise MachineLost(f"{self.name} still had executors on a machine that left the cluster after "
+                                      f"{self.settings.outage_s:g} s ({exc})") from None
+                self.say(f"{self.name} cannot be read as it runs ({exc}); asking again in 10 s")
+                time.sleep(10.0)
             except Exception as exc:  # noqa: BLE001 - a topology killed mid-tune surfaces as the reader's own error
                 raise Interference(f"{self.name} is no longer running ({exc})", "the tune stopped") from None
+        alive = {row.machine_id for row in state.rows if row.machine_id}
+        gone = {m: t for t, ms in self.machines_by_type.items() for m in ms if m not in alive and m not in self.lost}
+        self.state = state
+        if gone or self.lost:
+            # the plugin re-places a lost machine's executors itself: that is no one else's interference
+            self.placed = {c: list(ms) for c, ms in state.now.machines.items()}
+        if gone:
+            self.lost.update(gone)
+            raise MachineLost(f"{', '.join(f'{m} ({t})' for m, t in sorted(gone.items()))} left the cluster during the "
+                              "tune, so no plan made now would be for the machines there are")
         if not self._same(state.now.machines, self.placed):
             raise Interference(f"{self.name} was re-placed by someone else during the tune (now "
                                f"{_placement_text(state.now.machines)}, the tune left it {_placement_text(self.placed)})",
@@ -443,6 +491,11 @@ class Tuner:
                 time.sleep(10.0)
 
     # ---- helpers ------------------------------------------------------------------------------------------------
+
+    @property
+    def weighted(self) -> bool:
+        """Plan and score with weighted shares: the topology runs with weighted groupings."""
+        return runs_weighted(self.state.conf)
 
     def _profile_of(self, component: str) -> str:
         return self.profile_keys.get(component, component)

@@ -9,6 +9,7 @@ set) for the rest, saying which came from where. ``--explore`` places the pairs 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from planner.model import ProfileEntry, ProfileSet
@@ -190,6 +191,36 @@ def explore_rounds(missing: tuple[Pair, ...] | list[Pair], shapes: dict[str, Com
             placement[component] = placed[:count]
         rounds.append(placement)
     return rounds
+
+
+def without_lost(placement: Placement, lost: Mapping[str, str], alive: Mapping[str, tuple[str, float]]) -> Placement:
+    """``placement`` with every executor of a machine that left the cluster moved onto one that is still in it.
+
+    ``lost``: machine id -> its machine type; ``alive``: machine id -> (machine type, cores). A lost machine's
+    executors go to the machines of its type still in the cluster (round-robin), else to those of the type with the
+    most cores: the nearest thing to the placement that ran, so a tune that cannot go on still puts the topology back
+    where it ran, less what is gone.
+    """
+    if not alive:
+        raise ValueError("no machine is left to place on")
+    by_type: dict[str, list[str]] = {}
+    for machine, (machine_type, _) in sorted(alive.items()):
+        by_type.setdefault(machine_type, []).append(machine)
+    biggest = max(alive.values(), key=lambda tc: (tc[1], tc[0]))[0]
+    turn: dict[str, int] = {}
+    out: Placement = {}
+    for component, machines in placement.items():
+        placed = []
+        for m in machines:
+            if m in alive and m not in lost:
+                placed.append(m)
+                continue
+            target_type = lost.get(m, "") if by_type.get(lost.get(m, "")) else biggest
+            targets = by_type[target_type]
+            placed.append(targets[turn.get(target_type, 0) % len(targets)])
+            turn[target_type] = turn.get(target_type, 0) + 1
+        out[component] = placed
+    return out
 
 
 @dataclass(frozen=True)

@@ -249,6 +249,29 @@ def test_a_plan_that_measures_worse_is_undone_drained_and_said(monkeypatch, tmp_
     assert bound.strategy == "repair" and bound.instances == {"spout": 1, "low": 1, "mid": 1, "high": 1}
 
 
+def test_a_weighted_topology_is_re_placed_with_its_plans_weights_and_given_its_own_back(
+        monkeypatch, tmp_path, planner_service):
+    """Issue 33: the workers read the weights from the conf only, so they go with each rebalance that changes them."""
+    import re
+
+    from hetsched.replan import plan_shares
+
+    start_shares = {"low->mid": {"host-s": 1.0}}
+    conf = {"hetsched.topology": "linear", "hetsched.component.profiles": LINEAR_PROFILES,
+            "hetsched.grouping.shares": start_shares}
+    result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--no-explore", measured=(10.0, 6.0, 10.0))
+    assert result.exit_code == 0, result.output
+    planned, back = tuned.replaced
+    plan_id = re.search(r"plan (\S+) \(", result.output).group(1)
+    with planner_service.client() as client:
+        plan = client.get_plan(plan_id)
+    assert "weighted_shares" in plan.stats, "a topology on weighted groupings is planned with weighted shares"
+    machine_of_host = {host: machine for machine, host in HOST_OF.items()}
+    assert planned["conf_overrides"]["hetsched.grouping.shares"] == plan_shares(plan, machine_of_host)
+    assert back["conf_overrides"]["hetsched.grouping.shares"] == start_shares
+    assert result.output.count("the plan's weights change, so the rebalance sends them") == 2
+
+
 def test_a_topology_that_names_a_profile_set_is_given_the_tuned_one(monkeypatch, tmp_path, planner_service):
     conf = {"hetsched.profiles": "default-cluster", "hetsched.component.profiles": LINEAR_PROFILES}
     result, tuned = _tune(monkeypatch, tmp_path, planner_service, conf, "--no-explore")
@@ -448,10 +471,62 @@ def test_a_topology_placed_otherwise_by_someone_else_stops_the_tune(monkeypatch)
     import hetsched.tuning as tuning
     from hetsched.replan import RunningPlacement
 
-    moved = SimpleNamespace(now=RunningPlacement({"spout": ["large-1"]}, {"spout": 1}))
+    moved = SimpleNamespace(now=RunningPlacement({"spout": ["large-1"]}, {"spout": 1}), rows=[])
     tuner, _, _ = _tuner(lambda: moved)
     with pytest.raises(tuning.Interference, match="re-placed by someone else"):
         tuner.check_ours()
+
+
+def test_the_start_less_a_lost_machine_goes_to_its_type_else_to_the_biggest():
+    from spark_profiling.tune import without_lost
+
+    alive = {"large-1": ("large", 4.0), "small-1": ("small", 1.0), "medium-2": ("medium", 2.0), "medium-3": ("medium", 2.0)}
+    assert without_lost({"a": ["medium-1", "medium-1", "small-1"]}, {"medium-1": "medium"}, alive) == \
+        {"a": ["medium-2", "medium-3", "small-1"]}
+    alive = {"large-1": ("large", 4.0), "small-1": ("small", 1.0)}
+    assert without_lost({"a": ["medium-1", "large-1"], "b": ["medium-1"]}, {"medium-1": "medium"}, alive) == \
+        {"a": ["large-1", "large-1"], "b": ["large-1"]}
+    with pytest.raises(ValueError, match="no machine is left"):
+        without_lost({"a": ["medium-1"]}, {"medium-1": "medium"}, {})
+
+
+def test_a_machine_lost_mid_tune_puts_the_topology_back_on_its_start_less_that_machine(monkeypatch):
+    """Seen live: medium-1 killed during an explore round; the tune stopped and left heldout-java on the explore round's
+    placement (executors on a machine that no longer existed) as if someone else had moved it."""
+    from types import SimpleNamespace
+
+    import hetsched.tuning as tuning
+    from hetsched.replan import ReplanError, RunningPlacement
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
+    rows = [SimpleNamespace(machine_id=m, machine_type=t, cores=c) for m, t, c in
+            [("small-1", "small", 1.0), ("medium-1", "medium", 2.0), ("large-1", "large", 4.0)]]
+    start = RunningPlacement({"spout": ["medium-1"], "bolt": ["medium-1", "large-1"]}, {"spout": 1, "bolt": 2})
+    explore = {"spout": ["small-1"], "bolt": ["small-1", "large-1"]}
+    after = RunningPlacement({"spout": ["small-1"], "bolt": ["small-1", "large-1"]}, {"spout": 1, "bolt": 2})
+    now = SimpleNamespace(now=after, rows=[rows[0], rows[2]])
+    reads: list = [ReplanError("the machine of 127.0.0.3 is unknown")]
+
+    def read():
+        if reads:
+            raise reads.pop(0)
+        return now
+
+    tuner, state, said = _tuner(read)
+    state.rows, state.now = rows, start
+    tuner.__init__(state, None, tuner.settings, said.append, read)
+    tuner.placed, tuner.moved = explore, True
+    placed_on = []
+    monkeypatch.setattr(tuner, "place", lambda placement, *a, **k: placed_on.append(placement))
+    monkeypatch.setattr(tuner, "measure", lambda label: None)
+    monkeypatch.setattr(tuner, "_newest_set", lambda: None)
+    with pytest.raises(tuning.MachineLost, match=r"medium-1 \(medium\) left the cluster during the tune") as lost:
+        tuner.check_ours()
+    tuner.back_to_start(str(lost.value))
+    assert any("cannot be read as it runs" in line for line in said)
+    assert tuner.lost == {"medium-1": "medium"}
+    assert placed_on == [{"spout": ["large-1"], "bolt": ["large-1", "large-1"]}]
+    assert tuner.report.returned
 
 
 def test_watch_takes_the_fallen_rate_as_its_reference_when_no_better_placement_is_kept(tmp_path, monkeypatch):
