@@ -3,6 +3,11 @@
 A running topology's executor count per component can rise by rebalance only up to its task count
 (``topology.tasks``, fixed at submit; ``hetsched submit --spare-tasks``), so a plan asking for more
 instances than a component has tasks is made again with that component fixed at its task count.
+
+A topology that runs with weighted groupings (issue 33: its conf carries ``hetsched.grouping.shares``) is planned
+with weighted shares, and the new plan's shares go with the rebalance that applies it (Storm's
+``topology_conf_overrides``, as ``storm rebalance NAME -t '{...}'``): the workers only ever read the shares from the
+topology's conf, so without that they would keep the first plan's.
 """
 from __future__ import annotations
 
@@ -19,10 +24,13 @@ from planner.model import (
     Machine,
     MachineType,
     Plan,
+    PlanOptions,
     PlanRequest,
     ProfileRef,
     Topology,
 )
+from planner.stream_shares import CONF_KEY as SHARES_KEY
+from planner.stream_shares import machine_shares
 from topologies import conf as keys
 
 BASE_LOAD_KEY = "machine_base_load"
@@ -83,18 +91,22 @@ def with_counts(topology: Topology, counts: Mapping[str, int | None]) -> Topolog
 
 
 def current_evaluation_request(topology: Topology, cluster: Cluster, profiles: str,
-                               running: RunningPlacement) -> EvaluationRequest:
+                               running: RunningPlacement, weighted_shares: bool = False) -> EvaluationRequest:
+    """The running placement to score; ``weighted_shares`` (a topology on weighted groupings) scores it with the
+    shares the planner would choose for it, as the new plan is, so the gain compares like with like."""
     fixed = with_counts(topology, running.executors)
-    return EvaluationRequest(topology=fixed, cluster=cluster, profiles=ProfileRef(name=profiles), assignments=[
+    return EvaluationRequest(topology=fixed, cluster=cluster, profiles=ProfileRef(name=profiles),
+                             options=PlanOptions(weighted_shares=weighted_shares), assignments=[
         InstanceAssignment(component=c.id, machine=m) for c in fixed.components for m in running.machines[c.id]])
 
 
 def plan_request(topology: Topology, cluster: Cluster, profiles: str, capped: Mapping[str, int],
-                 strategy: str | None = None, keep_counts: Mapping[str, int] | None = None) -> PlanRequest:
+                 strategy: str | None = None, keep_counts: Mapping[str, int] | None = None,
+                 weighted_shares: bool = False) -> PlanRequest:
     """Instance counts free except where ``capped`` (at the task count) or ``keep_counts`` fix them."""
     counts: dict[str, int | None] = {**(keep_counts or {}), **capped}
     return PlanRequest(topology=with_counts(topology, counts), cluster=cluster, profiles=ProfileRef(name=profiles),
-                       strategy=strategy)
+                       strategy=strategy, options=PlanOptions(weighted_shares=weighted_shares))
 
 
 def task_count_caps(plan: Plan, tasks: Mapping[str, int]) -> dict[str, int]:
@@ -132,15 +144,72 @@ def placement_of_plan(plan: Plan) -> dict[str, list[str]]:
 
 def plan_within_tasks(ask: Callable[[PlanRequest], Plan], topology: Topology, cluster: Cluster, profiles: str,
                       tasks: Mapping[str, int], strategy: str | None = None,
-                      keep_counts: Mapping[str, int] | None = None) -> tuple[Plan, dict[str, int]]:
+                      keep_counts: Mapping[str, int] | None = None,
+                      weighted_shares: bool = False) -> tuple[Plan, dict[str, int]]:
     """A plan a rebalance can apply, and the components capped on the way: ``ask`` (the planner's ``POST /v1/plans``)
     is asked again with every component :func:`task_count_caps` names fixed at the count it gives."""
     capped: dict[str, int] = {}
-    plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts))
+    plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts, weighted_shares))
     while over := task_count_caps(plan, tasks):
         capped.update(over)
-        plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts))
+        plan = ask(plan_request(topology, cluster, profiles, capped, strategy, keep_counts, weighted_shares))
     return plan, capped
+
+
+Shares = Mapping[str, Mapping[str, float]]
+"""``hetsched.grouping.shares``: stream ``from->to`` -> machine (host or machine id) -> share of the stream."""
+
+
+def runs_weighted(conf: Mapping[str, Any]) -> bool:
+    """Whether a running topology's streams use the weighted groupings: its conf carries their shares."""
+    return conf.get(SHARES_KEY) is not None
+
+
+def plan_shares(plan: Plan, machine_of_host: Mapping[str, str]) -> dict[str, dict[str, float]] | None:
+    """A plan's shares as the workers read them, each machine named by its host (as ``hetsched submit`` writes them).
+
+    ``{}`` for a plan made with weighted shares that kept every stream even; None for a plan made without them
+    (a placement stored by the tune, say), which says nothing of the weights.
+    """
+    if not plan.shares and "weighted_shares" not in plan.stats:
+        return None
+    host_of = {machine: host for host, machine in machine_of_host.items()}
+    return {stream: {host_of.get(m, m): share for m, share in per_machine.items()}
+            for stream, per_machine in machine_shares(plan).items()}
+
+
+def shares_overrides(running: Shares | None, wanted: Shares | None, machine_of_host: Mapping[str, str],
+                     tolerance: float = 1e-6) -> dict[str, Any]:
+    """The conf a re-placement must send for the weights: ``{hetsched.grouping.shares: wanted}``, or ``{}`` when the
+    topology runs without weighted groupings, nothing is wanted, or the weights are the same (machines compared by
+    id, so a host and its machine id are one machine). Sending only a change spares the workers a restart for it.
+    """
+    if running is None or wanted is None:
+        return {}
+    try:
+        now, then = _by_machine(running, machine_of_host), _by_machine(wanted, machine_of_host)
+        same = now.keys() == then.keys() and all(
+            now[s].keys() == then[s].keys() and all(abs(now[s][m] - then[s][m]) <= tolerance for m in now[s]) for s in now)
+    except (AttributeError, TypeError, ValueError):  # running shares the workers could not read either: replace them
+        same = False
+    return {} if same else {SHARES_KEY: {stream: dict(per_machine) for stream, per_machine in wanted.items()}}
+
+
+def _by_machine(shares: Shares, machine_of_host: Mapping[str, str]) -> dict[str, dict[str, float]]:
+    found: dict[str, dict[str, float]] = {}
+    for stream, per_machine in shares.items():
+        for machine, share in (per_machine or {}).items():
+            key = machine_of_host.get(machine, machine)
+            found.setdefault(stream, {})[key] = found.get(stream, {}).get(key, 0.0) + float(share)
+    return found
+
+
+def shares_line(name: str, sent: Shares) -> str:
+    """One line saying a re-placement sends new weights, and which."""
+    streams = "; ".join(f"{stream} " + (", ".join(f"{m} {v:.3g}" for m, v in sorted(per_machine.items())) or "even")
+                        for stream, per_machine in sorted(sent.items()))
+    return (f"{name}: the plan's weights change, so the rebalance sends them ({SHARES_KEY}): "
+            + (streams or "every stream even"))
 
 
 def planner_conf_overrides(conf: Mapping[str, Any], profiles: str) -> dict[str, Any]:

@@ -22,14 +22,19 @@ from hetsched.ops_cmd import (
 )
 from hetsched.replan import (
     BASE_LOAD_KEY,
+    SHARES_KEY,
     ReplanError,
     RunningPlacement,
     current_evaluation_request,
     gain,
     placement_of_plan,
+    plan_shares,
     plan_within_tasks,
     planner_cluster,
     replacement_line,
+    runs_weighted,
+    shares_line,
+    shares_overrides,
 )
 from hetsched.errors import fail
 from hetsched.tuning import TuneError
@@ -116,9 +121,11 @@ def replan(
         with PlannerClient(url, token) as planner_client:
             base_load = planner_client.get_profile_set(profiles).source.get(BASE_LOAD_KEY) or {}
             cluster = planner_cluster(state.rows, base_load)
-            current = planner_client.evaluate(current_evaluation_request(topology, cluster, profiles, now))
+            weighted = runs_weighted(topology_conf)
+            current = planner_client.evaluate(current_evaluation_request(topology, cluster, profiles, now, weighted))
             fixed = now.executors if keep_counts else None
-            plan, capped = plan_within_tasks(planner_client.plan, topology, cluster, profiles, now.tasks, strategy, fixed)
+            plan, capped = plan_within_tasks(planner_client.plan, topology, cluster, profiles, now.tasks, strategy, fixed,
+                                             weighted)
             predicted_gain = gain(current.input_rate, plan.input_rate)
             report.update(current_rate=current.input_rate, current_bottleneck=current.bottleneck,
                           planned_rate=plan.input_rate, planned_bottleneck=plan.bottleneck, plan_id=plan.id,
@@ -137,12 +144,17 @@ def replan(
             _verified(state, topology, lambda: read_running(nimbus, name, storm_yaml), url, token, profiles, plan, reason,
                       report, window, warmup, noise, max_drain, as_json)
         elif apply:
+            shares = shares_overrides(topology_conf.get(SHARES_KEY), plan_shares(plan, machine_of_host),
+                                      machine_of_host)
+            if shares and not as_json:
+                console.print(shares_line(name, shares[SHARES_KEY]), highlight=False, soft_wrap=True)
             with connect(address, LEADER_TIMEOUT_S) as client:
                 result = replace_drained(
-                    client, name, placement_of_plan(plan), machine_of_host, max_drain_s=max_drain,
+                    client, name, placement_of_plan(plan), machine_of_host, max_drain_s=max_drain, conf_overrides=shares,
                     on_step=lambda step: None if as_json else console.print(f"{name}: {step}", highlight=False))
             report.update(applied=True, replacement={**asdict(result), "failed_during_drain": result.failed_during_drain,
-                                                     "in_flight_at_rebalance": result.in_flight_at_rebalance})
+                                                     "in_flight_at_rebalance": result.in_flight_at_rebalance},
+                          shares_sent=shares.get(SHARES_KEY))
             if not as_json:
                 _print_replacement(result)
     except (TopologyError, TopologyGraphError, ReplanError, PlannerClientError, NimbusError, ReplacementError,

@@ -130,9 +130,10 @@ def replan_since(tuner: Tuner, since: float, rate_now: float, running_plan: Plan
     tuner.check_ours()
     cluster = planner_cluster(tuner.state.rows, machine_base_load(new_set))
     current = tuner.patient(lambda: tuner.planner.evaluate(
-        current_evaluation_request(tuner.graph, cluster, s.set_name, tuner.state.now)), "evaluating the placement")
+        current_evaluation_request(tuner.graph, cluster, s.set_name, tuner.state.now, tuner.weighted)), "evaluating the placement")
     plan, _ = tuner.patient(lambda: plan_within_tasks(tuner.planner.plan, tuner.graph, cluster, s.set_name,
-                                                     tuner.state.now.tasks, s.strategy, tuner._spout_counts(tuner.placed)),
+                                                     tuner.state.now.tasks, s.strategy, tuner._spout_counts(tuner.placed),
+                                                     tuner.weighted),
                            "planning")
     predicted_gain = gain(current.input_rate, plan.input_rate)
     tuner.say(f"watch: plan {plan.id} ({s.strategy}): " + ", ".join(f"{c} x{n}" for c, n in sorted(plan.instances.items())

@@ -16,10 +16,17 @@ from hetsched.replan import (
     task_count_caps,
     placement_of_plan,
     plan_request,
+    plan_shares,
+    plan_within_tasks,
     planner_cluster,
+    runs_weighted,
+    shares_line,
+    shares_overrides,
 )
 from planner.api import make_plan
 from planner.fixtures import load_scenario
+from planner.model import PlanOptions
+from planner.stream_shares import machine_shares
 
 
 def _place(component, start, end, host, machine):
@@ -85,6 +92,98 @@ def test_a_count_that_does_not_divide_the_task_count_is_lowered_to_one_that_does
 def test_gain_is_relative_and_infinite_from_nothing():
     assert gain(10.0, 12.5) == pytest.approx(0.25)
     assert gain(0.0, 3.0) == math.inf and gain(0.0, 0.0) == 0.0
+
+
+# --- weighted groupings (issue 33): the new weights go with the rebalance that applies a re-plan -----------------
+
+def _weighted_plan():
+    """The docs' Linear planned with weighted shares: shares are chosen for spout->low."""
+    from tests.test_weighted_shares import docs_example
+
+    topology, cluster, entries = docs_example()
+    plan = make_plan(topology, cluster, entries, "paper", PlanOptions(weighted_shares=True))
+    assert plan.shares, "the example's plan weights a stream"
+    return plan
+
+
+def test_a_plans_weights_are_named_by_host_and_a_plan_made_without_them_says_nothing():
+    plan = _weighted_plan()
+    by_id = machine_shares(plan)
+    host_of = {m: f"host-{m}" for per in by_id.values() for m in per}
+    by_host = plan_shares(plan, {h: m for m, h in host_of.items()})
+    assert by_host == {s: {host_of[m]: v for m, v in per.items()} for s, per in by_id.items()}
+    even = plan.model_copy(update={"shares": None})  # planned with weighted shares, every stream kept even
+    assert plan_shares(even, {}) == {}
+    unweighted = plan.model_copy(update={"shares": None, "stats": {}})
+    assert plan_shares(unweighted, {}) is None
+
+
+def test_weights_are_sent_only_to_a_weighted_topology_and_only_when_they_change():
+    machine_of_host = {"host-s": "m-small-1", "host-l": "m-large-1"}
+    running = {"spout->low": {"host-s": 0.25, "host-l": 0.75}}
+    same_by_id = {"spout->low": {"m-small-1": 0.25, "m-large-1": 0.7500001}}
+    moved = {"spout->low": {"host-s": 0.1, "host-l": 0.9}}
+    assert shares_overrides(running, same_by_id, machine_of_host) == {}, "the same machines by id, within rounding"
+    assert shares_overrides(running, moved, machine_of_host) == {"hetsched.grouping.shares": moved}
+    assert shares_overrides(running, {}, machine_of_host) == {"hetsched.grouping.shares": {}}, "now even: said so"
+    assert shares_overrides(None, moved, machine_of_host) == {}, "a topology without weighted groupings gets none"
+    assert shares_overrides(running, None, machine_of_host) == {}, "a placement with no word on weights keeps them"
+    assert shares_overrides({"spout->low": "bad"}, moved, machine_of_host) == {"hetsched.grouping.shares": moved}
+    assert runs_weighted({"hetsched.grouping.shares": {}}) and not runs_weighted({"hetsched.profiles": "x"})
+    line = shares_line("linear", moved)
+    assert line == ("linear: the plan's weights change, so the rebalance sends them (hetsched.grouping.shares): "
+                    "spout->low host-l 0.9, host-s 0.1")
+    assert shares_line("linear", {}).endswith("every stream even")
+
+
+def test_a_weighted_topology_is_planned_and_scored_with_weighted_shares():
+    s = load_scenario("linear", 1)
+    running = RunningPlacement({"spout": ["m1-01"], "low": ["m1-01"], "mid": ["m2-01"], "high": ["m3-01"]},
+                               {"spout": 1, "low": 2, "mid": 2, "high": 2})
+    assert current_evaluation_request(s.topology, s.cluster, "paper", running, True).options.weighted_shares
+    assert not current_evaluation_request(s.topology, s.cluster, "paper", running).options.weighted_shares
+    asked = []
+    plan_within_tasks(lambda request: asked.append(request) or make_plan(request.topology, s.cluster, s.profiles.entries,
+                                                                         "paper", request.options),
+                      s.topology, s.cluster, "paper", {}, weighted_shares=True)
+    assert asked and all(r.options.weighted_shares for r in asked)
+
+
+def test_the_rebalance_carries_the_new_weights_as_storm_rebalance_t_does():
+    """``storm rebalance linear -t '{"hetsched.grouping.shares": ...}'`` is RebalanceOptions.topology_conf_overrides:
+    what the project's rebalance writes on the wire, read back with Storm 2's own field 5."""
+    from streamparse.thrift import Nimbus as NimbusService
+    from thriftpy2.protocol import TBinaryProtocolFactory
+    from thriftpy2.thrift import TPayload, TType
+    from thriftpy2.transport import TMemoryBuffer
+
+    from observe.nimbus import Nimbus
+
+    sent = []
+    nimbus = Nimbus.__new__(Nimbus)
+    nimbus.address, nimbus.retries = NimbusAddress("nimbus", 6627), 0
+    nimbus._client = SimpleNamespace(rebalance=lambda name, options: sent.append((name, options)))
+    overrides = shares_overrides({"spout->low": {"host-s": 0.5, "host-l": 0.5}},
+                                 {"spout->low": {"host-s": 0.2, "host-l": 0.8}}, {})
+    nimbus.rebalance("linear", 0, {"low": 2}, overrides)
+    (name, options), = sent
+    buffer = TMemoryBuffer()
+    NimbusService.rebalance_args(name=name, options=options).write(TBinaryProtocolFactory().get_protocol(buffer))
+
+    class Storm2Options(TPayload):
+        thrift_spec = {1: (TType.I32, "wait_secs", False), 3: (TType.MAP, "num_executors", (TType.STRING, TType.I32), False),
+                       5: (TType.STRING, "topology_conf_overrides", False)}
+        default_spec = [("wait_secs", None), ("num_executors", None), ("topology_conf_overrides", None)]
+
+    class Storm2Args(TPayload):
+        thrift_spec = {1: (TType.STRING, "name", False), 2: (TType.STRUCT, "options", Storm2Options, False)}
+        default_spec = [("name", None), ("options", None)]
+
+    read = Storm2Args()
+    read.read(TBinaryProtocolFactory().get_protocol(TMemoryBuffer(buffer.getvalue())))
+    assert read.name == "linear" and read.options.wait_secs == 0 and read.options.num_executors == {"low": 2}
+    assert json.loads(read.options.topology_conf_overrides) == {
+        "hetsched.grouping.shares": {"spout->low": {"host-s": 0.2, "host-l": 0.8}}}
 
 
 # --- the command, against the session's real planner and a scripted Nimbus -------------------------------------
@@ -195,6 +294,29 @@ def test_a_worthwhile_plan_is_bound_and_replaced_drained(monkeypatch, tmp_path, 
     assert {c: len(m) for c, m in asked["wanted"].items()} == report["executors_planned"]
     with planner_service.client() as client:
         assert client.binding("linear")["plan_id"] == report["plan_id"]
+
+
+def test_a_weighted_topology_s_re_placement_sends_the_new_plan_s_weights(monkeypatch, tmp_path, planner_service):
+    profiles = _profiles(planner_service)
+    conf = {"hetsched.profiles": profiles, "hetsched.topology": "linear",
+            "hetsched.grouping.shares": {"low->mid": {"host-s": 1.0}}}
+    yamls = _scripted(monkeypatch, tmp_path, profiles, conf)
+    asked = {}
+
+    def replaced(nimbus, name, wanted, machine_of_host, **kwargs):
+        asked.update(kwargs)
+        return ReplacementResult(name, {"high": 1}, {c: len(m) for c, m in wanted.items()}, SpoutTally(100, 98, 0),
+                                 SpoutTally(100, 100, 0), True, 3.0, 12.0, True, "hetsched: placed by planner")
+
+    monkeypatch.setattr(replan_cmd, "replace_drained", replaced)
+    result = CliRunner().invoke(app, ["replan", "linear", "--json", "--min-gain", "0.10", "--no-verify", "--planner",
+                                      planner_service.url, *yamls])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    with planner_service.client() as client:
+        plan = client.get_plan(report["plan_id"])
+    sent = plan_shares(plan, {h: m for h, (m, _, _) in _MACHINES.items()})
+    assert asked["conf_overrides"] == {"hetsched.grouping.shares": sent} and report["shares_sent"] == sent
 
 
 def test_a_gain_below_the_minimum_is_not_applied(monkeypatch, tmp_path, planner_service):
