@@ -378,6 +378,10 @@ class Tuner:
         self.report.failed_tuples += result.failed_during_drain
         self.say(replacement_line(result))
         if not result.matches_plan:
+            try:  # where it did place it is the tune's own doing, not someone else's
+                self.placed = {c: list(ms) for c, ms in self.read_state().now.machines.items()}
+            except Exception:  # noqa: BLE001 - the next check_ours says what is wrong
+                pass
             raise TuneError(f"the scheduler did not place {self.name} as asked ({result.scheduler_status})")
         self.wait_flowing()
         return result
@@ -386,6 +390,11 @@ class Tuner:
         """Put the topology back where it started (drained), if it was moved, and measure it there. Executors that
         started on a machine which has since left the cluster go to one still in it (:func:`without_lost`)."""
         r = self.report
+        if self.moved:
+            try:
+                self.check_ours()
+            except MachineLost:
+                pass  # noted in self.lost: the start less that machine is where the topology goes
         start, where = self.start, "its starting placement"
         if self.lost:
             alive = {row.machine_id: (row.machine_type or "", float(row.cores or 0.0)) for row in self.state.rows

@@ -529,6 +529,32 @@ def test_a_machine_lost_mid_tune_puts_the_topology_back_on_its_start_less_that_m
     assert tuner.report.returned
 
 
+def test_a_machine_lost_during_a_re_placement_is_noticed_on_the_way_back(monkeypatch):
+    """Seen live: medium-1 killed while the explore round was being placed; the scheduler placed it elsewhere, and
+    putting it back onto the start (which named medium-1) failed as well."""
+    from types import SimpleNamespace
+
+    import hetsched.tuning as tuning
+    from hetsched.replan import RunningPlacement
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
+    rows = [SimpleNamespace(machine_id=m, machine_type=t, cores=c) for m, t, c in
+            [("small-1", "small", 1.0), ("medium-1", "medium", 2.0), ("large-1", "large", 4.0)]]
+    start = RunningPlacement({"spout": ["medium-1"], "bolt": ["small-1"]}, {"spout": 1, "bolt": 1})
+    elsewhere = RunningPlacement({"spout": ["large-1"], "bolt": ["large-1"]}, {"spout": 1, "bolt": 1})
+    tuner, state, said = _tuner(lambda: SimpleNamespace(now=elsewhere, rows=[rows[0], rows[2]]))
+    state.rows, state.now = rows, start
+    tuner.__init__(state, None, tuner.settings, said.append, tuner.read_state)
+    tuner.placed, tuner.moved = dict(elsewhere.machines), True
+    placed_on = []
+    monkeypatch.setattr(tuner, "place", lambda placement, *a, **k: placed_on.append(placement))
+    monkeypatch.setattr(tuner, "measure", lambda label: None)
+    monkeypatch.setattr(tuner, "_newest_set", lambda: None)
+    tuner.back_to_start("the scheduler did not place t as asked")
+    assert placed_on == [{"spout": ["large-1"], "bolt": ["small-1"]}]
+    assert any("less medium-1" in line for line in said)
+
+
 def test_watch_takes_the_fallen_rate_as_its_reference_when_no_better_placement_is_kept(tmp_path, monkeypatch):
     """A re-plan that finds nothing better (or is undone) must not be tried again every min_interval_s: the watch
     recalibrates on the running plan and re-plans only on a further drift."""
