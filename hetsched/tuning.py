@@ -282,7 +282,11 @@ class Tuner:
                     raise TuneError(str(exc), f"putting {self.name} back where it started failed too: {back_exc}") from None
                 if isinstance(exc, TuneError):
                     left = f"less {', '.join(sorted(self.lost))}" if self.lost else ""
-                    raise TuneError(str(exc), f"{self.name} is back on its starting placement {left}".rstrip()) from None
+                    why = str(exc)
+                    if self.lost and not isinstance(exc, MachineLost):  # the loss is the cause, the fault its symptom
+                        why = (f"{', '.join(f'{m} ({t})' for m, t in sorted(self.lost.items()))} left the cluster "
+                               f"during the tune ({why})")
+                    raise TuneError(why, f"{self.name} is back on its starting placement {left}".rstrip()) from None
             raise
 
     def check_flowing(self, t: Throughputs) -> None:
