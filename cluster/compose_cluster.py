@@ -178,6 +178,10 @@ class ComposeCluster:
             self._wait_until_registered(timeout_s, report)
             return self.status()
         self._require_ports_free()
+        from cluster.preflight import stale_plugin_jar
+
+        if stale := stale_plugin_jar():  # the image takes the jar as it is
+            report(stale)
         if build:
             for image in ensure_images(report):
                 if image.built:

@@ -138,6 +138,8 @@ class LocalCluster:
                 "run 'hetsched cluster down' first."
             )
         preflight.check_scheduler(scheduler)
+        if scheduler in preflight.PLUGIN_SCHEDULERS and (stale := preflight.stale_plugin_jar()):
+            report(stale)
         preflight.check_java()
         preflight.check_cpu_budget(self.spec.total_cpu_cores)
         heterogeneous = preflight.check_cgroups(self.hierarchies, self.layout, allow_homogeneous)

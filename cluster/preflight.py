@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 from cluster import cgroups, ports, processes
 from cluster.errors import ClusterError
@@ -25,6 +26,20 @@ def check_scheduler(scheduler: str) -> None:
             f"The scheduler plugin jar {PLUGIN_JAR} does not exist; build it first (make plugin), "
             "or choose --scheduler default or resource_aware."
         )
+
+
+def stale_plugin_jar(jar: Path = PLUGIN_JAR, sources: Path | None = None) -> str | None:
+    """A warning when a plugin source is newer than the jar: the cluster would run yesterday's plugin (seen: a
+    ``ClassNotFoundException`` for a grouping committed after the jar was built). None without sources (an install)."""
+    sources = sources if sources is not None else jar.parent.parent / "src" / "main"
+    if not jar.is_file() or not sources.is_dir():
+        return None
+    built = jar.stat().st_mtime
+    newer = sorted(p for p in sources.rglob("*") if p.is_file() and p.stat().st_mtime > built)
+    if not newer:
+        return None
+    return (f"WARNING: {len(newer)} plugin source file(s) changed after {jar.name} was built (e.g. "
+            f"{newer[0].relative_to(sources)}); the cluster runs the old plugin: run make plugin first.")
 
 
 def check_java() -> None:

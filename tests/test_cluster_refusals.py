@@ -307,3 +307,23 @@ def test_a_memory_limit_is_written_in_bytes_and_needs_the_memory_controller(tmp_
     without = cgroups.Hierarchies(cpu=tmp_path / "cpu", cpuacct=tmp_path / "cpuacct")
     with pytest.raises(ClusterError, match="'memory' controller is not mounted"):
         cgroups.create(without, "hetsched/x/small-2", 0.2, memory_mb=768)
+
+
+def test_a_plugin_jar_older_than_its_sources_is_named_in_a_warning(tmp_path):
+    import os
+
+    from cluster.preflight import stale_plugin_jar
+
+    jar = tmp_path / "target" / "hetsched-storm-plugin.jar"
+    source = tmp_path / "src" / "main" / "java" / "Grouping.java"
+    source.parent.mkdir(parents=True)
+    jar.parent.mkdir()
+    source.write_text("class Grouping {}")
+    jar.write_bytes(b"PK")
+    os.utime(source, (1_000, 1_000))
+    assert stale_plugin_jar(jar) is None
+    os.utime(jar, (500, 500))
+    warning = stale_plugin_jar(jar)
+    assert warning is not None and "1 plugin source file(s) changed after hetsched-storm-plugin.jar" in warning
+    assert "java/Grouping.java" in warning and "make plugin" in warning
+    assert stale_plugin_jar(tmp_path / "missing.jar") is None
