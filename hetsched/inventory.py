@@ -67,6 +67,8 @@ class SupervisorRow:
     used_slots: int
     meta_source: str | None
     faults: list[str] = field(default_factory=list)
+    blacklisted: bool = False
+    """Storm's BlacklistScheduler keeps it out of scheduling: no plan should name it (the plugin cannot use it)."""
 
     @property
     def free_slots(self) -> int:
@@ -77,7 +79,8 @@ class SupervisorRow:
 
 
 def declared_cluster(rows: Iterable[SupervisorRow], base_load: Mapping[str, float] | None = None) -> Cluster:
-    """The planner's cluster of the supervisors that declare their machine (id and type), as the plugin describes it:
+    """The planner's cluster of the supervisors that declare their machine (id and type) and are not blacklisted, as the
+    plugin describes it:
     each type's capacity the whole machine less its base load (percent), its declared cores and its most slots.
 
     Raises ValueError (pydantic's) where no supervisor declares its machine.
@@ -88,7 +91,7 @@ def declared_cluster(rows: Iterable[SupervisorRow], base_load: Mapping[str, floa
     types: dict[str, MachineType] = {}
     machines: list[Machine] = []
     for r in rows:
-        if not r.machine_id or not r.machine_type:
+        if not r.machine_id or not r.machine_type or r.blacklisted:
             continue
         known = types.get(r.machine_type)
         types[r.machine_type] = MachineType(
@@ -143,7 +146,7 @@ def supervisor_rows(summary: ClusterSummary, declarations: list[Declaration], ke
         if d is None:
             rows.append(SupervisorRow(s.host, s.supervisor_id, None, None, None, capacity, s.slots, s.used_slots, None,
                                       [f"its {META_KEY} is unknown: Nimbus does not report it; give its storm.yaml "
-                                       "with --storm-yaml"]))
+                                       "with --storm-yaml", *blacklist_faults(s.blacklisted)], s.blacklisted))
             continue
         meta = d.meta if isinstance(d.meta, dict) else {}
         machine_id = _text(meta.get(keys.machine_id))
@@ -157,8 +160,14 @@ def supervisor_rows(summary: ClusterSummary, declarations: list[Declaration], ke
             faults.append(f"{CORES_KEY} {cores:g} but supervisor.cpu.capacity {capacity * 100:g} ({capacity:g} cores); "
                           "the plugin uses cores, only the ResourceAwareScheduler reads the capacity")
         rows.append(SupervisorRow(s.host, s.supervisor_id, machine_id, _text(meta.get(keys.machine_type)) or None,
-                                  cores, capacity, s.slots, s.used_slots, d.source, faults))
+                                  cores, capacity, s.slots, s.used_slots, d.source,
+                                  faults + blacklist_faults(s.blacklisted), s.blacklisted))
     return rows
+
+
+def blacklist_faults(blacklisted: bool) -> list[str]:
+    return (["blacklisted by Storm's BlacklistScheduler (it missed heartbeats): no scheduler is offered its slots until "
+             "blacklist.scheduler.resume.time.secs has passed (1800 s by default)"] if blacklisted else [])
 
 
 def declarations_without_supervisor(summary: ClusterSummary, declarations: list[Declaration]) -> list[Declaration]:

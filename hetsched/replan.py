@@ -70,8 +70,9 @@ class RunningPlacement:
 
 
 def planner_cluster(rows: Iterable[SupervisorRow], base_load: Mapping[str, float]) -> Cluster:
-    """The supervisors with a declared machine, each type's capacity the whole machine less its base load (as the plugin)."""
-    declared = [r for r in rows if r.machine_id and r.machine_type]
+    """The supervisors with a declared machine that Storm offers its scheduler (not blacklisted), each type's capacity
+    the whole machine less its base load (as the plugin)."""
+    declared = [r for r in rows if r.machine_id and r.machine_type and not getattr(r, "blacklisted", False)]
     if not declared:
         raise ReplanError("no supervisor declares its machine (supervisor.scheduler.meta machine-id and machine-type)")
     types: dict[str, MachineType] = {}

@@ -27,6 +27,7 @@ from streamparse.thrift import (
     NotAliveException,
     RebalanceOptions,
     SubmitOptions,
+    SupervisorSummary as ThriftSupervisorSummary,
     TopologyInitialStatus,
 )
 from thriftpy2.protocol import TBinaryProtocolFactory
@@ -46,6 +47,12 @@ class RebalanceOptionsWithConf(RebalanceOptions):
     thrift_spec = {**RebalanceOptions.thrift_spec, 5: (TType.STRING, "topology_conf_overrides", False)}
     default_spec = [*RebalanceOptions.default_spec, ("topology_conf_overrides", None)]
 
+
+if 12 not in ThriftSupervisorSummary.thrift_spec:
+    # Storm 2's SupervisorSummary field 12, ``blacklisted``, which streamparse's IDL lacks: thriftpy2 reads a struct
+    # by its class's own thrift_spec, and skips the fields it does not name
+    ThriftSupervisorSummary.thrift_spec[12] = (TType.BOOL, "blacklisted", False)
+    ThriftSupervisorSummary.default_spec = [*ThriftSupervisorSummary.default_spec, ("blacklisted", None)]
 
 DEFAULT_PORT = 6627
 TIMEOUT_MS = 30_000
@@ -87,6 +94,9 @@ class SupervisorSummary:
     memory_capacity_mb: float | None
     scheduler_meta: dict[str, str] = field(default_factory=dict)
     """``supervisor.scheduler.meta``, where the Thrift bindings carry it (streamparse's do not: empty)."""
+    blacklisted: bool = False
+    """Kept out of scheduling by Storm's BlacklistScheduler (after missed heartbeats, for
+    ``blacklist.scheduler.resume.time.secs``): listed, but no scheduler is offered its slots."""
 
 
 @dataclass(frozen=True)
@@ -342,6 +352,7 @@ def cluster_summary(info: Any) -> ClusterSummary:
             uptime_s=s.uptime_secs, cpu_capacity=(s.total_resources or {}).get("cpu.pcore.percent"),
             memory_capacity_mb=(s.total_resources or {}).get("memory.mb"),
             scheduler_meta=dict(getattr(s, "scheduler_meta", None) or {}),
+            blacklisted=bool(getattr(s, "blacklisted", None)),
         )
         for s in info.supervisors or []
     ]

@@ -193,6 +193,19 @@ def test_bad_addresses_are_refused(text, fault):
     assert parse_address("nimbus").port == 6627
 
 
+def test_a_blacklisted_supervisor_is_read_from_storm_2s_field_12():
+    """Seen live: medium-1, back after a kill, was blacklisted for 30 min; plans that named it were not used."""
+    from thriftpy2.utils import deserialize, serialize
+
+    sent = st.SupervisorSummary(host="127.0.0.3", uptime_secs=5, num_workers=2, num_used_workers=0, supervisor_id="s2")
+    sent.blacklisted = True
+    got = deserialize(st.ClusterSummary(), serialize(st.ClusterSummary(supervisors=[sent], topologies=[], nimbuses=[])))
+    assert [s.blacklisted for s in cluster_summary(got).supervisors] == [True]
+    sent.blacklisted = None  # an older Nimbus leaves it out
+    got = deserialize(st.ClusterSummary(), serialize(st.ClusterSummary(supervisors=[sent], topologies=[], nimbuses=[])))
+    assert [s.blacklisted for s in cluster_summary(got).supervisors] == [False]
+
+
 def test_a_cluster_summary_is_plain_data():
     summary = cluster_summary(st.ClusterSummary(
         supervisors=[st.SupervisorSummary(host="127.0.0.2", uptime_secs=5, num_workers=2, num_used_workers=1,

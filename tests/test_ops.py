@@ -126,6 +126,23 @@ def test_duplicate_ids_and_a_capacity_other_than_the_cores_are_faults():
     assert not any("capacity" in f for f in rows["127.0.0.2"].faults)
 
 
+def test_a_blacklisted_supervisor_is_a_fault_and_no_plan_names_it():
+    from dataclasses import replace
+
+    from hetsched.inventory import declared_cluster
+    from hetsched.replan import planner_cluster
+
+    summary = cluster_summary(FakeThriftNimbus().getClusterInfo())
+    summary = replace(summary, supervisors=[replace(summary.supervisors[0], blacklisted=True), *summary.supervisors[1:]])
+    declarations = [Declaration(h, {"machine-type": "small", "machine-id": f"m{i}", "cores": "1"}, f"{h}.yaml")
+                    for i, h in enumerate(HOSTS)]
+    rows = supervisor_rows(summary, declarations, MetaKeys())
+    assert rows[0].blacklisted and any("blacklisted by Storm's BlacklistScheduler" in f for f in rows[0].faults)
+    assert not rows[1].blacklisted
+    assert [m.id for m in planner_cluster(rows, {}).machines] == [r.machine_id for r in rows[1:]]
+    assert [m.id for m in declared_cluster(rows).machines] == [r.machine_id for r in rows[1:]]
+
+
 # --- hetsched supervisors ------------------------------------------------------------------------------------
 
 def test_supervisors_without_their_files_say_the_meta_is_unknown(fake_nimbus):

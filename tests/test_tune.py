@@ -604,3 +604,20 @@ def _watched_tuner(windows: list[float]):
             pass
 
     return FakeTuner
+
+
+def test_a_tune_neither_explores_nor_plans_a_blacklisted_machine():
+    """Seen live: medium-1, blacklisted for 30 min after a kill, was named by every explore round; the plugin could
+    not use it, so each round was placed otherwise and the tune stopped."""
+    from types import SimpleNamespace
+
+    from hetsched.replan import RunningPlacement
+
+    tuner, state, said = _tuner(lambda: state)
+    state.rows = [SimpleNamespace(machine_id="small-1", machine_type="small", cores=1.0, blacklisted=False),
+                  SimpleNamespace(machine_id="medium-1", machine_type="medium", cores=2.0, blacklisted=True)]
+    state.now = RunningPlacement({"spout": ["small-1"]}, {"spout": 1})
+    tuner.__init__(state, None, tuner.settings, said.append, tuner.read_state)
+    assert tuner.machines_by_type == {"small": ["small-1"]}
+    tuner.check_ours()  # a blacklisted machine it never knew is no loss
+    assert tuner.lost == {}
