@@ -15,6 +15,8 @@ from hetsched.errors import fail
 from planner.client import TOKEN_ENV
 from planner.service.settings import (
     DEFAULT_HOST,
+    DEFAULT_JOINT_BUDGET_S,
+    DEFAULT_JOINT_MAX_TENANTS,
     DEFAULT_JOINT_MIN_GAIN,
     DEFAULT_JOINT_PLACEMENTS,
     DEFAULT_MAX_BODY_MB,
@@ -124,6 +126,8 @@ def serve(
     joint_replans: bool = typer.Option(True, "--joint-replans/--no-joint-replans", help="Plan running topologies again beside a newcomer and have the plugin re-place them drained, where that raises the tenants' weighted rate by --joint-min-gain."),
     joint_min_gain: float = typer.Option(DEFAULT_JOINT_MIN_GAIN, min=0.0, help="The least rise of the tenants' weighted rate (0.05: 5%) worth re-placing a running topology beside a newcomer."),
     joint_placements: int = typer.Option(DEFAULT_JOINT_PLACEMENTS, min=1, max=50, help="How many of a newcomer's placements are tried with the running topologies planned again beside each (more finds better partings of the machines and plans longer)."),
+    joint_budget_s: float = typer.Option(DEFAULT_JOINT_BUDGET_S, min=0.0, help="Seconds from a newcomer's plan request after which its search beside the running topologies (its placements without some machine types, the joint re-plans) stops; it keeps the best placement found by then, at worst its plan on what they leave, and its answer says so (0: no search)."),
+    joint_max_tenants: int = typer.Option(DEFAULT_JOINT_MAX_TENANTS, min=0, help="The most running topologies one joint re-plan plans again beside a newcomer, the most important on its machines first; the rest keep their placements."),
     evict_refused: bool = typer.Option(True, "--evict-refused/--keep-refused", help="A running topology a more important newcomer leaves without its minimum is released from the ledger and evicted by the plugin (Storm's RAS evicts so too); --keep-refused keeps it running idle, charged."),
     log_level: LogLevel = typer.Option(LogLevel.info, case_sensitive=False, help="How much the service logs."),
 ) -> None:
@@ -155,6 +159,7 @@ def serve(
         nimbus=nimbus, records_dir=records_dir, records_max_bytes=int(records_max_mb * 1_000_000) or None,
         records_keep_days=records_keep_days, tenant_ttl_s=tenant_ttl_s, share_mode=share_mode,  # type: ignore[arg-type]  # checked above
         joint_min_gain=joint_min_gain if joint_replans else None, joint_placements=joint_placements,
+        joint_budget_s=joint_budget_s, joint_max_tenants=joint_max_tenants,
         evict_refused=evict_refused,
     )
     try:

@@ -155,6 +155,17 @@ def capacities(records: Iterable[TenantRecord]) -> dict[str, float]:
     return out
 
 
+def ledger_version(records: Iterable[TenantRecord]) -> frozenset[tuple]:
+    """What admission depends on in these registrations, heartbeats left out: equal versions admit the same newcomers.
+
+    A newcomer is planned on one reading of the ledger and registered after; comparing the
+    two readings' versions tells whether another topology came, went or moved meanwhile.
+    """
+    return frozenset((r.topology, r.plan_id, r.registered_at, r.priority, r.min_rate, r.target_rate, r.rate_cap,
+                      tuple(sorted((w, m.slope, m.fixed, m.worker, m.capacity) for w, m in r.machines.items())))
+                     for r in records)
+
+
 def allocation_of(records: Sequence[TenantRecord], mode: ShareMode,
                   capacity: Mapping[str, float] | None = None) -> Allocation:
     return allocate([r.tenant() for r in records], capacity if capacity is not None else capacities(records), mode)

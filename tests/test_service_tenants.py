@@ -226,7 +226,7 @@ def default_cluster_tenants(tmp_path_factory):
     ledgers = {}
     for search in (True, False):
         settings = ServiceSettings(db_path=tmp_path_factory.mktemp("db") / "db.sqlite", tenant_ttl_s=3600,
-                                   share_mode="strict")
+                                   share_mode="strict", joint_budget_s=None)  # the doc's figures: the whole search
         limit = service_tenants.MAX_LEAVE_OUT_PLANS
         service_tenants.MAX_LEAVE_OUT_PLANS = limit if search else 0
         try:
@@ -302,7 +302,7 @@ def _linear_then_diamond(tmp_path_factory, shipped) -> dict:
     runs = {}
     for gain in (0.05, None):
         settings = ServiceSettings(db_path=tmp_path_factory.mktemp("db") / "db.sqlite", tenant_ttl_s=3600,
-                                   share_mode="strict", joint_min_gain=gain)
+                                   share_mode="strict", joint_min_gain=gain, joint_budget_s=None)  # the whole search
         with TestClient(create_app(settings)) as c:
             assert c.put(f"/v1/profiles/{profile_set.name}", json=profile_set.model_dump(mode="json")).status_code < 300
             alone = plan(c, _shipped_tenant_request("diamond", cluster, profile_set.name, priority=1))["input_rate"]

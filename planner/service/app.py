@@ -58,6 +58,7 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     )
     app.state.settings = settings
     app.state.storage = storage
+    app.state.ledger_lock = anyio.Lock()
     app.state.records_store = RecordsStore(settings.records_dir or default_records_dir(settings.db_path), settings.records_limits)
     app.state.records_secret = functools.cache(lambda: load_records_secret(Path(settings.db_path).parent))
 

@@ -1,6 +1,7 @@
-"""Dependencies the routes share: the settings, the storage and the planning processes."""
+"""Dependencies the routes share: the settings, the storage, the planning processes and the ledger's lock."""
 from __future__ import annotations
 
+import anyio
 from fastapi import Request
 
 from planner.records_store import RecordsStore
@@ -23,3 +24,8 @@ def get_planning_pool(request: Request) -> PlanningPool:
 
 def get_records_store(request: Request) -> RecordsStore:
     return request.app.state.records_store
+
+
+def get_ledger_lock(request: Request) -> anyio.Lock:
+    """Held while a tenant is admitted: two newcomers planned at once are registered one after the other."""
+    return request.app.state.ledger_lock

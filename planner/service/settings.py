@@ -24,6 +24,13 @@ DEFAULT_JOINT_MIN_GAIN = 0.05
 """Re-place a running tenant beside a newcomer when the tenants' weighted rate rises by 5% or more."""
 DEFAULT_JOINT_PLACEMENTS = 4
 """A newcomer's placements settled with the running tenants planned again beside each (its best first)."""
+DEFAULT_JOINT_BUDGET_S = 8.0
+"""A newcomer's search beside the running tenants stops this long after its request came: the plugin waits 30 s
+(``hetsched.planner.timeout.ms``) and counts an answer slower than half of that as a failure, so the answer, its own
+plan included, must come well before 15 s."""
+DEFAULT_JOINT_MAX_TENANTS = 8
+"""Running tenants a joint re-plan plans again beside a newcomer (the most important on its machines): each costs up
+to 7 plans, and at a hundred tenants planning them all took a minute."""
 DEFAULT_TENANT_TTL_S = 60.0
 """Six of Nimbus's default 10 s scheduling rounds: the plugin renews every registration each round."""
 MAX_PLACEMENT_CELLS_ENV = "HETSCHED_MAX_COMPONENTS_X_MACHINES"
@@ -72,6 +79,11 @@ class ServiceSettings:
     tenants' weighted rate by this fraction (planner.service.tenants.joint_replans); None: never.
     ``joint_placements``: how many (at least 1) of a newcomer's placements are settled so (each costs a re-plan of every
     running tenant and of the newcomer on up to 7 sets of machine types; docs/concepts/model.md, "Parting the machines").
+    ``joint_budget_s``: seconds from a newcomer's request after which its search beside the running tenants (its
+    placements without some machine types, the joint re-plans) stops; it keeps the best placement found by then, at
+    worst its plan on what they leave. None: no limit.
+    ``joint_max_tenants``: the most running tenants one joint re-plan plans again, the most important on the
+    newcomer's machines first; None: every one.
     ``evict_refused``: a running tenant a more important newcomer leaves without its minimum is released from the
     ledger and named to the plugin, which frees its slots (Storm's RAS evicts so too); off: it stays, idle and charged.
     ``nimbus``: ``host:port`` of a Nimbus whose cluster the /ui page shows live; None: none.
@@ -96,6 +108,8 @@ class ServiceSettings:
     share_mode: ShareMode = field(default_factory=default_share_mode)
     joint_min_gain: float | None = DEFAULT_JOINT_MIN_GAIN
     joint_placements: int = DEFAULT_JOINT_PLACEMENTS
+    joint_budget_s: float | None = DEFAULT_JOINT_BUDGET_S
+    joint_max_tenants: int | None = DEFAULT_JOINT_MAX_TENANTS
     evict_refused: bool = True
     records_dir: Path | None = None
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES

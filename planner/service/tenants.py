@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,17 +45,81 @@ MAX_LEAVE_OUT_PLANS = 6
 (3 types: each one and each pair); the placement under which the tenants' weighted rate is highest is kept."""
 
 
-async def side_by_side(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Every call's answer, in order, the calls run concurrently (the planning pool's processes plan side by side)."""
-    answers: list[T | None] = [None] * len(calls)
+@dataclass
+class SearchBounds:
+    """How far a newcomer's search beside the running tenants may go, and what it had to leave out.
 
-    async def run(i: int) -> None:
-        answers[i] = await calls[i]()
+    The search is what the newcomer's own plan on what they leave does not need: its placements
+    without some machine types and the joint re-plans. It stops at ``deadline`` (anyio's clock);
+    each joint re-plan plans again at most ``max_tenants`` running tenants, the most important on
+    the newcomer's machines; ``held`` skips it (a newcomer planned again with the ledger held).
+    """
 
-    async with anyio.create_task_group() as group:
-        for i in range(len(calls)):
-            group.start_soon(run, i)
-    return answers  # type: ignore[return-value]  # every slot was filled by its call
+    deadline: float | None = None
+    max_tenants: int | None = None
+    budget_s: float | None = None
+    held: bool = False
+    timed_out: bool = False
+    capped: tuple[int, int] | None = None
+    """(planned again, on the newcomer's machines) of the largest joint re-plan the cap cut."""
+
+    @classmethod
+    def of(cls, settings: ServiceSettings, started: float | None = None) -> SearchBounds:
+        """The service's bounds for a request that came at ``started`` (anyio's clock; now when None)."""
+        budget = settings.joint_budget_s
+        start = anyio.current_time() if started is None else started
+        return cls(deadline=None if budget is None else start + budget, max_tenants=settings.joint_max_tenants,
+                   budget_s=budget)
+
+    def past(self) -> bool:
+        """True once the search must stop (and from then on it counts as cut short)."""
+        if self.held:
+            return True
+        if self.deadline is not None and anyio.current_time() >= self.deadline:
+            self.timed_out = True
+        return self.timed_out
+
+    async def side_by_side(self, calls: Sequence[Callable[[], Awaitable[T | None]]]) -> list[T | None]:
+        """Every call's answer, in order, the calls run concurrently (the planning pool's processes plan side by
+        side); one not answered by the deadline is cancelled (its planning process killed), answers None, and the
+        search counts as cut short."""
+        answers: list[T | None] = [None] * len(calls)
+
+        async def run(i: int) -> None:
+            with anyio.move_on_at(math.inf if self.deadline is None else self.deadline) as scope:
+                answers[i] = await calls[i]()
+            if scope.cancelled_caught:
+                self.timed_out = True
+
+        async with anyio.create_task_group() as group:
+            for i in range(len(calls)):
+                group.start_soon(run, i)
+        return answers
+
+    def cap(self, planned: int, near: int) -> None:
+        """A joint re-plan the cap cut: ``planned`` of the ``near`` running tenants on the newcomer's machines."""
+        if self.capped is None or near > self.capped[1]:
+            self.capped = (planned, near)
+
+    def sentence(self) -> str | None:
+        """What was left out, in one sentence for the answer and the log; None when the search ran in full."""
+        if self.held:
+            return ("It was planned again with the ledger held, on what the running topologies leave and without "
+                    "searching further, because the ledger changed while it was first planned and that choice no "
+                    "longer fitted.")
+        cut = []
+        if self.timed_out:
+            cut.append(f"the search beside the running topologies stopped at the service's budget of "
+                       f"{self.budget_s:g} s (hetsched serve --joint-budget-s)")
+        if self.capped is not None:
+            planned, near = self.capped
+            which = f"only the {planned} most important" if planned else "none"
+            cut.append(f"{which} of the {near} running topologies on its machines {'were' if planned > 1 else 'was'} "
+                       f"planned again beside it (hetsched serve --joint-max-tenants)")
+        if not cut:
+            return None
+        text = f"{' and '.join(cut)}, so its placement is the best found within {'those bounds' if len(cut) > 1 else 'that bound'}."
+        return text[0].upper() + text[1:]
 
 
 def current_tenants(storage: Storage, settings: ServiceSettings, now: float) -> list[TenantRecord]:
@@ -114,7 +179,7 @@ class TenantPlan:
 
 async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused: Plan | None, plan_on: PlanOn,
                       storage: Storage, settings: ServiceSettings,
-                      worker_load: Mapping[str, float] | None = None) -> TenantPlan:
+                      worker_load: Mapping[str, float] | None = None, bounds: SearchBounds | None = None) -> TenantPlan:
     """Plan (or take the reused placement of) a tenant on what the others leave; 409 when it is not admitted.
 
     First on what the others use at their shares now; if that cannot hold its minimum, on what
@@ -122,10 +187,11 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
     without some machine types (``leave_out_choices``): its worker costs every machine it uses, so
     fewer machines can leave the others more. Of the placements that admit it, the one under which
     the tenants' weighted rate (``weighted_rate``) is highest is kept. ``worker_load`` (machine type -> percent,
-    the profile set's base load) is charged for its worker on every machine it uses. The record
-    is not stored here.
+    the profile set's base load) is charged for its worker on every machine it uses. The placements
+    without some machine types are searched within ``bounds``. The record is not stored here.
     """
     worker_load = worker_load or {}
+    bounds = bounds or SearchBounds()
     assert request.tenant is not None
     name = request.topology.name
     now = time.time()
@@ -161,7 +227,7 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
             raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: the other tenants' "
                                "minimum rates leave no machine with room")
     candidates = [plan]
-    if reused is None and others:
+    if reused is None and others and not bounds.past():
         rooms = [room]
         if settings.joint_min_gain is not None:  # the running tenants may be planned again into less, or evicted
             rooms += [r for r in (at_minimums, at_important) if r not in rooms]
@@ -173,7 +239,7 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
             except PlanningError:
                 return None  # its components do not fit on the other types
 
-        fewer = await side_by_side([functools.partial(plan_without, r, c) for r, c in choices])
+        fewer = await bounds.side_by_side([functools.partial(plan_without, r, c) for r, c in choices])
         seen = {placement_key(plan)}
         for p, (_, c) in zip(fewer, choices):
             if p is not None and placement_key(p) not in seen:
@@ -268,7 +334,7 @@ class JointReplan:
 
 async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity: Mapping[str, float], mode: ShareMode,
                         min_gain: float, replan: Replanner, cluster: Cluster,
-                        only: str | None = None) -> list[JointReplan]:
+                        only: str | None = None, bounds: SearchBounds | None = None) -> list[JointReplan]:
     """Plan the tenants already running again beside a newcomer, most important first.
 
     A running tenant keeps the placement it was given when it came, made for what the cluster
@@ -283,28 +349,38 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
     the others have moved: it was planned on the room they left before). A tenant on no machine the
     newcomer uses is not planned again: the newcomer leaves its room as it was, and at hundreds of
     tenants planning each again (seven plans apiece, for each of the newcomer's placements) is what
-    makes a newcomer slow.
+    makes a newcomer slow. So within ``bounds`` only the ``max_tenants`` most important are planned
+    again, and none once its deadline has passed (those kept by then stay kept: each one raised the
+    weighted rate and refused nobody).
     """
+    bounds = bounds or SearchBounds()
     current = list(records)
     priorities = {r.topology: r.priority for r in records}
     kept: list[JointReplan] = []
     order = [t.topology for t in importance_order([r.tenant() for r in records])]
     near = set(next((r.machines for r in records if r.topology == newcomer), ()))
+    planned = skipped = 0
     for name in order:
         record = next(r for r in current if r.topology == name)
         if name == newcomer or record.request is None or (only is not None and name != only):
             continue
         if near and not near & set(record.machines):
             continue  # on no machine of the newcomer's: its room is as it was, so planning it again gains nothing new
+        if only is None and bounds.max_tenants is not None and planned >= bounds.max_tenants:
+            skipped += 1
+            continue
+        if bounds.past():
+            break
         allocation = allocation_of(current, mode, capacity)
         if name not in allocation.rates:
             continue
+        planned += 1
         before = weighted_rate(allocation, priorities)
         others = [r for r in current if r.topology != name]
         room = used_by(allocation_of(others, mode, capacity), others)
         best: tuple[float, Plan, TenantRecord, Allocation] | None = None
         choices = [frozenset[str](), *leave_out_choices(cluster, MAX_LEAVE_OUT_PLANS)]
-        for got in await side_by_side([functools.partial(replan, record, room, c) for c in choices]):
+        for got in await bounds.side_by_side([functools.partial(replan, record, room, c) for c in choices]):
             if got is None:
                 continue
             plan, candidate = got
@@ -323,6 +399,8 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
         current = others + [candidate]
         log.debug("tenant %s planned again beside %s: rate %.3f -> %.3f tuples/s, weighted rate %.3f -> %.3f", name,
                  newcomer, allocation.rates[name], trial.rates[name], before, score)
+    if skipped:
+        bounds.cap(planned, planned + skipped)
     return kept
 
 

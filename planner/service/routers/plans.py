@@ -3,18 +3,18 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Body, Depends, Response
 
 from planner.errors import PlanningError
-from planner.ledger import TenantRecord, allocation_of
-from planner.model import Plan, PlanOptions, PlanRequest, ProfileRef, TenantSpec
+from planner.ledger import TenantRecord, allocation_of, capacities, ledger_version
+from planner.model import Plan, PlanOptions, PlanRequest, ProfileRef, ProfileVersionRef, TenantSpec
 from planner.profiles import machine_base_load
 from planner.service import examples
-from planner.service.deps import get_planning_pool, get_settings, get_storage
+from planner.service.deps import get_ledger_lock, get_planning_pool, get_settings, get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
 from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import (
@@ -29,12 +29,15 @@ from planner.service.settings import ServiceSettings
 from planner.service.tenants import (
     JointReplan,
     Replanner,
+    SearchBounds,
+    current_tenants,
     joint_replans,
     newly_refused,
     placement_label,
     plan_tenant,
     plan_with_room,
     registration_for,
+    request_limits,
     weighted_rate,
     with_tenancy_stats,
 )
@@ -56,6 +59,7 @@ async def create_plan(
     storage: Storage = Depends(get_storage),
     settings: ServiceSettings = Depends(get_settings),
     pool: PlanningPool = Depends(get_planning_pool),
+    ledger_lock: anyio.Lock = Depends(get_ledger_lock),
 ) -> Response:
     """Plan the topology and store the plan.
 
@@ -67,6 +71,7 @@ async def create_plan(
     reused plan keeps the version it was made with.
     """
     started = time.perf_counter()
+    came = anyio.current_time()
     try:
         options = limited_options(request.options, settings.time_limit_s)
         planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
@@ -74,7 +79,7 @@ async def create_plan(
         check_profiles(request.topology, request.cluster, profiles.entries)  # before a tenant's derived clusters
         plan = await _reuse(request, profiles, options, storage, planner)
         if request.tenant is not None:
-            plan = await _plan_tenant(request, profiles, plan, options, storage, settings, planner)
+            plan = await _plan_tenant(request, profiles, plan, options, storage, settings, planner, ledger_lock, came)
         elif plan is None:
             fresh = await planner.plan(request.topology, request.cluster, profiles.entries, request.strategy, options)
             plan = await anyio.to_thread.run_sync(storage.save_plan, fresh.model_copy(update={"profiles": profiles.ref}))
@@ -127,8 +132,48 @@ async def _reuse(request: PlanRequest, profiles: ResolvedProfiles, options: Plan
 
 
 async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused: Plan | None, options: PlanOptions,
-                       storage: Storage, settings: ServiceSettings, planner: Planner) -> Plan:
+                       storage: Storage, settings: ServiceSettings, planner: Planner, ledger_lock: anyio.Lock,
+                       started: float) -> Plan:
     """A plan on what the other tenants leave, stored and registered in the ledger (409 when not admitted).
+
+    It is planned on one reading of the ledger (``_choose``, its search beside the running
+    tenants bounded by the service's budget from ``started``, anyio's clock) and admitted with the
+    ledger held (``_admit``): where another topology registered, moved or left meanwhile, its
+    placement is admitted only if it still fits beside them, and otherwise it is planned again with
+    the ledger held, without the search. So two newcomers planned at once are never both admitted
+    on the same room.
+    """
+    chosen = await _choose(request, profiles, reused, options, storage, settings, planner,
+                           SearchBounds.of(settings, started))
+    plan = await _admit(chosen, storage, settings, ledger_lock)
+    if plan is not None:
+        return plan
+    log.info("tenant %s: the ledger changed while it was planned and its choice no longer fits; planning it again "
+             "with the ledger held", request.topology.name)
+    async with ledger_lock:
+        chosen = await _choose(request, profiles, reused, options, storage, settings, planner, SearchBounds(held=True))
+        return await _register(chosen, storage, settings)
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """A tenant's placement as planned on one reading of the ledger, not yet registered: the registrations it was
+    planned beside (``others``), what it evicts and which running tenants it re-places."""
+
+    plan: Plan
+    record: TenantRecord
+    others: list[TenantRecord]
+    capacity: dict[str, float]
+    limits: dict[str, float]
+    """Each machine of its request's limit (``request_limits``): the capacity it brings to the ledger."""
+    evicted: dict[str, Refusal]
+    replaced: list[JointReplan]
+    profiles: ProfileVersionRef | None
+
+
+async def _choose(request: PlanRequest, profiles: ResolvedProfiles, reused: Plan | None, options: PlanOptions,
+                  storage: Storage, settings: ServiceSettings, planner: Planner, bounds: SearchBounds) -> _Chosen:
+    """The tenant's placement on what the others leave, chosen but not registered (409 when not admitted).
 
     A newcomer (not a reused placement) may have running tenants planned again beside it
     (``joint_replans``, unless ``settings.joint_min_gain`` is None), for each of its placements up to
@@ -136,24 +181,27 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     not always best once they move (Diamond off large-1 lets Linear have large-1 to itself, and is
     admitted only then). The placement with the highest weighted rate after the re-plans, under
     which the newcomer is admitted, is kept; one that re-places tenants must beat the newcomer's
-    own best by ``joint_min_gain``. The kept re-plans' plans are stored,
-    registered and bound to them, and the newcomer's ``stats.tenancy.replaced`` names them, so
-    the plugin re-places them drained. A running tenant the newcomer leaves without its minimum is
-    released from the ledger and named in ``stats.tenancy.evicted`` (unless
-    ``settings.evict_refused`` is off), so the plugin frees its slots, as Storm's RAS evicts.
+    own best by ``joint_min_gain``. A running tenant the newcomer leaves without its minimum is
+    evicted (unless ``settings.evict_refused`` is off), so the plugin frees its slots, as Storm's RAS
+    evicts. The search (placements without some machine types, joint re-plans) stops within
+    ``bounds``; what it left out is said in ``stats.tenancy.bounded``, one sentence.
     """
     async def plan_on(cluster, entries):
         return await planner.plan(request.topology, cluster, entries, request.strategy, options)
 
     worker_load = await anyio.to_thread.run_sync(_base_load, profiles, storage)
-    placed = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings, worker_load)
+    placed = await plan_tenant(request, profiles.entries, reused, plan_on, storage, settings, worker_load, bounds)
     kept = request.model_copy(update={"plan_id": None, "profiles": ProfileRef(name=profiles.ref.name, version=profiles.ref.version)
                                       if profiles.ref is not None else request.profiles})
-    joint = reused is None and settings.joint_min_gain is not None
+    joint = reused is None and settings.joint_min_gain is not None and not bounds.held
     choices = [(placed.plan, placed.record), *(placed.alternatives if joint else ())][:max(1, settings.joint_placements)]
     replan = _replanner(storage, settings, planner.pool)
-    settled = [await _settle(p, r.model_copy(update={"request": kept}), placed.others, placed.capacity, request,
-                             settings, replan if joint else None) for p, r in choices]
+    settled: list[_Settled] = []
+    for p, r in choices:
+        if settled and bounds.past():
+            break  # the budget is spent: the placements settled so far are the choice
+        settled.append(await _settle(p, r.model_copy(update={"request": kept}), placed.others, placed.capacity,
+                                     request, settings, replan if joint else None, bounds))
     best = base = settled[0]
     for other in settled[1:]:  # one that re-places tenants must gain what a re-placement must (joint_min_gain)
         if other.admitted and other.weighted > best.weighted * (1 + 1e-6) and other.weighted >= base.weighted * (
@@ -170,8 +218,50 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
     if replaced or evicted or best is not settled[0]:
         plan = with_tenancy_stats(plan, record, after, allocation_of(after + [record], settings.share_mode, capacity),
                                   settings.share_mode)
+    if (bounded := bounds.sentence()) is not None:
+        plan = plan.model_copy(update={"stats": {**plan.stats, "tenancy": {**plan.stats["tenancy"], "bounded": bounded}}})
+        log.info("tenant %s: %s", record.topology, bounded)
+    return _Chosen(plan, record, placed.others, capacity, request_limits(request.cluster, request.options, worker_load),
+                   evicted, replaced, profiles.ref)
+
+
+async def _admit(chosen: _Chosen, storage: Storage, settings: ServiceSettings, ledger_lock: anyio.Lock) -> Plan | None:
+    """Register the chosen placement with the ledger held; None when the ledger changed so that it no longer fits.
+
+    Unchanged (heartbeats aside) since it was read, the choice stands. Changed, a placement that
+    re-places running tenants is refused (their new plans were made beside registrations that are
+    gone); any other is admitted where the newcomer is admitted beside the registrations now, with
+    its evictions and share computed again beside them.
+    """
+    name = chosen.record.topology
+    async with ledger_lock:
+        now = await anyio.to_thread.run_sync(current_tenants, storage, settings, time.time())
+        others = [r for r in now if r.topology != name]
+        if not any(r.topology == name for r in now):  # it arrives now, after those registered while it was planned
+            chosen = replace(chosen, record=chosen.record.model_copy(update={"registered_at": time.time()}))
+        if ledger_version(others) != ledger_version(chosen.others):
+            if chosen.replaced:
+                return None
+            mode = settings.share_mode
+            capacity = {**capacities(others), **chosen.limits}
+            evicted = newly_refused(others, others + [chosen.record], capacity, mode) if settings.evict_refused else {}
+            staying = [r for r in others if r.topology not in evicted]
+            allocation = allocation_of(staying + [chosen.record], mode, capacity)
+            if name not in allocation.rates:
+                return None
+            log.info("tenant %s: the ledger changed while it was planned; admitted beside the %d tenants now there, "
+                     "its share computed again", name, len(staying))
+            chosen = replace(chosen, plan=with_tenancy_stats(chosen.plan, chosen.record, staying, allocation, mode),
+                             others=staying, capacity=capacity, evicted=evicted)
+        return await _register(chosen, storage, settings)
+
+
+async def _register(chosen: _Chosen, storage: Storage, settings: ServiceSettings) -> Plan:
+    """Store and register the chosen placement, the re-placed tenants' plans (bound, so the plugin re-places them
+    drained) and the evictions; the caller holds the ledger."""
+    plan, record = chosen.plan, chosen.record
     summaries = []
-    for j in replaced:
+    for j in chosen.replaced:
         stored = await anyio.to_thread.run_sync(storage.save_plan, j.plan)
         assert stored.id is not None
         await anyio.to_thread.run_sync(storage.put_tenant, j.record.model_copy(update={"plan_id": stored.id}))
@@ -180,17 +270,17 @@ async def _plan_tenant(request: PlanRequest, profiles: ResolvedProfiles, reused:
         await anyio.to_thread.run_sync(storage.bind, j.topology, stored.id, reason)
         summaries.append({**j.summary(), "plan_id": stored.id})
         log.info("tenant %s: plan %s bound (%s); the plugin re-places it", j.topology, stored.id, reason)
-    for name, refusal in evicted.items():
+    for name, refusal in chosen.evicted.items():
         await anyio.to_thread.run_sync(storage.delete_tenant, name)
         log.info("tenant %s evicted beside %s: %s", name, record.topology, refusal.reason)
     tenancy = {**plan.stats["tenancy"]}
     if summaries:
         tenancy["replaced"] = summaries
-    if evicted:
+    if chosen.evicted:
         tenancy["evicted"] = [{"topology": name, "reason": f.reason, "fits_rate": round(f.fits_rate, 3)}
-                              for name, f in sorted(evicted.items())]
+                              for name, f in sorted(chosen.evicted.items())]
     plan = plan.model_copy(update={"stats": {**plan.stats, "tenancy": tenancy}})
-    plan = await anyio.to_thread.run_sync(storage.save_plan, plan.model_copy(update={"profiles": plan.profiles or profiles.ref}))
+    plan = await anyio.to_thread.run_sync(storage.save_plan, plan.model_copy(update={"profiles": plan.profiles or chosen.profiles}))
     await anyio.to_thread.run_sync(storage.put_tenant, record.model_copy(update={"plan_id": plan.id}))
     log.info("tenant %s registered: plan %s, rate %s tuples/s, priority %d", record.topology, plan.id,
              plan.stats["tenancy"]["rate"], record.priority)
@@ -215,20 +305,22 @@ class _Settled:
 
 
 async def _settle(plan: Plan, record: TenantRecord, others: list[TenantRecord], capacity: dict[str, float],
-                  request: PlanRequest, settings: ServiceSettings, replan: Replanner | None) -> _Settled:
-    """The newcomer on ``plan``: evictions, then (with ``replan``) the running tenants planned again beside it."""
+                  request: PlanRequest, settings: ServiceSettings, replan: Replanner | None,
+                  bounds: SearchBounds) -> _Settled:
+    """The newcomer on ``plan``: evictions, then (with ``replan``) the running tenants planned again beside it,
+    within ``bounds``."""
     evicted = newly_refused(others, others + [record], capacity, settings.share_mode) if settings.evict_refused else {}
     staying = [r for r in others if r.topology not in evicted]
     replaced: list[JointReplan] = []
     if replan is not None:
         assert settings.joint_min_gain is not None
         replaced = await joint_replans(staying + [record], record.topology, capacity, settings.share_mode,
-                                       settings.joint_min_gain, replan, request.cluster)
+                                       settings.joint_min_gain, replan, request.cluster, bounds=bounds)
     moved = {j.topology: j.record for j in replaced}
     staying = [moved.get(r.topology, r) for r in staying]
     if replan is not None and replaced:  # the newcomer was planned on the room they left before they moved
         itself = await joint_replans(staying + [record], "", capacity, settings.share_mode, NEWCOMER_MIN_GAIN,
-                                     replan, request.cluster, only=record.topology)
+                                     replan, request.cluster, only=record.topology, bounds=bounds)
         if itself:
             plan = itself[0].plan.model_copy(update={"stats": {**itself[0].plan.stats, **{
                 k: plan.stats[k] for k in ("left_out_types",) if k in plan.stats}, "planned_again": True}})

@@ -21,7 +21,7 @@ from planner.ledger import (
     ledger_of,
 )
 from planner.model import Name
-from planner.service.deps import get_settings, get_storage
+from planner.service.deps import get_ledger_lock, get_settings, get_storage
 from planner.service.errors import ErrorBody, not_found
 from planner.service.json_body import StrictJSONRoute
 from planner.service.settings import ServiceSettings
@@ -46,16 +46,21 @@ def get_ledger(storage: Storage = Depends(get_storage), settings: ServiceSetting
 
 
 @router.put("/v1/tenants/{topology}", response_model=Ledger)
-def put_tenant(topology: Name, registration: TenantRegistration, storage: Storage = Depends(get_storage),
-               settings: ServiceSettings = Depends(get_settings)) -> Ledger:
+async def put_tenant(topology: Name, registration: TenantRegistration, storage: Storage = Depends(get_storage),
+                     settings: ServiceSettings = Depends(get_settings),
+                     ledger_lock: anyio.Lock = Depends(get_ledger_lock)) -> Ledger:
     """Register a placed topology with its load on every machine (a plan request with ``tenant`` does this itself)."""
-    now = time.time()
-    previous = next((r for r in storage.tenants() if r.topology == topology), None)
-    record = TenantRecord(**registration.model_dump(), topology=topology,
-                          registered_at=previous.registered_at if previous else now, heartbeat_at=now)
-    storage.put_tenant(record)
-    log.info("tenant %s registered by PUT (plan %s, priority %d)", topology, record.plan_id, record.priority)
-    return _ledger(storage, settings)
+    def register() -> Ledger:
+        now = time.time()
+        previous = next((r for r in storage.tenants() if r.topology == topology), None)
+        record = TenantRecord(**registration.model_dump(), topology=topology,
+                              registered_at=previous.registered_at if previous else now, heartbeat_at=now)
+        storage.put_tenant(record)
+        log.info("tenant %s registered by PUT (plan %s, priority %d)", topology, record.plan_id, record.priority)
+        return _ledger(storage, settings)
+
+    async with ledger_lock:  # not between a newcomer's reading of the ledger and its registration
+        return await anyio.to_thread.run_sync(register)
 
 
 @router.delete("/v1/tenants/{topology}", status_code=204, responses=NO_TENANT)
@@ -83,7 +88,8 @@ def alive(body: AliveTopologies, storage: Storage = Depends(get_storage),
 
 @router.put("/v1/tenants/{topology}/priority", response_model=PriorityAnswer, responses=NO_TENANT)
 async def change_priority(topology: Name, change: PriorityChange, storage: Storage = Depends(get_storage),
-                          settings: ServiceSettings = Depends(get_settings)) -> PriorityAnswer:
+                          settings: ServiceSettings = Depends(get_settings),
+                          ledger_lock: anyio.Lock = Depends(get_ledger_lock)) -> PriorityAnswer:
     """Change a tenant's priority; the answer names the topologies whose share changed (re-place those)."""
     def change_it() -> PriorityAnswer:
         now = time.time()
@@ -106,4 +112,5 @@ async def change_priority(topology: Name, change: PriorityChange, storage: Stora
         return PriorityAnswer(topology=topology, priority=change.priority, affected=affected, evicted=evicted,
                               ledger=ledger_of(after_records, settings.share_mode, settings.tenant_ttl_s, now))
 
-    return await anyio.to_thread.run_sync(change_it)
+    async with ledger_lock:  # a newcomer's admission would otherwise write the record this read over
+        return await anyio.to_thread.run_sync(change_it)
