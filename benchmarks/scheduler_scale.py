@@ -225,6 +225,7 @@ def summary_rows(result: dict) -> list[dict]:
             "requests_median": statistics.median(requests), "requests_max": max(requests),
             "rounds_to_place_all": r.get("rounds_to_place_all"), "seconds_to_place_all": r.get("seconds_to_place_all"),
             "placed": r["placed"], "off_plan_executors": r.get("off_plan_executors"), "statuses": r["statuses"],
+            "status_reasons": r.get("status_reasons", {}),
         })
     return rows
 
@@ -246,8 +247,9 @@ def report(rows: list[dict], interval_s: float) -> None:
                       "-" if r["off_plan_executors"] is None else str(r["off_plan_executors"]))
     console.print(table)
     for r in rows:
-        if r["placed"] < r["topologies"]:
-            console.print(f"{r['supervisors']}x{r['topologies']} {r['scheduler']}: statuses {r['statuses']}")
+        if r["placed"] < r["topologies"] or (r["scheduler"] == "hetsched" and set(r["statuses"]) - {"placed by planner"}):
+            console.print(f"{r['supervisors']}x{r['topologies']} {r['scheduler']}: statuses {r['statuses']}, "
+                          f"why: {r['status_reasons']}")
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

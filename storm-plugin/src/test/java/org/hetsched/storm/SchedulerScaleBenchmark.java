@@ -200,6 +200,7 @@ public final class SchedulerScaleBenchmark {
             result.put("placed", placedCount(cluster, topologies));
             result.set("requests_by_call", JSON.valueToTree(proxy.byCall()));
             result.set("statuses", JSON.valueToTree(statusKinds(statuses, topologies)));
+            result.set("status_reasons", JSON.valueToTree(statusReasons(statuses, topologies)));
             result.put("rebalances", rebalances);
             ArrayNode unplaced = result.putArray("unplaced");
             for (TopologyDetails t : topologies.getTopologies()) {
@@ -251,6 +252,24 @@ public final class SchedulerScaleBenchmark {
             kinds.merge(kind, 1, Integer::sum);
         }
         return kinds;
+    }
+
+    /**
+     * How many topologies end with each reason a status gives in its first parentheses ("planner not used (no
+     * supervisor has a free worker slot)": why the planner's plan was not used), plan ids and numbers masked.
+     */
+    private static Map<String, Integer> statusReasons(Map<String, String> statuses, Topologies topologies) {
+        Map<String, Integer> reasons = new TreeMap<>();
+        for (TopologyDetails t : topologies.getTopologies()) {
+            String status = statuses.get(t.getId());
+            if (status == null) {
+                continue;
+            }
+            Matcher m = Pattern.compile("\\(([^()]*)").matcher(status);
+            String reason = m.find() ? m.group(1) : status;
+            reasons.merge(reason.replaceAll("[0-9a-f]{32}", "<plan>").replaceAll("[0-9]+", "N"), 1, Integer::sum);
+        }
+        return reasons;
     }
 
     /**
