@@ -370,10 +370,18 @@ class Tuner:
         overrides.update(shares_overrides(self.shares, wanted_shares, self.state.machine_of_host))
         if SHARES_KEY in overrides:
             self.say(shares_line(self.name, overrides[SHARES_KEY]))
-        with connect(self.state.address) as client:
-            result = replace_drained(client, self.name, placement, self.state.machine_of_host, max_drain_s=s.max_drain_s,
-                                     conf_overrides=overrides, on_step=lambda step: self.say(f"{self.name}: {step}"))
         self.moved = True
+        try:
+            with connect(self.state.address) as client:
+                result = replace_drained(client, self.name, placement, self.state.machine_of_host,
+                                         max_drain_s=s.max_drain_s, conf_overrides=overrides,
+                                         on_step=lambda step: self.say(f"{self.name}: {step}"))
+        except BaseException:
+            # stopped half-way (seen live: Nimbus killed while the supervisors fetched the new conf, the topology
+            # left inactive): where it runs and with which conf is unknown, so the way back takes what it finds
+            # and sends every override again
+            self.placed, self.conf_profiles, self.load_aware_off = {}, None, None
+            raise
         if keys.PROFILES in overrides:
             self.conf_profiles = s.set_name
         self.load_aware_off = wanted_load_aware_off
@@ -461,8 +469,10 @@ class Tuner:
                 break
             except NimbusError as exc:
                 if time.monotonic() > deadline:
-                    raise Interference(f"Nimbus did not answer for {self.settings.outage_s:g} s ({exc})",
-                                       f"the tune stopped and left {self.name} as it was") from None
+                    left = (f"the tune stopped; {self.name} may be inactive, half-way through a re-placement: once "
+                            f"Nimbus answers, check it with hetsched placement and `storm activate {self.name}`"
+                            if self.moved and not self.placed else f"the tune stopped and left {self.name} as it was")
+                    raise Interference(f"Nimbus did not answer for {self.settings.outage_s:g} s ({exc})", left) from None
                 self.say(f"Nimbus does not answer ({exc}); asking again in 10 s")
                 time.sleep(10.0)
             except ReplanError as exc:
@@ -478,8 +488,9 @@ class Tuner:
         alive = {row.machine_id for row in state.rows if row.machine_id and not getattr(row, "blacklisted", False)}
         gone = {m: t for t, ms in self.machines_by_type.items() for m in ms if m not in alive and m not in self.lost}
         self.state = state
-        if gone or self.lost:
-            # the plugin re-places a lost machine's executors itself: that is no one else's interference
+        if gone or self.lost or not self.placed:
+            # the plugin re-places a lost machine's executors itself, and a re-placement stopped half-way left the
+            # topology where it is: neither is anyone else's doing
             self.placed = {c: list(ms) for c, ms in state.now.machines.items()}
         if gone:
             self.lost.update(gone)

@@ -621,3 +621,38 @@ def test_a_tune_neither_explores_nor_plans_a_blacklisted_machine():
     assert tuner.machines_by_type == {"small": ["small-1"]}
     tuner.check_ours()  # a blacklisted machine it never knew is no loss
     assert tuner.lost == {}
+
+
+def test_a_re_placement_stopped_half_way_is_taken_as_found_and_the_way_back_sends_every_override(monkeypatch):
+    """Seen live: Nimbus killed while the supervisors fetched an explore round's conf; the tune ended with Nimbus's
+    error and left the topology inactive."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    import hetsched.tuning as tuning
+    from hetsched.replan import RunningPlacement
+    from observe.nimbus import NimbusError
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
+    halfway = RunningPlacement({"spout": ["large-1"]}, {"spout": 1})
+    reads = [SimpleNamespace(now=RunningPlacement({"spout": ["small-1"]}, {"spout": 1}), rows=[], machine_of_host={},
+                             address=None)]
+    tuner, state, said = _tuner(lambda: reads.pop(0) if reads else SimpleNamespace(now=halfway, rows=[]))
+    state.machine_of_host, state.address = {}, None
+
+    @contextmanager
+    def connect(address):
+        yield None
+
+    def replace_drained(*args, **kwargs):
+        raise NimbusError("cannot reach Nimbus at 127.0.0.1:16701")
+
+    monkeypatch.setattr(tuning, "connect", connect)
+    monkeypatch.setattr(tuning, "replace_drained", replace_drained)
+    monkeypatch.setattr(tuner, "_placement_plan", lambda placement, profile_set: SimpleNamespace(id="p1"))
+    tuner.planner = SimpleNamespace(bind=lambda *args: None)
+    with pytest.raises(NimbusError):
+        tuner.place({"spout": ["large-1"]}, None, "explore round 1 of 1")
+    assert tuner.moved and tuner.placed == {} and tuner.conf_profiles is None and tuner.load_aware_off is None
+    tuner.check_ours()  # where the half-done re-placement left it is the tune's own doing
+    assert tuner.placed == {"spout": ["large-1"]}
