@@ -38,7 +38,7 @@ from hetsched.replan import (
 )
 from hetsched.errors import fail
 from hetsched.tuning import TuneError
-from observe.nimbus import NimbusAddress, NimbusError, connect
+from observe.nimbus import NimbusAddress, NimbusError, TopologyNotRunning, connect
 from observe.replacement import ReplacementError, replace_drained
 from observe.topology_graph import TopologyGraphError
 from observe.topology_graph import planner_topology as graph_topology
@@ -73,7 +73,7 @@ def read_running(nimbus: Optional[str], name: str, storm_yaml: Optional[List[Pat
     running = next((t for t in summary.topologies if t.name == name), None)
     if running is None:
         names = ", ".join(sorted(t.name for t in summary.topologies)) or "none"
-        raise TopologyError(f"no topology named {name!r} is running on Nimbus {address} (running: {names})")
+        raise TopologyNotRunning(f"no topology named {name!r} is running on Nimbus {address} (running: {names})")
     rows = supervisor_rows(summary, read_declarations(storm_yaml or [], local), MetaKeys.from_nimbus_conf(nimbus_conf))
     machine_of_host = {r.host: r.machine_id for r in rows if r.machine_id}
     with connect(address, LEADER_TIMEOUT_S) as client:

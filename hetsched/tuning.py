@@ -43,7 +43,7 @@ from hetsched.replan import (
     shares_overrides,
     with_counts,
 )
-from observe.nimbus import NimbusError, connect
+from observe.nimbus import NimbusError, TopologyNotRunning, connect
 from observe.replacement import ReplacementResult, SpoutTally, replace_drained
 from planner.client import PlannerClient, PlannerClientError
 from planner.model import Plan, ProfileEntry, ProfileRef, ProfileSet, Topology
@@ -274,6 +274,9 @@ class Tuner:
         except BaseException as exc:
             if isinstance(exc, Interference):
                 raise
+            if isinstance(exc, TopologyNotRunning):
+                raise Interference(f"{self.name} is no longer running: someone killed it during the tune ({exc})",
+                                   "the tune stopped") from None
             if self.moved:
                 why = str(exc) or type(exc).__name__
                 try:
@@ -467,6 +470,9 @@ class Tuner:
             try:
                 state = self.read_state()
                 break
+            except TopologyNotRunning as exc:
+                raise Interference(f"{self.name} is no longer running: someone killed it during the tune ({exc})",
+                                   "the tune stopped") from None
             except NimbusError as exc:
                 if time.monotonic() > deadline:
                     left = (f"the tune stopped; {self.name} may be inactive, half-way through a re-placement: once "

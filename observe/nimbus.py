@@ -69,6 +69,10 @@ class NimbusError(Exception):
     """A fault of Nimbus, or of what was asked of it, that the user must fix; the message is one sentence."""
 
 
+class TopologyNotRunning(NimbusError):
+    """Nimbus answers, and runs no topology of that name (killed, or never submitted)."""
+
+
 @dataclass(frozen=True)
 class NimbusAddress:
     host: str
@@ -306,7 +310,7 @@ class Nimbus:
             self._call(f"kill {name!r}", lambda c: c.killTopologyWithOpts(name, KillOptions(wait_secs=wait_s)),
                        repeatable=False)
         except NotAliveException:
-            raise NimbusError(f"no topology named {name!r} is running") from None
+            raise TopologyNotRunning(f"no topology named {name!r} is running") from None
 
     def deactivate(self, name: str) -> None:
         """Stop the topology's spouts from emitting; tuples already in flight are still processed and acked."""
@@ -330,7 +334,7 @@ class Nimbus:
         try:
             self._call(f"{verb} {name!r}", fn, repeatable=False)
         except NotAliveException:
-            raise NimbusError(f"no topology named {name!r} is running") from None
+            raise TopologyNotRunning(f"no topology named {name!r} is running") from None
         except InvalidTopologyException as exc:
             raise NimbusError(f"Nimbus refused to {verb} {name!r}: {exc.msg}") from None
 

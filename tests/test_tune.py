@@ -656,3 +656,19 @@ def test_a_re_placement_stopped_half_way_is_taken_as_found_and_the_way_back_send
     assert tuner.moved and tuner.placed == {} and tuner.conf_profiles is None and tuner.load_aware_off is None
     tuner.check_ours()  # where the half-done re-placement left it is the tune's own doing
     assert tuner.placed == {"spout": ["large-1"]}
+
+
+def test_a_topology_killed_mid_tune_stops_it_at_once_not_after_an_outage(monkeypatch):
+    """Seen live: a tune whose topology was killed took it for a Nimbus outage, asked again for 90 s, then said
+    "Nimbus did not answer"."""
+    import hetsched.tuning as tuning
+    from observe.nimbus import TopologyNotRunning
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda seconds: pytest.fail("waited for a topology that is gone"))
+
+    def read():
+        raise TopologyNotRunning("no topology named 't' is running on Nimbus 127.0.0.1:16701 (running: none)")
+
+    tuner, _, _ = _tuner(read)
+    with pytest.raises(tuning.Interference, match="t is no longer running: someone killed it during the tune"):
+        tuner.check_ours()
