@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import typer
 from rich.console import Console
@@ -28,9 +28,12 @@ from hetsched.inventory import (
     user_parallelism,
 )
 from hetsched.options import TokenOption
+from observe.counts import RecentRate, parse_topology_info, recent_input_rate
 from hetsched.submit_checks import read_storm_yaml
 from observe.nimbus import ClusterSummary, NimbusAddress, connect
 from planner.client import TOKEN_ENV, URL_ENV
+from planner.events import TopologyEvent
+from planner.model import Contingency
 from topologies import conf as keys
 from topologies.errors import TopologyError
 from topologies.locate import NIMBUS_ENV, nimbus_address
@@ -41,6 +44,7 @@ NimbusOption = typer.Option(None, "--nimbus", help=f"Nimbus host:port (default: 
 StormYamlOption = typer.Option(None, "--storm-yaml", help="A supervisor's storm.yaml, to read its supervisor.scheduler.meta (Nimbus does not report it); repeatable. The local cluster's are read without it.")
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of tables.")
 LEADER_TIMEOUT_S = 10.0
+EVENTS_SHOWN = 5
 
 
 def _local_cluster(address: NimbusAddress) -> Any:
@@ -155,10 +159,11 @@ def placement(
     planner: Optional[str] = typer.Option(None, "--planner", envvar=URL_ENV, help="The planner for the predicted load (default: a compose cluster's own, published here, else the topology's hetsched.planner.url; none: no prediction)."),
     storm_yaml: Optional[List[Path]] = StormYamlOption,
     measure: float = typer.Option(5.0, "--measure", min=0.0, help="Seconds to measure each machine's CPU, where the cluster can (the local cluster); 0: not."),
+    events: int = typer.Option(EVENTS_SHOWN, "--events", min=0, help="The topology's newest events to show (bound, repaired, machine-lost, evicted, ...), from the planner; 0: none."),
     as_json: bool = JsonOption,
     token: Optional[str] = TokenOption,
 ) -> None:
-    """Where a running topology's executors are: component, executor, worker, machine; per machine its predicted and measured CPU."""
+    """Where a running topology's executors are: component, executor, worker, machine; per machine its predicted and measured CPU; its input rate measured and predicted, the contingency for each machine's loss, and its last events."""
     try:
         address, summary, nimbus_conf, local = _cluster_state(nimbus)
         declarations = read_declarations(storm_yaml or [], local)
@@ -178,16 +183,75 @@ def placement(
     loads = machine_loads(places, {r.machine_id: r.machine_type for r in rows if r.machine_id and r.machine_type})
     notes: list[str] = []
     url, found_token = planner_of(address, topology_conf, planner)
-    loads = predicted(loads, places, rows, name, topology_conf, user_topology, url, notes, token or found_token)
+    loads, predicted_rate = predicted(loads, places, rows, name, topology_conf, user_topology, url, notes,
+                                      token or found_token)
     loads = measured(loads, local, measure, notes)
     shares = executor_shares(places, topology_conf.get("hetsched.grouping.shares"))
+    recent = recent_input_rate(parse_topology_info(info))
+    if recent is None:
+        notes.append("no measured rate: no spout reports its counts of Nimbus's last 10 minutes yet")
+    story = planner_story(name, topology_conf, url, token or found_token, events, notes)
     if as_json:
         print(json.dumps({"topology": name, "id": running.id, "nimbus": str(address),
                           "scheduler_status": info.sched_status or "",
+                          "rate": {"measured": recent.input_rate if recent else None,
+                                   "measured_window_s": recent.window_s if recent else None,
+                                   "predicted": predicted_rate},
+                          "plan": {"id": story.plan_id, "source": story.plan_source},
+                          "contingencies": None if story.contingencies is None
+                          else [c.model_dump(mode="json") for c in story.contingencies],
+                          "events": [e.model_dump(mode="json") for e in story.events],
                           "executors": [{**asdict(p), **({"shares": s} if s else {})} for p, s in zip(places, shares)],
                           "machines": [asdict(m) for m in loads], "notes": notes}, indent=2))
         return
-    print_placement(console, name, running.id, info.sched_status or "", places, loads, notes, shares)
+    print_placement(console, name, running.id, info.sched_status or "", places, loads, notes, shares,
+                    lambda: print_story(console, story, recent, predicted_rate))
+
+
+@dataclass(frozen=True)
+class PlannerStory:
+    """What the planner knows of a running topology: the plan it is placed by, that plan's contingencies, its events."""
+
+    plan_id: str | None = None
+    plan_source: str | None = None
+    """bound (``/v1/assignments``) or conf (``hetsched.plan.id``)."""
+    plan_rate: float | None = None
+    contingencies: list[Contingency] | None = None
+    events: list[TopologyEvent] = field(default_factory=list)
+
+
+def planner_story(name: str, topology_conf: dict[str, Any], planner_url: str | None, token: str | None, events: int,
+                  notes: list[str]) -> PlannerStory:
+    """The plan bound to the topology (else its conf's ``hetsched.plan.id``) with its contingencies, and its ``events``
+    newest events; what cannot be read is one line in ``notes``."""
+    from planner.client import PlannerClient, PlannerClientError
+
+    if not planner_url:
+        notes.append("no contingencies or events: no planner (give --planner)")
+        return PlannerStory()
+    plan_id = source = None
+    plan = None
+    found: list[TopologyEvent] = []
+    with PlannerClient(planner_url, token, timeout_s=30.0) as client:
+        try:
+            binding = client.binding(name)
+            plan_id, source = (binding["plan_id"], "bound") if binding else (topology_conf.get(keys.PLAN_ID), "conf")
+            if plan_id is None:
+                source = None
+                notes.append(f"no contingencies: no plan is bound to {name} and its conf names none ({keys.PLAN_ID})")
+            else:
+                plan = client.get_plan(plan_id)
+                if plan.contingencies is None:
+                    notes.append(f"no contingencies: plan {plan_id} was not planned to survive a loss "
+                                 "(options.survive_loss)")
+        except PlannerClientError as exc:
+            notes.append(f"no contingencies: {str(exc).splitlines()[0]}")
+        if events:
+            try:
+                found = client.events(name, events).events
+            except PlannerClientError as exc:
+                notes.append(f"no events: {str(exc).splitlines()[0]}")
+    return PlannerStory(plan_id, source, plan.input_rate if plan else None, plan.contingencies if plan else None, found)
 
 
 def executor_shares(places: list[ExecutorPlace], conf_value: Any) -> list[dict[str, float]]:
@@ -216,8 +280,9 @@ def executor_shares(places: list[ExecutorPlace], conf_value: Any) -> list[dict[s
 
 def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[SupervisorRow], name: str,
               topology_conf: dict[str, Any], user_topology: Any, planner_url: str | None,
-              notes: list[str], token: str | None = None) -> list[MachineLoad]:
-    """Each machine's CPU as the planner predicts it for this placement (POST /v1/evaluations), where it can.
+              notes: list[str], token: str | None = None) -> tuple[list[MachineLoad], float | None]:
+    """Each machine's CPU as the planner predicts it for this placement (POST /v1/evaluations), and the R it
+    predicts, where it can.
 
     A catalog topology is described by the catalog; any other (Java, Flux) by the structure Nimbus keeps."""
     from planner.client import PlannerClient, PlannerClientError
@@ -237,7 +302,7 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
         why_not = f"the machine of {', '.join(unknown)} is unknown (give its storm.yaml with --storm-yaml)"
     if why_not is not None or not url or not profiles:  # (url and profiles are set where why_not is None)
         notes.append(f"no predicted load: {why_not}")
-        return loads
+        return loads, None
     try:
         request = EvaluationRequest(
             topology=(planner_topology(lookup(catalog_name), user_parallelism(places)) if catalog_name
@@ -250,15 +315,15 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
             if client.get_profile_set(profiles).source.get("kind") == "hetsched.tune.placement":
                 notes.append(f"no predicted load: profile set {profiles} holds stand-in costs that only place a "
                              "`hetsched tune` explore round (its next version, when the tune ends, is measured)")
-                return loads
+                return loads, None
             evaluation = client.evaluate(request)
     except (PlannerClientError, TopologyError, TopologyGraphError, ValueError) as exc:
         notes.append(f"no predicted load: {str(exc).splitlines()[0]}")
-        return loads
+        return loads, None
     by_machine = {m.id: m.utilization for m in evaluation.machines}
     notes.append(f"predicted: CPU percent of each machine at R = {evaluation.input_rate:.1f} tuples/s, the largest input "
                  f"rate this placement sustains (planner {url}, profile set {profiles}, machine capacity 100, no base load)")
-    return [replace(m, predicted_percent=by_machine.get(m.machine)) for m in loads]
+    return [replace(m, predicted_percent=by_machine.get(m.machine)) for m in loads], evaluation.input_rate
 
 
 def measured(loads: list[MachineLoad], local: Any, seconds: float, notes: list[str]) -> list[MachineLoad]:
@@ -291,7 +356,9 @@ def measured(loads: list[MachineLoad], local: Any, seconds: float, notes: list[s
 
 
 def print_placement(out: Console, name: str, topology_id: str, status: str, places: list[ExecutorPlace],
-                    loads: list[MachineLoad], notes: list[str], shares: list[dict[str, float]] | None = None) -> None:
+                    loads: list[MachineLoad], notes: list[str], shares: list[dict[str, float]] | None = None,
+                    story: Callable[[], None] | None = None) -> None:
+    """The executors and machines, then ``story`` (the rates, contingencies and events), the status and the notes."""
     table = Table(title=f"{name} ({topology_id})", title_justify="left")
     weighted = shares is not None and any(shares)
     for column in ("component", "tasks", "worker", "machine") + (("share",) if weighted else ()):
@@ -310,10 +377,46 @@ def print_placement(out: Console, name: str, topology_id: str, status: str, plac
         machines.add_row(m.machine, m.host, m.machine_type or "?", str(m.executors), ", ".join(map(str, m.workers)),
                          _number(m.predicted_percent, ".1f"), _number(m.measured_percent, ".1f"))
     out.print(machines)
+    if story is not None:
+        story()
     if status:
         out.print(f"scheduler status: {status}", highlight=False, markup=False, soft_wrap=True)
     for note in notes:
         out.print(note, highlight=False, markup=False, soft_wrap=True)
+
+
+def print_story(out: Console, story: PlannerStory, recent: RecentRate | None, predicted_rate: float | None) -> None:
+    """The rate measured and predicted, the contingency for each machine's loss, the newest events."""
+    measured_text = (f"{recent.input_rate:.2f} tuples/s (its spouts' emits over Nimbus's last {recent.window_s:.0f} s)"
+                     if recent else "unknown")
+    predicted_text = (f"{predicted_rate:.2f} tuples/s (the largest input rate this placement sustains)"
+                      if predicted_rate is not None else "unknown")
+    out.print(f"input rate R: measured {measured_text}; predicted {predicted_text}", highlight=False, markup=False,
+              soft_wrap=True)
+    if story.contingencies:
+        where = "bound to it" if story.plan_source == "bound" else f"its conf's {keys.PLAN_ID}"
+        table = Table(title=f"if a machine is lost: plan {story.plan_id} ({where}; {story.plan_rate:.2f} tuples/s with "
+                            "every machine) moves its instances so", title_justify="left")
+        for column in ("machine lost", "R after", "bottleneck after", "moves"):
+            table.add_column(column, justify="right" if column == "R after" else "left")
+        for c in story.contingencies:
+            table.add_row(c.machine, f"{c.input_rate:.2f}", c.bottleneck or "", moves_text(c))
+        out.print(table)
+    if story.events:
+        table = Table(title="events, newest first", title_justify="left")
+        for column in ("time (UTC)", "event", "what happened"):
+            table.add_column(column, overflow="fold")
+        for e in story.events:
+            table.add_row(e.at[:19].replace("T", " "), e.kind, e.sentence)
+        out.print(table)
+
+
+def moves_text(contingency: Contingency) -> str:
+    """Where a contingency moves which instances: ``spout #0, low #1 -> small-1; high #0 -> medium-1``."""
+    by_target: dict[str, list[str]] = {}
+    for m in contingency.moves:
+        by_target.setdefault(m.machine, []).append(f"{m.component} #{m.index}")
+    return "; ".join(f"{', '.join(instances)} -> {machine}" for machine, instances in by_target.items()) or "nothing moves"
 
 
 def _number(value: float | None, spec: str = "g") -> str:

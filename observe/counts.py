@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 ALL_TIME = ":all-time"
+RECENT = "600"
+"""Nimbus's shortest rolling window of counts: the last 10 minutes."""
+RECENT_S = 600.0
 SYSTEM_PREFIX = "__"
 
 
@@ -38,6 +41,9 @@ class ExecutorCounts:
     acked: int
     """Spout: tuple trees completed; bolt: tuples acked (a Python bolt acks once it has processed a tuple)."""
     failed: int
+    emitted_recent: int | None = None
+    """Tuples emitted within Nimbus's last 10 minutes (its ``600`` window), all since it started where it ran for
+    less; None where Nimbus reports no such window."""
 
     @property
     def handled(self) -> int:
@@ -83,9 +89,9 @@ def _is_user(stream: Any) -> bool:
     return not (stream.componentId.startswith(SYSTEM_PREFIX) or stream.streamId.startswith(SYSTEM_PREFIX))
 
 
-def _user_sum(by_window: dict | None) -> int:
-    """Sum of a Thrift ``window -> stream -> count`` map at all-time over user streams."""
-    streams = (by_window or {}).get(ALL_TIME) or {}
+def _user_sum(by_window: dict | None, window: str = ALL_TIME) -> int:
+    """Sum of a Thrift ``window -> stream -> count`` map at one window (all-time) over user streams."""
+    streams = (by_window or {}).get(window) or {}
     return int(sum(n for stream, n in streams.items() if _is_user(stream)))
 
 
@@ -115,5 +121,35 @@ def parse_topology_info(info: Any) -> TopologyCounts:
             executed=_user_sum(bolt.executed) if bolt else 0,
             acked=_user_sum(acks.acked) if acks else 0,
             failed=_user_sum(acks.failed) if acks else 0,
+            emitted_recent=_user_sum(stats.emitted, RECENT) if stats and RECENT in (stats.emitted or {}) else None,
         )
     return TopologyCounts(scheduler_status=info.sched_status or "", executors=executors, system=system)
+
+
+@dataclass(frozen=True)
+class RecentRate:
+    """The input rate R as Nimbus's last 10 minutes give it, and the seconds those minutes span."""
+
+    input_rate: float
+    window_s: float
+    """The shortest span of any spout executor: 600, or its uptime where it started less than 10 minutes ago."""
+
+
+def recent_input_rate(counts: TopologyCounts) -> RecentRate | None:
+    """R over Nimbus's 10-minute window, read from one reading: no wait for a count window (``hetsched counts``).
+
+    Each spout executor's emits in the window over the window's span (its uptime where shorter); a spout
+    component's rate is the sum over its executors, and R the mean over spout components (the bench's
+    ``input_rate``). None where no spout executor reports the window yet.
+    """
+    by_component: dict[str, float] = {}
+    spans = []
+    for e in counts.executors.values():
+        if not e.is_spout or e.emitted_recent is None or e.uptime_s <= 0:
+            continue
+        span = min(RECENT_S, float(e.uptime_s))
+        by_component[e.component] = by_component.get(e.component, 0.0) + e.emitted_recent / span
+        spans.append(span)
+    if not by_component:
+        return None
+    return RecentRate(sum(by_component.values()) / len(by_component), min(spans))

@@ -12,6 +12,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from planner.events import DEFAULT_LIMIT, TopologyEvents
 from planner.ledger import Ledger, PriorityAnswer
 from planner.model import (
     Evaluation,
@@ -100,6 +101,11 @@ class PlannerClient:
             if exc.status == 404:
                 return None
             raise
+
+    def events(self, topology: str, limit: int = DEFAULT_LIMIT) -> TopologyEvents:
+        """The topology's newest events, the newest first (``GET /v1/topologies/{topology}/events``)."""
+        return self._parse(TopologyEvents, self._call("GET", f"/v1/topologies/{quote(topology, safe='')}/events",
+                                                      params={"limit": limit}))
 
     def repair(self, request: Any) -> Plan:
         """``POST /v1/repairs`` (planner.repair.RepairRequest): keep the running instances, place the lost ones."""

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.events import KEPT_PER_TOPOLOGY, REPEAT_QUIET_S, EventKind, TopologyEvent, iso_utc
 from planner.ledger import TenantRecord
 from planner.model import Plan, ProfileSet, ProfileSetVersion
 
@@ -87,6 +88,19 @@ CREATE TABLE IF NOT EXISTS tenants (
 )
 """
 """The ledger's registrations (planner.ledger.TenantRecord as JSON); made at open, so no schema number changes."""
+
+
+_EVENTS_TABLE = """
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    topology TEXT NOT NULL,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    sentence TEXT NOT NULL
+)
+"""
+"""Each topology's events (planner.events), in the order recorded; made at open, so no schema number changes."""
+_EVENTS_INDEX = "CREATE INDEX IF NOT EXISTS events_by_topology ON events (topology, seq)"
 
 
 PRIVATE_FILE_MODE = 0o600
@@ -180,16 +194,17 @@ def content_digest(profile_set: ProfileSet) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _iso(epoch_s: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch_s)) + f".{int(epoch_s % 1 * 1000):03d}Z"
+_iso = iso_utc
 
 
 class Storage:
     """Plans (by id) and profile set versions (by name and number) in SQLite; safe to share between threads."""
 
-    def __init__(self, path: str | os.PathLike[str], retention: Retention | None = None):
+    def __init__(self, path: str | os.PathLike[str], retention: Retention | None = None,
+                 events_kept: int = KEPT_PER_TOPOLOGY):
         self.path = Path(path)
         self.retention = retention or Retention()
+        self.events_kept = events_kept
         try:
             self.path.parent.mkdir(mode=PRIVATE_FOLDER_MODE, parents=True, exist_ok=True)
             _create_private(self.path)
@@ -203,6 +218,8 @@ class Storage:
         with self._transaction() as db:
             db.execute(_BINDINGS)
             db.execute(_TENANTS_TABLE)
+            db.execute(_EVENTS_TABLE)
+            db.execute(_EVENTS_INDEX)
 
     def close(self) -> None:
         with self._lock:
@@ -384,6 +401,12 @@ class Storage:
                                    f"plan{'s' if count > 1 else ''} ({shown}): delete {'them' if count > 1 else 'it'} first")
             return db.execute("DELETE FROM profile_versions WHERE name = ? AND version = ?", (name, version)).rowcount > 0
 
+    def plans_of(self, topology: str, limit: int) -> list[Plan]:
+        """The ``limit`` newest stored plans of a topology name, newest first; reading them is not using them."""
+        rows = self._execute("SELECT body FROM plans WHERE topology = ? ORDER BY created_at DESC, id LIMIT ?",
+                             (topology, limit))
+        return [Plan.model_validate_json(body) for (body,) in rows]
+
     def profile_set_names(self) -> list[str]:
         return [name for (name,) in self._execute("SELECT DISTINCT name FROM profile_versions ORDER BY name")]
 
@@ -457,3 +480,27 @@ class Storage:
                     db.execute("DELETE FROM tenants WHERE topology = ?", (topology,))
                     released.append(topology)
         return renewed, released
+
+    # --- events: what happened to each topology --------------------------------------------------
+
+    def add_event(self, topology: str, kind: EventKind, sentence: str, at: float | None = None) -> bool:
+        """Record an event; False when the same one was recorded for the topology within ``REPEAT_QUIET_S``.
+
+        Only the newest ``events_kept`` of each topology are kept.
+        """
+        now = time.time() if at is None else at
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM events WHERE topology = ? AND kind = ? AND sentence = ? AND at >= ?",
+                          (topology, kind, sentence, now - REPEAT_QUIET_S)).fetchone() is not None:
+                return False
+            db.execute("INSERT INTO events (topology, at, kind, sentence) VALUES (?, ?, ?, ?)",
+                       (topology, now, kind, sentence))
+            db.execute("DELETE FROM events WHERE topology = ? AND seq <= (SELECT seq FROM events WHERE topology = ?"
+                       " ORDER BY seq DESC LIMIT 1 OFFSET ?)", (topology, topology, self.events_kept))
+        return True
+
+    def events(self, topology: str, limit: int) -> list[TopologyEvent]:
+        """The topology's ``limit`` newest events, the newest first."""
+        rows = self._execute("SELECT at, kind, sentence FROM events WHERE topology = ? ORDER BY seq DESC LIMIT ?",
+                             (topology, limit))
+        return [TopologyEvent(at=iso_utc(at), kind=kind, sentence=sentence) for at, kind, sentence in rows]

@@ -32,9 +32,14 @@ def supervisor(host: str, used: int = 1, capacity: float = 20.0) -> st.Superviso
                                 total_resources={"cpu.pcore.percent": capacity, "memory.mb": 1024.0})
 
 
-def executor(component: str, task: int, host: str, port: int) -> st.ExecutorSummary:
+def executor(component: str, task: int, host: str, port: int, recent: int | None = None,
+             uptime: int = 20) -> st.ExecutorSummary:
+    """An executor; with ``recent``, a spout's stats holding that many emits in Nimbus's 10-minute window."""
+    stats = None if recent is None else st.ExecutorStats(
+        emitted={"600": {"default": recent, "__ack_init": recent}, ":all-time": {"default": recent}}, transferred={},
+        specific=st.ExecutorSpecificStats(spout=st.SpoutStats(acked={}, failed={}, complete_ms_avg={})), rate=1.0)
     return st.ExecutorSummary(executor_info=st.ExecutorInfo(task_start=task, task_end=task), component_id=component,
-                              host=host, port=port, uptime_secs=20)
+                              host=host, port=port, uptime_secs=uptime, stats=stats)
 
 
 LINEAR_PLACEMENT = [("spout", 1, "127.0.0.3", 6700), ("low", 2, "127.0.0.3", 6700), ("mid", 3, "127.0.0.2", 6700),
@@ -47,6 +52,8 @@ class FakeThriftNimbus:
     def __init__(self, topology_conf: dict | None = None, nimbus_conf: dict | None = None):
         self.topology_conf = topology_conf or {}
         self.nimbus_conf = nimbus_conf or {}
+        self.spout_recent: tuple[int, int] | None = None
+        """(emits in the 10-minute window, uptime seconds) of the spout's executor; None: no stats."""
 
     def getLeader(self):
         return st.NimbusSummary(host="127.0.0.1", port=6627, uptime_secs=1, isLeader=True, version="2.8.3")
@@ -64,7 +71,8 @@ class FakeThriftNimbus:
         if topology_id != "linear-1-1":
             raise st.NotAliveException(msg=topology_id)
         return st.TopologyInfo(id=topology_id, name="linear", uptime_secs=20, status="ACTIVE",
-                               executors=[executor(*e) for e in LINEAR_PLACEMENT], errors={},
+                               executors=[executor(*e, *(self.spout_recent if e[0] == "spout" and self.spout_recent
+                                                         else ())) for e in LINEAR_PLACEMENT], errors={},
                                sched_status="hetsched: placed by planner (plan p1)")
 
     def getTopologyConf(self, topology_id):
@@ -192,7 +200,11 @@ def test_placement_lists_each_executor_with_its_worker_and_machine(fake_nimbus, 
         ("spout", "127.0.0.3", 6700, "large-1")]
     assert [(m["machine"], m["executors"], m["predicted_percent"]) for m in answer["machines"]] == [
         ("large-1", 3, None), ("small-1", 2, None)]
-    assert answer["notes"] == ["no predicted load: no planner (give --planner)"]
+    assert answer["notes"] == ["no predicted load: no planner (give --planner)",
+                               "no measured rate: no spout reports its counts of Nimbus's last 10 minutes yet",
+                               "no contingencies or events: no planner (give --planner)"]
+    assert answer["rate"] == {"measured": None, "measured_window_s": None, "predicted": None}
+    assert (answer["contingencies"], answer["events"]) == (None, [])
 
 
 def test_placement_asks_the_planner_for_the_predicted_load(fake_nimbus, supervisor_files, planner_service):
@@ -249,6 +261,55 @@ def test_placement_table(fake_nimbus, supervisor_files):
     result = runner.invoke(app, ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", *supervisor_files])
     assert result.exit_code == 0, result.output
     assert "127.0.0.2:6700" in result.output and "scheduler status: hetsched: placed by planner (plan p1)" in result.output
+
+
+def test_placement_measures_the_rate_over_nimbus_last_ten_minutes(fake_nimbus, supervisor_files):
+    args = ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", *supervisor_files]
+    fake_nimbus.spout_recent = (6000, 900)  # running for 15 minutes: the whole window, 600 s
+    answer = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert answer["rate"]["measured"] == pytest.approx(10.0) and answer["rate"]["measured_window_s"] == 600
+    fake_nimbus.spout_recent = (600, 120)  # started 2 minutes ago: its window is its uptime
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "input rate R: measured 5.00 tuples/s (its spouts' emits over Nimbus's last 120 s); predicted unknown" in (
+        " ".join(result.output.split()))
+
+
+def test_placement_shows_the_contingency_of_each_machine_and_the_last_events(fake_nimbus, supervisor_files,
+                                                                               start_planner_service):
+    service = start_planner_service()
+    profiles = json.loads((EXAMPLES / "micro-profiles.json").read_text())
+    request = json.loads((EXAMPLES / "linear-plan.json").read_text())
+    request["options"] = {"survive_loss": {"objective": "nominal"}}
+    with service.http() as http:
+        http.put(f"/v1/profiles/{profiles['name']}", json=profiles).raise_for_status()
+        plan = http.post("/v1/plans", json=request).json()
+        for n in range(7):
+            http.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": f"bind {n}"}).raise_for_status()
+    fake_nimbus.topology_conf = {"hetsched.profiles": profiles["name"], "hetsched.topology": "linear"}
+    args = ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--planner", service.url,
+            *supervisor_files]
+    answer = json.loads(runner.invoke(app, [*args, "--json", "--events", "3"]).output)
+    assert answer["plan"] == {"id": plan["id"], "source": "bound"}
+    assert answer["contingencies"] == plan["contingencies"]
+    assert [e["sentence"] for e in answer["events"]] == [f"Plan {plan['id']} bound: bind {n}." for n in (6, 5, 4)]
+    assert answer["rate"]["predicted"] > 0
+    result = runner.invoke(app, [*args, "--events", "2"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert (f"if a machine is lost: plan {plan['id']} (bound to it; {plan['input_rate']:.2f} tuples/s with every "
+            "machine) moves its instances so") in text
+    large = next(c for c in plan["contingencies"] if c["machine"] == "large-1")
+    assert f"large-1 │ {large['input_rate']:.2f}" in text
+    assert "events, newest first" in text and "bind 6" in text and "bind 5" in text and "bind 4" not in text
+
+
+def test_placement_without_a_plan_bound_or_in_its_conf_says_so(fake_nimbus, supervisor_files, planner_service):
+    fake_nimbus.topology_conf = {"hetsched.topology": "linear"}
+    result = runner.invoke(app, ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--json",
+                                 "--planner", planner_service.url, *supervisor_files])
+    notes = json.loads(result.output)["notes"]
+    assert "no contingencies: no plan is bound to linear and its conf names none (hetsched.plan.id)" in notes
 
 
 # --- hetsched counts: the window ---------------------------------------------------------------------------------

@@ -123,7 +123,8 @@ def test_the_live_cluster_is_read_from_nimbus_summary_and_executors(monkeypatch)
     from observe.counts import ExecutorCounts, TopologyCounts
 
     def counts(component, task, host):
-        return ExecutorCounts(component, task, task, host, 6700, 10, component == "spout", 0, 0, 0, 0, 0)
+        return ExecutorCounts(component, task, task, host, 6700, 10, component == "spout", 0, 0, 0, 0, 0,
+                              emitted_recent=40 if component == "spout" else None)
 
     class FakeNimbus:
         def __init__(self, address, timeout_ms, retries):
@@ -153,6 +154,7 @@ def test_the_live_cluster_is_read_from_nimbus_summary_and_executors(monkeypatch)
     (topology,) = cluster.topologies
     assert (topology.name, topology.status, topology.sched_status) == ("linear", "ACTIVE", "hetsched: placed by plan p1")
     assert [(m.id, [e.component for e in m.executors]) for m in topology.machines] == [("large-1", ["high", "spout"])]
+    assert (topology.measured_rate, topology.measured_window_s) == (4.0, 10.0), "40 emits in the 10 s it has run"
 
 
 # --- the service ---------------------------------------------------------------------------------
@@ -184,6 +186,32 @@ def test_overview_lists_stored_plans_newest_first_and_profile_sets(guarded_app):
     assert overview["plans_stored"] == 2
     assert [s["name"] for s in overview["profile_sets"]] == ["small-micro"]
     assert overview["cluster"]["readable"] is False
+
+
+def survivable_plan(client: TestClient, headers: dict[str, str] | None = None) -> dict:
+    """Linear on the example's three machines, planned to survive any one loss, with the micro set stored."""
+    profiles = json.loads((REPO / "docs" / "examples" / "micro-profiles.json").read_text())
+    request = json.loads((REPO / "docs" / "examples" / "linear-plan.json").read_text())
+    request["options"] = {"survive_loss": {"objective": "nominal"}}
+    client.put(f"/v1/profiles/{profiles['name']}", json=profiles, headers=headers).raise_for_status()
+    answer = client.post("/v1/plans", json=request, headers=headers)
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def test_overview_shows_each_topology_with_its_plan_contingencies_and_events(guarded_app):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    plan = survivable_plan(guarded_app, auth)
+    guarded_app.put("/v1/assignments/linear-run", json={"plan_id": plan["id"], "reason": "operator"},
+                    headers=auth).raise_for_status()
+    guarded_app.put("/v1/assignments/other", json={"plan_id": plan["id"]}, headers=auth).raise_for_status()
+    overview = guarded_app.get("/v1/overview", headers=auth).json()
+    assert [t["name"] for t in overview["topologies"]] == ["other", "linear-run"], "the newest activity first"
+    shown = overview["topologies"][1]
+    assert (shown["plan_id"], shown["plan_source"], shown["running"]) == (plan["id"], "bound", False)
+    assert shown["predicted_rate"] == plan["input_rate"] and shown["measured_rate"] is None
+    assert shown["contingencies"] == plan["contingencies"]
+    assert [(e["kind"], e["sentence"]) for e in shown["events"]] == [("bound", f"Plan {plan['id']} bound: operator.")]
 
 
 def test_recent_plans_reads_without_writing(tmp_path):
@@ -285,6 +313,22 @@ def test_chromium_draws_the_plan_its_machines_and_the_executors_on_each(served_p
     text = " ".join(page.text)
     assert "small-micro v1" in text and "started without --nimbus" in text
     assert f"{plan['input_rate']:.2f}".rstrip("0").rstrip(".") in text.replace(",", "")
+
+
+@needs_chromium
+def test_chromium_draws_each_topologys_contingencies_and_events(start_planner_service):
+    service = start_planner_service(token=TOKEN)
+    with service.http() as http:
+        plan = survivable_plan(http)
+        http.put("/v1/assignments/linear-run", json={"plan_id": plan["id"], "reason": "operator"}).raise_for_status()
+    page = _rendered(f"{service.url}/ui#token={TOKEN}")
+    text = " ".join(page.text)
+    assert "linear-run" in text and f"Plan {plan['id']} bound: operator." in text
+    for c in plan["contingencies"]:
+        assert f"{c['input_rate']:.2f}" in text.replace(",", "")
+    large = next(c for c in plan["contingencies"] if c["machine"] == "large-1")
+    moved = [f"{m['component']} #{m['index']}" for m in large["moves"] if m["machine"] == "small-1"]
+    assert f"{', '.join(moved)} → small-1" in text
 
 
 @needs_chromium

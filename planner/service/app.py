@@ -16,7 +16,7 @@ from planner.service.errors import ERROR_RESPONSES, install_error_handlers
 from planner.service.guards import PROTECTED_PREFIX, BearerToken, BodySizeLimit
 from planner.records_store import RecordsStore, default_records_dir
 from planner.service.routers import assignments, evaluations, health, metrics, plans, profiles, repairs, tenants, ui
-from planner.service.routers import capacity
+from planner.service.routers import capacity, topologies
 from planner.service.routers.health import service_version
 from planner.service.scopes import load_records_secret
 from planner.service.settings import ServiceSettings
@@ -63,7 +63,7 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
     app.state.records_secret = functools.cache(lambda: load_records_secret(Path(settings.db_path).parent))
 
     app.include_router(health.router)
-    for module in (plans, evaluations, profiles, assignments, repairs, capacity, tenants, metrics, ui):
+    for module in (plans, evaluations, profiles, assignments, repairs, capacity, tenants, topologies, metrics, ui):
         app.include_router(module.router, responses=_documented_errors(settings))
     install_error_handlers(app)
 

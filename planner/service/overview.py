@@ -1,4 +1,5 @@
-"""What the /ui page shows: stored plans drawn as machines, profile sets with their fit, and the live cluster.
+"""What the /ui page shows: each topology's rates, contingencies and events, stored plans drawn as machines,
+profile sets with their fit, and the live cluster.
 
 Pure functions turn plans, profile sets and Nimbus' answers into the views the page renders; the
 reading (the database, Nimbus) sits in the few functions at the end. The database is read through
@@ -8,6 +9,7 @@ the planner left it: looking at a plan is not using it, for retention).
 from __future__ import annotations
 
 import importlib
+import json
 import sqlite3
 from collections.abc import Iterable
 from contextlib import closing
@@ -17,11 +19,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from planner.model import Plan, ProfileSet
+from planner.events import TopologyEvent, iso_utc
+from planner.model import Contingency, Plan, ProfileSet
 from planner.storage import StorageError
 
 RECENT_PLANS = 20
 """Plans shown, newest first: enough to find the one just made, small enough to redraw every few seconds."""
+RECENT_TOPOLOGIES = 20
+"""Topologies shown: the running ones first, then those with the newest events or bindings."""
+EVENTS_SHOWN = 8
+"""Events shown per topology, newest first; the rest are at GET /v1/topologies/{name}/events."""
 NIMBUS_TIMEOUT_MS = 3_000
 """How long one Nimbus call may take before the page says Nimbus cannot be read (it polls again soon)."""
 
@@ -97,6 +104,11 @@ class TopologyView(BaseModel):
     sched_status: str
     machines: list[MachineView]
     error: str | None = Field(default=None, description="Why its executors could not be read, if they could not.")
+    measured_rate: float | None = Field(default=None, description=(
+        "R measured, tuples/s: its spouts' emits over Nimbus's last 10 minutes (observe.counts.recent_input_rate); "
+        "None before a spout reports them."))
+    measured_window_s: float | None = Field(default=None, description="The seconds measured_rate spans (600, or less "
+                                            "where a spout started less than 10 minutes ago).")
 
 
 class LiveCluster(BaseModel):
@@ -108,7 +120,27 @@ class LiveCluster(BaseModel):
     topologies: list[TopologyView] = Field(default_factory=list)
 
 
+class TopologyStatus(BaseModel):
+    """One topology as an operator follows it: the rate measured and predicted now, what a loss would do, what happened."""
+
+    name: str
+    plan_id: str | None = Field(default=None, description=(
+        "The plan it is placed by, as the service knows it: the one bound to it, else its ledger registration's; "
+        "None for a topology placed by its conf's plan only."))
+    plan_source: str | None = Field(default=None, description="bound or ledger: where plan_id comes from.")
+    bound_at: str | None = Field(default=None, description="When plan_id was bound, ISO 8601 UTC.")
+    predicted_rate: float | None = Field(default=None, description="R the plan predicts, tuples/s.")
+    measured_rate: float | None = Field(default=None, description="R measured on the live cluster (with --nimbus), "
+                                        "over Nimbus's last 10 minutes.")
+    measured_window_s: float | None = None
+    running: bool = Field(description="Whether the live cluster (with --nimbus) runs it now.")
+    contingencies: list[Contingency] | None = Field(default=None, description=(
+        "The plan's contingency per machine (options.survive_loss): where each machine's loss moves which instances."))
+    events: list[TopologyEvent] = Field(description="Its newest events, the newest first.")
+
+
 class Overview(BaseModel):
+    topologies: list[TopologyStatus] = Field(default_factory=list)
     plans: list[PlanView]
     plans_stored: int
     profile_sets: list[ProfileSetView]
@@ -199,13 +231,64 @@ class OverviewError(StorageError):
 def recent_plans(db_path: Path, limit: int = RECENT_PLANS) -> tuple[list[PlanView], int]:
     """The ``limit`` newest stored plans and how many are stored, read without writing."""
     try:
-        with closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)) as db:
+        with closing(_read_only(db_path)) as db:
             total = db.execute("SELECT COUNT(*) FROM plans").fetchone()[0]
             rows = db.execute("SELECT created_at, body FROM plans ORDER BY created_at DESC, id LIMIT ?",
                               (limit,)).fetchall()
     except sqlite3.Error as exc:
         raise OverviewError(f"cannot read the plans in {db_path}: {exc}") from exc
     return [plan_view(Plan.model_validate_json(body), created_at) for created_at, body in rows], total
+
+
+def _read_only(db_path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+
+
+def topology_statuses(db_path: Path, live: LiveCluster, limit: int = RECENT_TOPOLOGIES,
+                      events_shown: int = EVENTS_SHOWN) -> list[TopologyStatus]:
+    """Each topology the service or the live cluster knows, with its plan, rates, contingencies and events (read only).
+
+    The running ones first, by name; then those with the newest event or binding.
+    """
+    running = {t.name: t for t in live.topologies}
+    try:
+        with closing(_read_only(db_path)) as db:
+            activity: dict[str, float] = {}
+            for name, at in db.execute("SELECT topology, MAX(at) FROM events GROUP BY topology").fetchall():
+                activity[name] = at
+            bindings = {name: (plan_id, at) for name, plan_id, at in
+                        db.execute("SELECT topology, plan_id, created_at FROM bindings").fetchall()}
+            for name, (_, at) in bindings.items():
+                activity[name] = max(at, activity.get(name, at))
+            registered = {name: at for name, at in db.execute("SELECT topology, heartbeat_at FROM tenants").fetchall()}
+            for name, at in registered.items():
+                activity.setdefault(name, at)
+            names = sorted(running) + sorted((n for n in activity if n not in running), key=lambda n: -activity[n])
+            statuses = [_status(db, name, running.get(name), bindings.get(name), name in registered, events_shown)
+                        for name in names[:limit]]
+    except (sqlite3.Error, ValueError) as exc:
+        raise OverviewError(f"cannot read the topologies in {db_path}: {exc}") from exc
+    return statuses
+
+
+def _status(db: sqlite3.Connection, name: str, live: TopologyView | None, binding: tuple[str, float] | None,
+            registered: bool, events_shown: int) -> TopologyStatus:
+    plan_id, source, bound_at = (binding[0], "bound", iso_utc(binding[1])) if binding else (None, None, None)
+    if plan_id is None and registered:
+        row = db.execute("SELECT body FROM tenants WHERE topology = ?", (name,)).fetchone()
+        plan_id = json.loads(row[0]).get("plan_id") if row else None
+        source = "ledger" if plan_id else None
+    plan = None
+    if plan_id is not None:
+        row = db.execute("SELECT body FROM plans WHERE id = ?", (plan_id,)).fetchone()
+        plan = Plan.model_validate_json(row[0]) if row else None
+    events = [TopologyEvent(at=iso_utc(at), kind=kind, sentence=sentence) for at, kind, sentence in db.execute(
+        "SELECT at, kind, sentence FROM events WHERE topology = ? ORDER BY seq DESC LIMIT ?", (name, events_shown))]
+    return TopologyStatus(
+        name=name, plan_id=plan_id, plan_source=source, bound_at=bound_at,
+        predicted_rate=plan.input_rate if plan else None,
+        measured_rate=live.measured_rate if live else None, measured_window_s=live.measured_window_s if live else None,
+        running=live is not None, contingencies=plan.contingencies if plan else None, events=events)
 
 
 def local_machines(address: Any) -> dict[str, KnownMachine]:
@@ -231,6 +314,7 @@ def read_live_cluster(nimbus: str | None) -> LiveCluster:
         return LiveCluster(nimbus=None, readable=False,
                            problem="the service was started without --nimbus, so no live cluster is read")
     try:
+        from observe.counts import recent_input_rate
         from observe.nimbus import Nimbus, NimbusError, parse_address
     except ImportError as exc:
         return LiveCluster(nimbus=nimbus, readable=False,
@@ -244,12 +328,17 @@ def read_live_cluster(nimbus: str | None) -> LiveCluster:
             for t in sorted(summary.topologies, key=lambda t: t.name):
                 machines: list[MachineView] = []
                 error = None
+                recent = None
                 try:
-                    machines = live_placement(client.counts(t.id).executors.values(), supervisors)
+                    counts = client.counts(t.id)
+                    machines = live_placement(counts.executors.values(), supervisors)
+                    recent = recent_input_rate(counts)
                 except NimbusError as exc:
                     error = str(exc)
                 topologies.append(TopologyView(id=t.id, name=t.name, status=t.status, workers=t.workers,
-                                               sched_status=t.scheduler_status, machines=machines, error=error))
+                                               sched_status=t.scheduler_status, machines=machines, error=error,
+                                               measured_rate=recent.input_rate if recent else None,
+                                               measured_window_s=recent.window_s if recent else None))
     except NimbusError as exc:
         return LiveCluster(nimbus=nimbus, readable=False, problem=str(exc))
     return LiveCluster(nimbus=nimbus, readable=True, leader=summary.leader, supervisors=supervisors,

@@ -11,9 +11,11 @@ import logging
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.events import binding_kind
 from planner.model import Name
 from planner.service.deps import get_storage
 from planner.service.errors import ErrorBody, not_found
+from planner.service.history import binding_sentence, record
 from planner.service.json_body import StrictJSONRoute
 from planner.storage import Binding, Storage
 
@@ -46,6 +48,7 @@ def bind(topology: str, body: BindingRequest, storage: Storage = Depends(get_sto
     if binding is None:
         raise not_found(f"plan '{body.plan_id}' does not exist")
     log.info("topology %s bound to plan %s (%s)", topology, body.plan_id, body.reason or "no reason given")
+    record(storage, topology, binding_kind(body.reason), binding_sentence(body.plan_id, body.reason))
     return _answer(binding)
 
 
@@ -62,7 +65,10 @@ def get_binding(topology: str, storage: Storage = Depends(get_storage)) -> Topol
                responses={404: {"model": ErrorBody, "description": "No plan is bound to the topology."}})
 def unbind(topology: str, storage: Storage = Depends(get_storage)) -> Response:
     """Drop the binding: the topology is placed by its conf's plan id or a new plan again."""
+    binding = storage.binding(topology)
     if not storage.unbind(topology):
         raise not_found(f"no plan is bound to topology '{topology}'")
     log.info("topology %s unbound", topology)
+    record(storage, topology, "unbound", f"Plan {binding.plan_id if binding else '?'} unbound: the topology is placed "
+           "by its conf's plan, or a new one, at its next placement.")
     return Response(status_code=204)

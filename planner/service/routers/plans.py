@@ -10,12 +10,14 @@ import anyio
 from fastapi import APIRouter, Body, Depends, Response
 
 from planner.errors import PlanningError
+from planner.events import EventKind
 from planner.ledger import TenantRecord, allocation_of, capacities, ledger_version
 from planner.model import Plan, PlanOptions, PlanRequest, ProfileRef, ProfileVersionRef, TenantSpec
 from planner.profiles import machine_base_load
 from planner.service import examples
 from planner.service.deps import get_ledger_lock, get_planning_pool, get_settings, get_storage
 from planner.service.errors import ErrorBody, ServiceError, not_found
+from planner.service import history
 from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import (
     Planner,
@@ -87,6 +89,9 @@ async def create_plan(
         log.info("plan topology=%s strategy=%s machines=%d failed elapsed_ms=%.1f: %s", request.topology.name,
                  request.strategy or DEFAULT_STRATEGY, len(request.cluster.machines),
                  (time.perf_counter() - started) * 1000, exc)
+        if isinstance(exc, ServiceError) and exc.error == "admission_refused":
+            await anyio.to_thread.run_sync(history.record, storage, request.topology.name, "refused",
+                                           _sentence(exc.detail))
         raise
     answer = json_answer(plan.model_dump_json(), status_code=201)
     log.info("plan topology=%s strategy=%s machines=%d instances=%d elapsed_ms=%.1f id=%s%s%s",
@@ -284,7 +289,30 @@ async def _register(chosen: _Chosen, storage: Storage, settings: ServiceSettings
     await anyio.to_thread.run_sync(storage.put_tenant, record.model_copy(update={"plan_id": plan.id}))
     log.info("tenant %s registered: plan %s, rate %s tuples/s, priority %d", record.topology, plan.id,
              plan.stats["tenancy"]["rate"], record.priority)
+    await anyio.to_thread.run_sync(history.record_each, storage, _tenancy_events(plan, record, chosen))
     return plan
+
+
+def _tenancy_events(plan: Plan, record: TenantRecord, chosen: _Chosen) -> list[tuple[str, EventKind, str]]:
+    """A newcomer's admission, with the running tenants it re-placed and those it evicted, as each one's event."""
+    tenancy = plan.stats["tenancy"]
+    beside = f" beside {', '.join(tenancy['others'])}" if tenancy.get("others") else ""
+    events: list[tuple[str, EventKind, str]] = [(record.topology, "admitted", (
+        f"Admitted{beside} on plan {plan.id}: its share is {tenancy['rate']:.2f} tuples/s (priority {record.priority}, "
+        f"minimum {record.min_rate:g} tuples/s)."))]
+    for r in tenancy.get("replaced", []):
+        events.append((r["topology"], "re-planned", (
+            f"Planned again beside {record.topology} on plan {r['plan_id']} (bound; the plugin re-places it): rate "
+            f"{r['rate_before']:.2f} -> {r['rate_after']:.2f} tuples/s.")))
+    for name, refusal in sorted(chosen.evicted.items()):
+        events.append((name, "evicted", f"Evicted beside {record.topology}: {refusal.reason.rstrip('.')}."))
+    return events
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: a capital first, a full stop last."""
+    text = text.strip().rstrip(".")
+    return text[:1].upper() + text[1:] + "." if text else text
 
 
 NEWCOMER_MIN_GAIN = 1e-6

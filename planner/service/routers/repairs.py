@@ -12,6 +12,7 @@ from planner.model import Plan
 from planner.repair import RepairRequest, repair_json
 from planner.service.deps import get_planning_pool, get_settings, get_storage
 from planner.service.errors import ErrorBody, ServiceError
+from planner.service.history import loss_sentence, plan_before_loss, record, repair_sentence
 from planner.service.json_body import StrictJSONRoute
 from planner.service.planning import Planner, limited_options, resolve_profiles
 from planner.service.routers.plans import json_answer
@@ -38,6 +39,7 @@ async def create_repair(
     and its ``stats`` say how many instances were kept and placed and how (exhaustive, greedy).
     """
     started = time.perf_counter()
+    await anyio.to_thread.run_sync(_record_loss, storage, request)
     try:
         options = limited_options(request.options, settings.time_limit_s)
         planner = Planner.for_request(pool, settings, request.topology, request.cluster, options)
@@ -53,4 +55,16 @@ async def create_repair(
     log.info("repair topology=%s machines=%d kept=%d placed=%s elapsed_ms=%.1f id=%s", plan.topology,
              len(request.cluster.machines), len(request.keep), plan.stats.get("placed"),
              (time.perf_counter() - started) * 1000, plan.id)
+    await anyio.to_thread.run_sync(record, storage, request.topology.name, "repaired", repair_sentence(plan))
     return json_answer(plan.model_dump_json(), status_code=201)
+
+
+def _record_loss(storage: Storage, request: RepairRequest) -> None:
+    """The loss the repair answers, with the machines where a stored plan tells them (before planning: a repair that
+    fails still leaves the loss in the topology's events)."""
+    try:
+        before = plan_before_loss(storage, request)
+    except Exception as exc:  # the plans cannot be read: the loss is still worth its line
+        log.warning("the plan topology %s ran before its loss cannot be read: %s", request.topology.name, exc)
+        before = None
+    record(storage, request.topology.name, "machine-lost", loss_sentence(request, before))

@@ -22,6 +22,7 @@ from planner.ledger import (
 )
 from planner.model import Name
 from planner.service.deps import get_ledger_lock, get_settings, get_storage
+from planner.service import history
 from planner.service.errors import ErrorBody, not_found
 from planner.service.json_body import StrictJSONRoute
 from planner.service.settings import ServiceSettings
@@ -57,7 +58,15 @@ async def put_tenant(topology: Name, registration: TenantRegistration, storage: 
                               registered_at=previous.registered_at if previous else now, heartbeat_at=now)
         storage.put_tenant(record)
         log.info("tenant %s registered by PUT (plan %s, priority %d)", topology, record.plan_id, record.priority)
-        return _ledger(storage, settings)
+        ledger = _ledger(storage, settings)
+        mine = next((t for t in ledger.tenants if t.topology == topology), None)
+        if mine is not None and mine.status == "admitted":
+            history.record(storage, topology, "admitted", f"Registered with plan {record.plan_id} (PUT): its share is "
+                           f"{_rate(mine.rate)} (priority {record.priority}, minimum {record.min_rate:g} tuples/s).")
+        elif mine is not None:
+            history.record(storage, topology, "refused", f"Registered with plan {record.plan_id} (PUT) but refused: "
+                           f"{mine.reason or 'its minimum does not fit'}.")
+        return ledger
 
     async with ledger_lock:  # not between a newcomer's reading of the ledger and its registration
         return await anyio.to_thread.run_sync(register)
@@ -69,6 +78,7 @@ def delete_tenant(topology: Name, storage: Storage = Depends(get_storage)) -> Re
     if not storage.delete_tenant(topology):
         raise not_found(f"topology '{topology}' is not registered in the ledger")
     log.info("tenant %s released", topology)
+    history.record(storage, topology, "released", "Released from the ledger (DELETE): its share is free for the others.")
     return Response(status_code=204)
 
 
@@ -83,6 +93,10 @@ def alive(body: AliveTopologies, storage: Storage = Depends(get_storage),
         log.info("tenants released (no longer running): %s", ", ".join(released))
     evicted = evictions(current_tenants(storage, settings, now), settings.share_mode, renewed) \
         if settings.evict_refused and renewed else []
+    history.record_each(storage, [(name, "released", "Released from the ledger: the plugin's heartbeat no longer lists "
+                                   "it as running.") for name in released])
+    history.record_each(storage, [(e.topology, "evicted", f"Evicted: the ledger refuses it beside the tenants running now "
+                                   f"({e.reason}); the plugin frees its slots.") for e in evicted])
     return AliveAnswer(renewed=renewed, released=released, evicted=evicted)
 
 
@@ -109,8 +123,18 @@ async def change_priority(topology: Name, change: PriorityChange, storage: Stora
                  ", ".join(affected) or "none",
                  f"; refused now, evicted at the plugin's next heartbeat: {', '.join(e.topology for e in evicted)}"
                  if evicted else "")
+        others = [t for t in affected if t != topology]
+        history.record(storage, topology, "priority-changed", (
+            f"Priority {record.priority} -> {change.priority}; "
+            + (f"the shares of {', '.join(others)} changed too" if others else "no other share changed")
+            + (f"; refused now, evicted at the plugin's next heartbeat: {', '.join(e.topology for e in evicted)}"
+               if evicted else "") + "."))
         return PriorityAnswer(topology=topology, priority=change.priority, affected=affected, evicted=evicted,
                               ledger=ledger_of(after_records, settings.share_mode, settings.tenant_ttl_s, now))
 
     async with ledger_lock:  # a newcomer's admission would otherwise write the record this read over
         return await anyio.to_thread.run_sync(change_it)
+
+
+def _rate(rate: float | None) -> str:
+    return "unbounded (no machine's load grows with its rate)" if rate is None else f"{rate:.2f} tuples/s"

@@ -24,6 +24,7 @@ from planner.service.overview import (
     profile_set_view,
     read_live_cluster,
     recent_plans,
+    topology_statuses,
 )
 from planner.service.settings import ServiceSettings
 from planner.storage import Storage
@@ -61,11 +62,13 @@ def asset(asset: str) -> FileResponse:
 @router.get("/v1/overview", response_model=Overview)
 async def overview(request: Request, storage: Storage = Depends(get_storage),
                    settings: ServiceSettings = Depends(get_settings)) -> Overview:
-    """The newest stored plans drawn as machines, every profile set with its fit, and the live cluster (with --nimbus)."""
+    """Each topology's rates, contingencies and events; the newest stored plans drawn as machines, every profile set
+    with its fit, and the live cluster (with --nimbus)."""
     plans, stored = await anyio.to_thread.run_sync(recent_plans, storage.path)
     sets = await anyio.to_thread.run_sync(_profile_sets, storage)
     cluster = await _live_cluster(request, settings.nimbus)
-    return Overview(plans=plans, plans_stored=stored, profile_sets=sets, cluster=cluster)
+    topologies = await anyio.to_thread.run_sync(topology_statuses, storage.path, cluster)
+    return Overview(topologies=topologies, plans=plans, plans_stored=stored, profile_sets=sets, cluster=cluster)
 
 
 def _profile_sets(storage: Storage) -> list[ProfileSetView]:

@@ -112,6 +112,61 @@ function drawPlans(overview) {
     ...overview.plans.map(planCard));
 }
 
+function utc(iso) {
+  return iso ? `${iso.slice(0, 19).replace("T", " ")} UTC` : "–";
+}
+
+function movesText(moves) {
+  const byTarget = new Map();
+  for (const m of moves) {
+    if (!byTarget.has(m.machine)) byTarget.set(m.machine, []);
+    byTarget.get(m.machine).push(`${m.component} #${m.index}`);
+  }
+  return [...byTarget].map(([machine, instances]) => `${instances.join(", ")} → ${machine}`).join("; ") || "nothing moves";
+}
+
+function contingencyTable(t) {
+  if (!t.contingencies || t.contingencies.length === 0) {
+    return el("p", { class: "note" }, t.plan_id ? `Plan ${t.plan_id} stores no contingencies (plan it with options.survive_loss).`
+      : "No plan is bound to it, so no contingency is known here.");
+  }
+  return el("table", { class: "contingencies" },
+    el("thead", {}, el("tr", {}, ["if this machine is lost", "predicted R after (tuples/s)", "bottleneck after", "moves"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, t.contingencies.map((c) => el("tr", { "data-lost-machine": c.machine },
+      el("td", {}, c.machine), el("td", { class: "num" }, num(c.input_rate, 2)), el("td", {}, c.bottleneck ?? "–"),
+      el("td", {}, movesText(c.moves))))));
+}
+
+function eventsTable(t) {
+  if (t.events.length === 0) return el("p", { class: "note" }, "No event recorded yet.");
+  return el("table", { class: "events" },
+    el("thead", {}, el("tr", {}, ["time", "event", "what happened"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, t.events.map((e) => el("tr", { "data-event-kind": e.kind },
+      el("td", { class: "when" }, utc(e.at)), el("td", {}, e.kind), el("td", {}, e.sentence)))));
+}
+
+function drawTopologies(overview) {
+  const body = document.querySelector("#topologies .body");
+  if (overview.topologies.length === 0) {
+    body.replaceChildren(el("p", { class: "note" }, "No topology is bound, registered or running yet."));
+    return;
+  }
+  const live = overview.cluster.readable;
+  body.replaceChildren(
+    el("p", { class: "note" }, "Predicted: the R of the plan it is placed by. Measured: its spouts' emits over Nimbus's "
+      + "last 10 minutes (with --nimbus). Each contingency says where a machine's loss moves which instances."),
+    ...overview.topologies.map((t) => el("div", { class: "card topology-status", "data-topology-status": t.name },
+      el("h3", {}, t.name, el("span", { class: "note" }, live ? (t.running ? " · running" : " · not running") : "")),
+      el("div", { class: "facts" },
+        el("span", {}, "plan ", el("b", {}, t.plan_id ?? "none known"),
+          t.plan_source === "bound" ? ` (bound ${utc(t.bound_at)})` : t.plan_source === "ledger" ? " (its ledger registration)" : ""),
+        el("span", {}, "predicted R ", el("b", {}, t.predicted_rate === null ? "–" : `${num(t.predicted_rate, 2)} tuples/s`)),
+        el("span", {}, "measured R ", el("b", {}, t.measured_rate === null ? "–" : `${num(t.measured_rate, 2)} tuples/s`),
+          t.measured_rate === null ? "" : ` over the last ${num(t.measured_window_s, 0)} s`)),
+      contingencyTable(t),
+      eventsTable(t))));
+}
+
 function fitCell(r2) {
   if (r2 === null || r2 === undefined) return el("td", { class: "num note" }, "–");
   return el("td", { class: `num ${r2 < WEAK_FIT_R2 ? "weak" : "good"}` }, num(r2, 3));
@@ -183,6 +238,7 @@ async function refresh() {
     const overview = await answer.json();
     if (!answer.ok) throw new Error(overview.detail || `the service answered ${answer.status}`);
     document.getElementById("token-form").hidden = true;
+    drawTopologies(overview);
     drawCluster(overview);
     drawPlans(overview);
     drawProfiles(overview);
