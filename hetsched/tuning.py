@@ -180,7 +180,8 @@ class Tuner:
         """The set aggregated from this tune's records, once there is one."""
         self.conf_profiles: str | None = state.conf.get(keys.PROFILES)
         self.start_load_aware_off = bool(state.conf.get(LOAD_AWARE_OFF, False))
-        self.load_aware_off = self.start_load_aware_off
+        self.load_aware_off: bool | None = self.start_load_aware_off
+        """Whether the topology runs with load-aware messaging off (None: unknown, after a re-placement stopped half-way)."""
         self.start_shares = state.conf.get(SHARES_KEY)
         self.shares = self.start_shares
         """The weighted groupings' shares the topology runs with (None: it runs without them)."""
