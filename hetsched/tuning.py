@@ -284,7 +284,7 @@ class Tuner:
                     self.back_to_start(f"the tune stopped ({why})")
                 except Exception as back_exc:  # noqa: BLE001 - say both faults in one sentence
                     raise TuneError(str(exc), f"putting {self.name} back where it started failed too: {back_exc}") from None
-                if isinstance(exc, TuneError):
+                if isinstance(exc, Exception):  # a Nimbus or planner fault too: say where the topology is
                     left = f"less {', '.join(sorted(self.lost))}" if self.lost else ""
                     why = str(exc)
                     if self.lost and not isinstance(exc, MachineLost):  # the loss is the cause, the fault its symptom
