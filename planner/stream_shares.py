@@ -9,11 +9,14 @@ remote cost: with ``y[c, w]`` the tuples/s of c's weighted input its instances o
 between them) every machine's and thread's load is linear in (R, y), and R is maximised. Remote costs are left out of
 it (what crosses machines is a product of shares and rates); the chosen shares are scored with them, and kept only
 where the closed form confirms they beat an even split, so a plan with weighted shares never scores below the same
-placement without them.
+placement without them. ``weighted_score`` is that decision for one placement; the ``fast`` strategy scores the
+placements it searches with it (planner.strategies.fast.joint_shares), so it chooses counts and placement for the
+shares the plan will get.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,7 +24,7 @@ from planner.errors import PlanningError
 from planner.linear_model import LinearModel
 from planner.model import Evaluation, Placement, StreamShares
 from planner.problem import SPLIT, Problem
-from planner.simulator import RATE_REL_TOL, ShareArrays, evaluate_problem, linear_loads
+from planner.simulator import RATE_REL_TOL, ShareArrays, evaluate_problem, linear_loads, max_rate
 
 WEIGHTABLE_GROUPINGS = frozenset({"shuffle", "fields", "none"})
 """Groupings the plugin jar has a weighted counterpart for: the planner chooses shares for these only."""
@@ -75,30 +78,57 @@ def choose_shares(problem: Problem, placement: Placement) -> tuple[ShareArrays, 
     Of the shares reaching the best R, those closest to an even split are taken (a second LP), so a stream whose
     receivers limit nothing stays even. None where nothing can be weighted or the LP has no finite optimum.
     """
-    streams = weightable_streams(problem)
-    if not streams:
+    lp = SharesLP.of(problem, placement)
+    if lp is None or lp.rate is None:
         return None
-    comp, inst, mach = problem.placement_arrays(placement)
-    counts = problem.counts_of(placement)
-    weighted = {s: np.full(int(counts[problem.stream_target[s]]), 1.0 / counts[problem.stream_target[s]]) for s in streams}
-    base = linear_rates_without(problem, placement, weighted)  # per unit R, the weighted streams left out
-    output = problem.component_rates(counts) * problem.output_per_input
-    weighted_input = np.zeros(problem.n_components)
-    for s in streams:
-        weighted_input[problem.stream_target[s]] += output[problem.stream_source[s]]
-    mtype = problem.machine_type[mach]
-    cost = problem.cost[comp, mtype]
-    met = problem.met[comp, mtype]
-    thread_limit = problem.thread_limit[mtype]
+    shares = lp.nearest_even_shares()
+    return None if shares is None else (shares, lp.rate)
 
-    def build() -> tuple[LinearModel, int, dict[tuple[int, int], int]]:
+
+class SharesLP:
+    """The module's LP for one placement: its best R (``rate``, one solve), and on demand the shares reaching it."""
+
+    def __init__(self, problem: Problem, placement: Placement, streams: list[int]):
+        self.problem, self.placement, self.streams = problem, placement, streams
+        comp, inst, mach = problem.placement_arrays(placement)
+        self.comp, self.inst, self.mach = comp, inst, mach
+        counts = problem.counts_of(placement)
+        self.counts = counts
+        even = {s: np.full(int(counts[problem.stream_target[s]]), 1.0 / counts[problem.stream_target[s]])
+                for s in streams}
+        self.base = linear_rates_without(problem, placement, even)  # per unit R, the weighted streams left out
+        output = problem.component_rates(counts) * problem.output_per_input
+        self.weighted_input = np.zeros(problem.n_components)
+        for s in streams:
+            self.weighted_input[problem.stream_target[s]] += output[problem.stream_source[s]]
+        model, rate, _ = self._build()
+        model.objective[rate] = -1.0
+        result = model.solve()
+        self.rate: float | None = None
+        """The LP's best R, tuples/s; None where it has no finite positive optimum."""
+        if result.status == 0 and np.isfinite(result.fun) and -result.fun > 0:
+            self.rate = float(-result.fun)
+
+    @classmethod
+    def of(cls, problem: Problem, placement: Placement) -> SharesLP | None:
+        """The LP of ``placement``; None where no stream can be weighted."""
+        streams = weightable_streams(problem)
+        return cls(problem, placement, streams) if streams else None
+
+    def _build(self) -> tuple[LinearModel, int, dict[tuple[int, int], int]]:
+        problem, comp, mach, base = self.problem, self.comp, self.mach, self.base
+        mtype = problem.machine_type[mach]
+        cost = problem.cost[comp, mtype]
+        met = problem.met[comp, mtype]
+        thread_limit = problem.thread_limit[mtype]
         model = LinearModel()
         rate = model.var()
         y: dict[tuple[int, int], int] = {}
-        for c in np.flatnonzero(weighted_input > 0):
+        for c in np.flatnonzero(self.weighted_input > 0):
             for w in np.unique(mach[comp == c]):
                 y[int(c), int(w)] = model.var()
-            model.row({**{y[int(c), int(w)]: 1.0 for w in np.unique(mach[comp == c])}, rate: -weighted_input[c]}, 0.0, 0.0)
+            model.row({**{y[int(c), int(w)]: 1.0 for w in np.unique(mach[comp == c])},
+                       rate: -self.weighted_input[c]}, 0.0, 0.0)
         n_on = {(int(c), int(w)): int(np.sum((comp == c) & (mach == w))) for c, w in y}
         for w in range(problem.n_machines):
             here = mach == w
@@ -117,34 +147,33 @@ def choose_shares(problem: Problem, placement: Placement) -> tuple[ShareArrays, 
             model.row(coefs, hi=float(thread_limit[i] - met[i]))
         return model, rate, y
 
-    model, rate, y = build()
-    model.objective[rate] = -1.0
-    result = model.solve()
-    if result.status != 0 or not np.isfinite(result.fun) or -result.fun <= 0:
-        return None
-    best = float(-result.fun)
-    # Second pass: R at its best, the shares as near an even split as that allows (sum of |y - even|).
-    model, rate, y = build()
-    model.lower[rate] = model.upper[rate] = best * (1.0 - 1e-9)
-    for (c, w), var in y.items():
-        even = weighted_input[c] * best * np.sum((comp == c) & (mach == w)) / counts[c]
-        gap = model.var(cost=1.0)
-        model.row({var: 1.0, gap: -1.0}, hi=float(even))
-        model.row({var: 1.0, gap: 1.0}, lo=float(even))
-    result = model.solve()
-    if result.status != 0:
-        return None
-    shares: ShareArrays = {}
-    for s in streams:
-        c = int(problem.stream_target[s])
-        share = np.zeros(int(counts[c]))
-        receivers = np.flatnonzero(comp == c)
-        for i in receivers:
-            key = (c, int(mach[i]))
-            per_machine = result.x[y[key]] / (weighted_input[c] * best * (1.0 - 1e-9))
-            share[inst[i]] = per_machine / np.sum((comp == c) & (mach == mach[i]))
-        shares[s] = np.clip(share, 0.0, None) / max(np.clip(share, 0.0, None).sum(), 1e-300)
-    return shares, best
+    def nearest_even_shares(self) -> ShareArrays | None:
+        """Of the shares reaching ``rate``, those nearest an even split (sum of |y - even|): a second LP."""
+        if self.rate is None:
+            return None
+        problem, comp, inst, mach, counts = self.problem, self.comp, self.inst, self.mach, self.counts
+        best, weighted_input = self.rate, self.weighted_input
+        model, rate, y = self._build()
+        model.lower[rate] = model.upper[rate] = best * (1.0 - 1e-9)
+        for (c, w), var in y.items():
+            even = weighted_input[c] * best * np.sum((comp == c) & (mach == w)) / counts[c]
+            gap = model.var(cost=1.0)
+            model.row({var: 1.0, gap: -1.0}, hi=float(even))
+            model.row({var: 1.0, gap: 1.0}, lo=float(even))
+        result = model.solve()
+        if result.status != 0:
+            return None
+        shares: ShareArrays = {}
+        for s in self.streams:
+            c = int(problem.stream_target[s])
+            share = np.zeros(int(counts[c]))
+            receivers = np.flatnonzero(comp == c)
+            for i in receivers:
+                key = (c, int(mach[i]))
+                per_machine = result.x[y[key]] / (weighted_input[c] * best * (1.0 - 1e-9))
+                share[inst[i]] = per_machine / np.sum((comp == c) & (mach == mach[i]))
+            shares[s] = np.clip(share, 0.0, None) / max(np.clip(share, 0.0, None).sum(), 1e-300)
+        return shares
 
 
 def linear_rates_without(problem: Problem, placement: Placement, even: ShareArrays) -> np.ndarray:
@@ -159,24 +188,64 @@ def linear_rates_without(problem: Problem, placement: Placement, even: ShareArra
     return rate
 
 
+LP_RATE_SLACK = 1e-6
+"""Relative margin by which the closed form of the LP's own shares may come out above the LP's R (its R is fixed a
+hair under the optimum for the second LP, and solvers round)."""
+
+
+@dataclass(frozen=True)
+class WeightedScore:
+    """What ``evaluate_weighted`` makes of a placement: its rate, and the shares that give it (None: even kept)."""
+
+    rate: float
+    """The plan's R, tuples/s: with ``shares`` where they beat an even split, else the even split's."""
+    even_rate: float
+    """R of the same placement split evenly."""
+    lp_rate: float | None
+    """The shares LP's R (remote costs left out); None where no shares were found."""
+    shares: ShareArrays | None
+
+
+def closed_form_rate(problem: Problem, placement: Placement, weighted: ShareArrays | None = None) -> float:
+    """R_max of a placement by the simulator's closed form, its streams split by ``weighted`` where given."""
+    return max_rate(problem, linear_loads(problem, placement, weighted))[0]
+
+
+def weighted_score(problem: Problem, placement: Placement, beat: float | None = None) -> WeightedScore | None:
+    """The placement's rate with the shares ``choose_shares`` finds where they beat an even split, else evenly.
+
+    ``beat``: None where the placement cannot score above that rate, found after one LP: any shares' closed-form
+    R is at most the LP's (the LP holds every limit, and remote costs only add load), so a search can skip the
+    second LP of placements that cannot win.
+    """
+    even_rate = closed_form_rate(problem, placement)
+    lp = SharesLP.of(problem, placement)
+    lp_rate = None if lp is None else lp.rate
+    if beat is not None and max(even_rate, (lp_rate or 0.0) * (1.0 + LP_RATE_SLACK)) <= beat * (1.0 + RATE_REL_TOL):
+        return None
+    shares = None if lp is None else lp.nearest_even_shares()
+    if lp is None or lp.rate is None or shares is None:
+        return WeightedScore(even_rate, even_rate, None, None)
+    rate = closed_form_rate(problem, placement, shares)
+    if rate > even_rate * (1.0 + RATE_REL_TOL):
+        return WeightedScore(rate, even_rate, lp.rate, shares)
+    return WeightedScore(even_rate, even_rate, lp.rate, None)
+
+
 def evaluate_weighted(problem: Problem, placement: Placement, stats: dict | None = None) -> Evaluation:
     """The placement scored with the shares ``choose_shares`` finds where they beat an even split, else evenly.
 
     ``stats.weighted_shares`` says which: ``even_rate`` (the same placement split evenly), ``lp_rate`` (the LP's R,
     remote costs left out) and ``chosen``.
     """
-    even = evaluate_problem(problem, placement, stats)
-    found = choose_shares(problem, placement)
-    report: dict = {"even_rate": even.input_rate, "chosen": False}
-    if found is not None:
-        shares, lp_rate = found
-        report["lp_rate"] = lp_rate
-        weighted = evaluate_problem(problem, placement, stats, shares)
-        if weighted.input_rate > even.input_rate * (1.0 + RATE_REL_TOL):
-            weighted.stats["weighted_shares"] = {**report, "chosen": True}
-            return weighted
-    even.stats["weighted_shares"] = report
-    return even
+    score = weighted_score(problem, placement)
+    assert score is not None  # no rate to beat
+    report: dict = {"even_rate": score.even_rate, "chosen": score.shares is not None}
+    if score.lp_rate is not None:
+        report["lp_rate"] = score.lp_rate
+    evaluation = evaluate_problem(problem, placement, stats, score.shares)
+    evaluation.stats["weighted_shares"] = report
+    return evaluation
 
 
 def machine_shares(evaluation: Evaluation) -> dict[str, dict[str, float]]:

@@ -1,7 +1,8 @@
 """The ``fast`` strategy: plan on machine types with a small LP, round to instances, then polish with the closed form.
 
 Its steps are its modules: ``fluid_lp`` (1), ``sizing`` (2), ``packing`` (3),
-``polish`` (4), ``resize`` (5, small requests), ``colocate`` (6, remote costs), ``orchestration`` (the order and the candidates), ``tuning``
+``polish`` (4), ``resize`` (5, small requests), ``colocate`` (6, remote costs), ``joint_shares`` (7, weighted
+shares), ``orchestration`` (the order and the candidates), ``tuning``
 (every knob, with the defaults the benchmarks ran with).
 
 Why it is fast: machines of one type are interchangeable in the model, so the
@@ -50,6 +51,9 @@ closed-form ``R_max`` (planner.simulator) repairs.
    jumped by 1, 2, 4, ... 64 or halved; each polished, kept where R ends higher.
 6. Remote tuples, where the profiles give them a cost (``colocate``): moves that put instances beside their
    stream neighbours, a polish, and fast's own remote-blind plan polished as one more start; the highest R wins.
+7. Weighted shares, with ``options.weighted_shares`` (``joint_shares``): steps 1-6 plan for an even split; a local
+   search scored by the shares LP (planner.stream_shares) then drops, moves or adds instances while R with the
+   shares rises, so counts and placement are chosen for what the weighted split reaches.
 
 Components fed by an ``all`` grouping or by ``global`` streams only keep one
 instance (more would only add load, or get nothing); components without cost

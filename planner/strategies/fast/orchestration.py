@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 
 from planner.errors import PlanningError, PlanningTimeout
-from planner.model import Placement
 from planner.problem import Problem
 from planner.simulator import RATE_REL_TOL, HostedModel, memory_message, memory_over
 from planner.strategies import paper
 from planner.strategies.base import Deadline, StrategyResult
 from planner.strategies.fast.colocate import colocate
 from planner.strategies.fast.fluid_lp import UNBOUNDED, FluidInput, fluid_lp
+from planner.strategies.fast.joint_shares import joint_search
 from planner.strategies.fast.machine_types import MachineTypes
 from planner.strategies.fast.memory import memory_first, repair_memory
 from planner.strategies.fast.packing import Packing, best_packing
@@ -150,6 +150,10 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
             if model.max_rate(blind_polished.hosts, blind_polished.first_machine).rate > \
                     model.max_rate(layout.hosts, layout.first_machine).rate * (1 + RATE_REL_TOL):
                 layout = blind_polished
+    joint = None
+    if problem.options.weighted_shares:  # 7. counts and placement for what weighted shares reach
+        joint = joint_search(model, layout, free, deadline, tuning)
+        layout = joint.layout
     stats: dict[str, Any] = {
         "iterations": iterations,
         "lp_solves": lp_solves,
@@ -159,7 +163,9 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
     }
     if not (problem.fixed > 0).any() and not problem.has_all_grouping:
         stats["fluid_bound"] = bound.rate
-    return StrategyResult(placement=_placement(problem, layout), stats=stats)
+    if joint is not None:
+        stats["joint_shares"] = joint.stats
+    return StrategyResult(placement=layout.placement(problem), stats=stats)
 
 
 def _distinct(polished: list[tuple[float, Layout, Candidate]], n: int) -> list[tuple[float, Layout, Candidate]]:
@@ -178,7 +184,9 @@ def _remote_blind_layout(problem: Problem, tuning: FastTuning, deadline: Deadlin
     """The plan ``fast`` makes when tuples crossing workers cost nothing: a start the remote-aware search may not
     reach (its steps weigh co-location one move at a time). None where that plan fails."""
     left = deadline.remaining_s()
-    options = problem.options if left is None else problem.options.model_copy(update={"time_limit_s": max(left, 1e-3)})
+    # the joint search of weighted shares (step 7) is for the plan, not for this start
+    options = problem.options.model_copy(update={"weighted_shares": False} if left is None else
+                                         {"weighted_shares": False, "time_limit_s": max(left, 1e-3)})
     blind = dataclasses.replace(problem, has_remote_cost=False, options=options)
     try:
         placement = plan(blind, tuning).placement
@@ -186,12 +194,7 @@ def _remote_blind_layout(problem: Problem, tuning: FastTuning, deadline: Deadlin
         raise
     except PlanningError:
         return None
-    comp, inst, mach = problem.placement_arrays(placement)
-    hosts = np.zeros((problem.n_components, problem.n_machines), dtype=np.int64)
-    np.add.at(hosts, (comp, mach), 1)
-    first = np.zeros(problem.n_components, dtype=np.int64)
-    first[comp[inst == 0]] = mach[inst == 0]
-    return Layout(hosts, first)
+    return Layout.of(problem, placement)
 
 
 def _colocate_and_polish(model: HostedModel, layout: Layout, free: np.ndarray, move_first: bool, deadline: Deadline,
@@ -247,15 +250,3 @@ def _paper_start(problem: Problem, model: HostedModel, deadline: Deadline) -> li
         return []
     layout = Layout(state.hosts.copy(), state.first_machines())
     return [Candidate(Packing(model.max_rate(layout.hosts, layout.first_machine).rate, layout), None)]
-
-
-def _placement(problem: Problem, layout: Layout) -> Placement:
-    """Machine ids per component, instance 0 first."""
-    ids = problem.machine_ids
-    placement: Placement = {}
-    for c, cid in enumerate(problem.component_ids):
-        first = layout.first_machine[c]
-        rest = [w for w in np.flatnonzero(layout.hosts[c])
-                for _ in range(int(layout.hosts[c, w]) - (1 if w == first else 0))]
-        placement[cid] = [ids[w] for w in [first, *rest]]
-    return placement

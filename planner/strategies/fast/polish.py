@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.model import Placement
+from planner.problem import Problem
 from planner.simulator import MEMORY_SLACK_MB, RATE_REL_TOL, HostedModel, HostedRate, rate_limits
 from planner.strategies.base import Deadline
 from planner.strategies.fast.tuning import FastTuning
@@ -34,6 +36,27 @@ class Layout:
     """(C, M) instances of c on w."""
     first_machine: np.ndarray
     """(C,) machine of instance 0 (the one ``global`` streams feed)."""
+
+    @classmethod
+    def of(cls, problem: Problem, placement: Placement) -> Layout:
+        """The layout of a placement (instance 0 of each component first in its list)."""
+        comp, inst, mach = problem.placement_arrays(placement)
+        hosts = np.zeros((problem.n_components, problem.n_machines), dtype=np.int64)
+        np.add.at(hosts, (comp, mach), 1)
+        first = np.zeros(problem.n_components, dtype=np.int64)
+        first[comp[inst == 0]] = mach[inst == 0]
+        return cls(hosts, first)
+
+    def placement(self, problem: Problem) -> Placement:
+        """Machine ids per component, instance 0 first."""
+        ids = problem.machine_ids
+        placement: Placement = {}
+        for c, cid in enumerate(problem.component_ids):
+            first = self.first_machine[c]
+            rest = [w for w in np.flatnonzero(self.hosts[c])
+                    for _ in range(int(self.hosts[c, w]) - (1 if w == first else 0))]
+            placement[cid] = [ids[w] for w in [first, *rest]]
+        return placement
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,22 @@ class FastTuning:
     """Co-location: closed-form evaluations allowed, as (component + stream) x machine cells (each evaluation costs
     about that many), and at least this many; a step's candidates are all tried once begun."""
     """Co-location: machines tried per component, the roomiest of those hosting one of its stream neighbours."""
+    joint_work_cells: int = 20_000
+    joint_unit_cells: int = 40
+    joint_min_solves: int = 40
+    """With ``options.weighted_shares`` (planner.strategies.fast.joint_shares): shares LPs allowed, this many cells
+    over (``joint_unit_cells`` + instances + machines) per LP (an LP costs a fixed overhead plus its rows), and on
+    small requests (``polish_all_max_cells``) at least ``joint_min_solves``. Measured: Linear, Diamond and Star on
+    the default cluster end by themselves (115-155 LPs); Linear on 1,000 machines gets 4 (0.3 s of CPU)."""
+    joint_all_machines: int = 12
+    joint_destinations: int = 2
+    """Up to ``joint_all_machines`` machines, a move or an added instance may go to any; on more, to the
+    ``joint_destinations`` of each machine type with the most CPU left (machines of a type differ only by load)."""
+    joint_spread_max_cells: int = 60
+    """Up to this many (component x machine) cells, the search also starts from every free component on every
+    machine, dropping what does not pay its MET."""
+    joint_reserve_s: float = 0.05
+    """Seconds of the time limit the search leaves for scoring the plan (or three of its slowest LPs, if more)."""
 
 
 DEFAULT_TUNING = FastTuning()
