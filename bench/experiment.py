@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import getpass
+import math
 import os
 import platform
 import signal
@@ -33,7 +34,8 @@ from planner.durable import private_folder, write_atomic
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas, load_profile_set, require_pairs
 from bench.run import BenchCluster, RunContext, RunResult, run, utc_now
-from bench.schedulers import PHASES, POOLS_FILE, RunSpec, nimbus_setup, run_specs, user_pools
+from bench.schedulers import (PHASES, POOLS_FILE, RunSpec, nimbus_setup, plan_request, run_specs, user_pools,
+                              weightable, weighted_fallback)
 from bench.settings import BenchSettings
 from cluster.errors import ClusterError
 from cluster.handle import LocalClusterHandle
@@ -44,9 +46,10 @@ from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_home import STORM_VERSION
 from observe.progress import QuietReporter, Reporter
 from planner.client import TOKEN_ENV, PlannerClient, PlannerClientError
-from planner.model import EvaluationRequest, InstanceAssignment, Plan, PlanOptions, PlanRequest, ProfileRef, ProfileSet
+from planner.bounds import lp_upper_bound
+from planner.model import Cluster, Plan, PlanOptions, ProfileSet
 from planner.errors import PlanningError
-from planner.profiles import MACHINE_BASE_LOAD, machine_base_load
+from planner.profiles import MACHINE_BASE_LOAD, ProfileTable, machine_base_load
 from topologies.catalog import lookup, planner_topology
 from topologies.errors import TopologyError
 
@@ -65,6 +68,10 @@ class BenchResult:
     profile_set: ProfileSet | None = None
     profile_origin: str | None = None
     plans: dict[str, Plan] = field(default_factory=dict)
+    weighted_plans: dict[str, Plan] = field(default_factory=dict)
+    """Per topology, the plan made with weighted shares that ``planned-weighted`` runs."""
+    bounds: dict[str, float | None] = field(default_factory=dict)
+    """Per topology, the LP fluid bound on R (:func:`fluid_bound`)."""
     runs: list[RunResult] = field(default_factory=list)
     expected_runs: list[tuple[str, str]] = field(default_factory=list)
     """(topology, scheduler) of every run laid out, in the order they run."""
@@ -208,7 +215,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                                  settle_max_s=settings.settle_max_s)
                 for s in phase_specs:
                     reporter.log(f"run {len(result.runs) + 1}/{len(specs)}: {s.topology} with {s.scheduler} ({s.note})")
-                    result.runs.append(run(s, ctx, result.plans.get(s.topology)))
+                    result.runs.append(run(s, ctx, plan_of(result, s)))
                     save(result, started)
                     reporter.log(f"run {len(result.runs)}/{len(specs)} recorded in {result.saved_to}")
         except KeyboardInterrupt as exc:
@@ -356,29 +363,44 @@ def _plan(settings: BenchSettings, spec: ClusterSpec, result: BenchResult, profi
         client.put_profile_set(profile_set)
         for name in settings.topologies:
             entry = lookup(name)
-            plan = client.plan(PlanRequest(
-                topology=planner_topology(entry), cluster=cluster_model,
-                profiles=ProfileRef(name=profile_set.name), strategy=settings.strategy,
-            ))
+            plan = client.plan(plan_request(entry, cluster_model, profile_set.name, settings.strategy))
             result.plans[entry.name] = plan
             reporter.log(f"plan {plan.id} for {entry.name} ({plan.strategy}): R = {plan.input_rate:.2f} tuples/s, "
                          + ", ".join(f"{c} x{n}" for c, n in plan.instances.items()))
             weighted = None
-            if "planned-weighted" in settings.schedulers:  # the same placement, its shares chosen by the planner
-                weighted = client.evaluate(EvaluationRequest(
-                    topology=planner_topology(entry), cluster=cluster_model, profiles=ProfileRef(name=profile_set.name),
-                    options=PlanOptions(weighted_shares=True), assignments=plan_assignments(plan)))
-                reporter.log(f"weighted shares for {entry.name}: R = {weighted.input_rate:.2f} tuples/s "
-                             f"(even {plan.input_rate:.2f})")
+            if "planned-weighted" in settings.schedulers:
+                if weightable(entry):  # its own plan: counts, placement and shares chosen together
+                    weighted = client.plan(plan_request(entry, cluster_model, profile_set.name, settings.strategy,
+                                                        weighted_shares=True))
+                    result.weighted_plans[entry.name] = weighted
+                    reporter.log(f"plan {weighted.id} for {entry.name} with weighted shares ({weighted.strategy}): "
+                                 f"R = {weighted.input_rate:.2f} tuples/s, "
+                                 + ", ".join(f"{c} x{n}" for c, n in weighted.instances.items()))
+                if (fallback := weighted_fallback(entry.name, weighted)) is not None:
+                    reporter.log(f"[yellow]{fallback}[/yellow]")
+            result.bounds[entry.name] = fluid_bound(entry, cluster_model, profile_set)
             specs += run_specs(settings, entry, plan, profile_set.entries, len(cluster_model.machines),
                                reference.name, reference.cores or 1.0, planner_url, profile_set.name, weighted)
     return specs
 
 
-def plan_assignments(plan: Plan) -> list[InstanceAssignment]:
-    """A plan's placement as an evaluation gives it: each component's instances in index order."""
-    return [InstanceAssignment(component=a.component, machine=a.machine)
-            for a in sorted(plan.assignments, key=lambda a: (a.component, a.index))]
+def fluid_bound(entry, cluster: Cluster, profile_set: ProfileSet) -> float | None:
+    """The LP fluid bound on R (planner.bounds: any split of every stream, whole instances relaxed) for free-running
+    spouts, as every run is predicted; what neither plan can beat. None where the LP has none."""
+    try:
+        rate = lp_upper_bound(planner_topology(entry), cluster, ProfileTable.from_entries(profile_set.entries),
+                              PlanOptions(spouts_held=True))
+    except PlanningError:
+        return None
+    return rate if math.isfinite(rate) else None
+
+
+def plan_of(result: BenchResult, spec: RunSpec) -> Plan | None:
+    """The plan a run places: ``planned-weighted``'s own where it runs one, else its topology's."""
+    weighted = result.weighted_plans.get(spec.topology)
+    if weighted is not None and spec.plan_id == weighted.id:
+        return weighted
+    return result.plans.get(spec.topology)
 
 
 def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path, topologies: list[str]) -> tuple[ProfileSet, str]:

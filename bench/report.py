@@ -17,6 +17,7 @@ from bench.errors import BenchError
 from planner.durable import write_json_atomic
 from bench.settings import SCHEDULERS
 from bench.run import RunResult
+from planner.stream_shares import CONF_KEY as SHARES_KEY
 
 if TYPE_CHECKING:
     from bench.experiment import BenchResult
@@ -110,6 +111,8 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
             "source": profile_set.source,
         },
         "plans": {t: p.model_dump(mode="json") for t, p in result.plans.items()},
+        "weighted_plans": {t: p.model_dump(mode="json") for t, p in result.weighted_plans.items()},
+        "fluid_bounds": {t: _round(b) for t, b in result.bounds.items()},
         "expected_runs": [{"topology": t, "scheduler": s} for t, s in result.expected_runs],
         "runs": [run_dict(r) for r in result.runs],
         "comparison": None,
@@ -125,7 +128,12 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
                                      "where a worker runs (bench.run.predicted_machine_cpu), percent of the quota",
             "predicted": "planner evaluation (POST /v1/evaluations) of the placement read back from Nimbus, with "
                          "options.spouts_held (every run is free-running: its spouts are held by max.spout.pending "
-                         "and do not poll); its input_rate is the largest sustainable rate of that placement",
+                         "and do not poll); its input_rate is the largest sustainable rate of that placement; a run "
+                         "with hetsched.grouping.shares (planned-weighted) is scored with those shares on it",
+            "weighted_plans": "per topology, the plan made with options.weighted_shares (counts, placement and shares "
+                              "chosen together) that planned-weighted runs",
+            "fluid_bounds": "per topology, the LP fluid bound on R (planner.bounds, any split of every stream, spouts "
+                            "held): no placement's input_rate can exceed it",
             "relative_error": "(measured - predicted) / predicted",
             "flow_imbalance": "(measured sink / spout emit rate) / (predicted sink / spout emit rate) - 1: 0 in a "
                               f"steady window; beyond {measure.STEADY_WITHIN:.0%} either way the run is a transient "
@@ -206,6 +214,11 @@ def comparisons(data: dict[str, Any]) -> list[dict[str, Any]]:
                 _round(measure.speedup(planned["measured"]["sink_throughput"], other["measured"]["sink_throughput"]))
                 if planned and other else None
             )
+        weighted = runs.get("planned-weighted")
+        row["planned-weighted_vs_planned"] = (
+            _round(measure.speedup(weighted["measured"]["sink_throughput"], planned["measured"]["sink_throughput"]))
+            if planned and weighted else None
+        )
         row["prediction_error"] = {
             s: _round(measure.relative_error(r["measured"]["sink_throughput"], r["predicted"]["sink_throughput"]), 4)
             for s, r in runs.items() if r.get("predicted")
@@ -349,6 +362,29 @@ def headline_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def bounds_lines(data: dict[str, Any]) -> list[str]:
+    """Per topology with a fluid bound: every run's measured R against it, and what the planner predicted for the run
+    (planned-weighted's with its shares)."""
+    lines = []
+    bounds = data.get("fluid_bounds") or {}
+    for topology in dict.fromkeys(r["topology"] for r in data["runs"]):
+        bound = bounds.get(topology)
+        if not bound:
+            continue
+        parts = []
+        for run in ordered_runs(data):
+            if run["topology"] != topology or not _ok(run):
+                continue
+            measured = run["measured"]["input_rate"]
+            predicted = (run.get("predicted") or {}).get("input_rate")
+            shares = " with its shares" if (run.get("topology_conf") or {}).get(SHARES_KEY) else ""
+            parts.append(f"{run['scheduler']} {measured:.2f} ({measured / bound:.0%}"
+                         + (f"; predicted{shares} {predicted:.2f}" if predicted is not None else "") + ")")
+        lines.append(f"{topology.capitalize()}: LP fluid bound R {bound:.2f} tuples/s; measured R"
+                     + (": " + ", ".join(parts) if parts else ": no run measured"))
+    return lines
+
+
 def settings_lines(data: dict[str, Any]) -> list[str]:
     s = data["settings"]
     load = data.get("load_average", {})
@@ -361,6 +397,9 @@ def settings_lines(data: dict[str, Any]) -> list[str]:
         f"{s['max_spout_pending']}; acking on; {'load-aware' if s['load_aware_shuffle'] else 'plain (even)'} shuffle; "
         f"message timeout {s['message_timeout_s']} s",
         "plans: " + (", ".join(f"{t} {p['id']} ({p['strategy']}, R {p['input_rate']:.2f})" for t, p in plans.items()) or "-"),
+        *(["plans with weighted shares (planned-weighted): " + ", ".join(
+            f"{t} {p['id']} ({p['strategy']}, R {p['input_rate']:.2f})" for t, p in weighted.items())]
+          if (weighted := data.get("weighted_plans")) else []),
         "load average (1/5/15 min): start " + " ".join(f"{x:.2f}" for x in load.get("start", []))
         + (", end " + " ".join(f"{x:.2f}" for x in load["end"]) if load.get("end") else "")
         + f" on {versions.get('cpus', '?')} CPUs",

@@ -12,6 +12,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -20,7 +21,7 @@ import psutil
 
 from bench import measure
 from bench.errors import BenchError
-from bench.placement import ActualPlacement, from_topology_info, plan_mismatches
+from bench.placement import ActualPlacement, from_topology_info, placement_shares, plan_mismatches
 from bench.schedulers import RunSpec
 from cluster.errors import ClusterError
 from cluster.handle import LocalClusterHandle
@@ -178,11 +179,11 @@ def _run(spec: RunSpec, ctx: RunContext, plan: Plan | None, result: RunResult) -
     placement = _wait_until_running(spec, ctx, result.topology_id, entry, submitted_at)
     result.start_s = round(time.monotonic() - submitted_at, 1)
     result.placement = placement
-    if plan is not None and spec.scheduler == "planned":
+    if plan is not None and spec.scheduler in ("planned", "planned-weighted"):
         result.plan_mismatches = plan_mismatches(placement, plan)
     ctx.reporter.log(f"{spec.topology}/{spec.scheduler}: running after {result.start_s:g} s on "
                      + ", ".join(f"{m} ({len(cs)} executors)" for m, cs in sorted(placement.machines_used().items())))
-    _predict(ctx, entry, placement, result)
+    _predict(ctx, entry, placement, result, spec.conf.get(SHARES_KEY))
     label = f"{spec.topology}/{spec.scheduler}"
     _sleep(ctx, ctx.warmup_s, f"{label}: warming up")
     if result.predicted is not None:
@@ -372,13 +373,15 @@ def _cpu_seconds(ctx: RunContext) -> dict[str, float]:
 
 
 def prediction_request(entry, placement: ActualPlacement, cluster: Cluster, profiles: ProfileRef,
-                       parallelism: dict[str, int] | None = None) -> EvaluationRequest:
+                       parallelism: dict[str, int] | None = None,
+                       shares: Mapping[str, Mapping[str, float]] | None = None) -> EvaluationRequest:
     """What scores a run's placement: every run is free-running, so its spouts are held by max.spout.pending at
     its largest rate and charged no idle polling (``spouts_held``, docs/model.md); Storm's ackers are in it, each
-    charged its machine type's idle executor thread (docs/model.md, "Idle executor threads")."""
+    charged its machine type's idle executor thread (docs/model.md, "Idle executor threads"). ``shares`` (the run's
+    ``hetsched.grouping.shares``, by machine id) split its streams as the weighted groupings do on that placement."""
     topology, assignments = placement.with_system(planner_topology(entry, parallelism))
     return EvaluationRequest(topology=topology, cluster=cluster, profiles=profiles, assignments=assignments,
-                             options=PlanOptions(spouts_held=True))
+                             options=PlanOptions(spouts_held=True), shares=placement_shares(placement, shares) or None)
 
 
 def predicted_machine_cpu(evaluation: Evaluation, placement: ActualPlacement, base_load: dict[str, float]) -> dict[str, float]:
@@ -389,10 +392,11 @@ def predicted_machine_cpu(evaluation: Evaluation, placement: ActualPlacement, ba
             for m in evaluation.machines}
 
 
-def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult) -> None:
-    """The placement's largest rate as the planner predicts it (:func:`prediction_request`)."""
+def _predict(ctx: RunContext, entry, placement: ActualPlacement, result: RunResult,
+             shares: Mapping[str, Mapping[str, float]] | None = None) -> None:
+    """The placement's largest rate as the planner predicts it (:func:`prediction_request`), with the run's shares."""
     request = prediction_request(entry, placement, ctx.cluster.spec.planner_cluster(ctx.base_load),
-                                 ProfileRef(name=ctx.profile_set))
+                                 ProfileRef(name=ctx.profile_set), shares=shares)
     with PlannerClient(ctx.planner_url) as client:
         evaluation = client.evaluate(request)
     result.predicted = measure.predicted_throughputs(evaluation, entry.spout_ids)

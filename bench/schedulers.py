@@ -9,8 +9,9 @@ stats, grouping); only what the scheduler needs differs:
 - ``resource_aware``: Storm's RAS, the plan's instance counts, every component declaring the CPU
   points its profile implies on the reference machine type at the plan's rate;
 - ``planned``: the hetsched plugin, the plan's instance counts and placement (``hetsched.plan.id``);
-- ``planned-weighted``: as ``planned``, with the shares the planner chooses for that placement in
-  ``hetsched.grouping.shares`` (machine ids, made hosts at submit), so its streams use the weighted groupings;
+- ``planned-weighted``: the hetsched plugin, a plan of its own made with ``options.weighted_shares`` (instance
+  counts, placement and shares chosen together), its shares in ``hetsched.grouping.shares`` (machine ids, made hosts
+  at submit), so its streams use the weighted groupings; a topology no share can split runs ``planned``'s plan;
 - ``sps``, ``dps``: the thesis's Static and Dynamic Priority Schedulers (the plugin jar's
   ``org.hetsched.storm.baselines``), the plan's instance counts, whole machines per topology;
 - ``ras-priority``: Storm's RAS as ``resource_aware``, with ``topology.priority`` and a user pool
@@ -24,14 +25,14 @@ from typing import Any
 
 import yaml
 
-from planner.model import SYSTEM_PREFIX, Evaluation, Plan, ProfileEntry
-from planner.stream_shares import CONF_KEY as SHARES_KEY, machine_shares
+from planner.model import SYSTEM_PREFIX, Cluster, Plan, PlanOptions, PlanRequest, ProfileEntry, ProfileRef
+from planner.stream_shares import CONF_KEY as SHARES_KEY, WEIGHTABLE_GROUPINGS, machine_shares
 from planner.profiles import ProfileTable
 from planner.simulator import entry_cpu_pct
 from bench.errors import BenchError
 from bench.settings import BenchSettings
 from topologies import conf as keys
-from topologies.catalog import CatalogEntry
+from topologies.catalog import CatalogEntry, planner_topology
 
 CPU_POINTS = "topology.component.cpu.pcore.percent"
 RESOURCES_MAP = "topology.component.resources.map"
@@ -142,6 +143,30 @@ def plan_counts(plan: Plan) -> dict[str, int]:
     return {c: n for c, n in plan.instances.items() if not c.startswith(SYSTEM_PREFIX)}
 
 
+def plan_request(entry: CatalogEntry, cluster: Cluster, profile_set: str, strategy: str | None,
+                 weighted_shares: bool = False) -> PlanRequest:
+    """What the bench asks the planner for one topology; ``weighted_shares`` for ``planned-weighted``, whose counts and
+    placement are chosen for the shares it will run with, not taken from ``planned``."""
+    return PlanRequest(topology=planner_topology(entry), cluster=cluster, profiles=ProfileRef(name=profile_set),
+                       strategy=strategy, options=PlanOptions(weighted_shares=weighted_shares))
+
+
+def weightable(entry: CatalogEntry) -> bool:
+    """Whether any stream of the topology is grouped so that the plugin jar's weighted groupings can split it."""
+    return any(s.grouping in WEIGHTABLE_GROUPINGS for s in planner_topology(entry).streams)
+
+
+def weighted_fallback(topology: str, weighted: Plan | None) -> str | None:
+    """Why ``planned-weighted`` runs ``planned``'s plan with Storm's groupings, one sentence; None where it has shares."""
+    if weighted is None:
+        return (f"{topology} has no shuffle, fields or none stream a weighted grouping could split, so "
+                "planned-weighted runs planned's plan with Storm's groupings")
+    if not machine_shares(weighted):
+        return (f"the plan made with weighted shares for {topology} kept every stream even, so planned-weighted runs "
+                "planned's plan with Storm's groupings")
+    return None
+
+
 def run_name(topology: str, scheduler: str) -> str:
     return f"bench-{topology}-{scheduler}".replace("_", "-")
 
@@ -181,9 +206,10 @@ def run_specs(
     reference_cores: float,
     planner_url: str,
     profile_set: str,
-    weighted: Evaluation | None = None,
+    weighted: Plan | None = None,
 ) -> list[RunSpec]:
-    """The runs of one topology, in ``settings.schedulers`` order (``weighted``: the plan's placement with shares)."""
+    """The runs of one topology, in ``settings.schedulers`` order (``weighted``: the plan made with weighted shares,
+    which ``planned-weighted`` runs; without it, or without shares in it, that run is ``planned``'s)."""
     counts = plan_counts(plan)
     base = {**common_conf(settings), keys.WORKERS: machines}
     specs: list[RunSpec] = []
@@ -220,14 +246,18 @@ def run_specs(
         elif scheduler == "planned-weighted":
             conf = {k: v for k, v in base.items() if k != keys.WORKERS}
             conf[keys.PLANNER_URL] = planner_url
-            shares = machine_shares(weighted) if weighted is not None else {}
-            if shares:
-                conf[SHARES_KEY] = shares
-            rate = f"{weighted.input_rate:.2f}" if weighted is not None else "?"
-            specs.append(RunSpec(entry.name, scheduler, name, counts, conf, plan_id=plan.id, profiles=profile_set,
-                                 note=f"hetsched plugin, plan {plan.id} ({plan.strategy}), weighted groupings: "
-                                      + (f"R = {rate} tuples/s predicted with shares" if shares
-                                         else "no shares beat an even split, so Storm's groupings")))
+            fallback = weighted_fallback(entry.name, weighted)
+            if weighted is None or fallback is not None:
+                specs.append(RunSpec(entry.name, scheduler, name, counts, conf, plan_id=plan.id, profiles=profile_set,
+                                     note=f"hetsched plugin, plan {plan.id} ({plan.strategy}): {fallback}"))
+                continue
+            conf[SHARES_KEY] = machine_shares(weighted)
+            specs.append(RunSpec(entry.name, scheduler, name, plan_counts(weighted), conf, plan_id=weighted.id,
+                                 profiles=profile_set,
+                                 note=f"hetsched plugin, plan {weighted.id} ({weighted.strategy}) made with weighted "
+                                      f"shares (counts, placement and shares together), weighted groupings: R = "
+                                      f"{weighted.input_rate:.2f} tuples/s predicted with its shares "
+                                      f"(planned {plan.input_rate:.2f})"))
     return specs
 
 

@@ -18,8 +18,8 @@ SCHEDULERS = ("default", "default-naive", "resource_aware", "planned")
 KNOWN_SCHEDULERS = SCHEDULERS + ("planned-weighted", "sps", "dps", "ras-priority")
 """Also runnable when named (``--schedulers``), not by default:
 
-- ``planned-weighted``: the hetsched plugin placing the same plan as ``planned``, its streams split by the shares the
-  planner chooses for that placement (the plugin jar's weighted groupings, issue 33);
+- ``planned-weighted``: the hetsched plugin placing its own plan, made with weighted shares (counts, placement and
+  shares chosen together), its streams split by those shares (the plugin jar's weighted groupings, issue 33);
 
 - ``sps``, ``dps``: the thesis's priority schedulers as Nimbus schedulers (docs/baselines.md);
 - ``ras-priority``: Storm's RAS with ``topology.priority`` and a user pool.

@@ -86,7 +86,7 @@ def _print(data: dict) -> None:
     for line in report.failure_lines(data):
         console.print(f"[red]{line}[/red]", highlight=False)
     console.print(report.targets_table(data))
-    for line in report.headline_lines(data):
+    for line in report.headline_lines(data) + report.bounds_lines(data):
         console.print(f"[bold]{line}[/bold]", highlight=False)
     for line in report.settings_lines(data):
         console.print(line, highlight=False)
@@ -96,7 +96,7 @@ def bench(
     topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated: linear,diamond,star [default: all three]."),
     schedulers: Optional[str] = typer.Option(
         None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four], "
-                             "also planned-weighted (the plan's placement with the weighted groupings, issue 33) and sps,dps,ras-priority (docs/baselines.md)."),
+                             "also planned-weighted (a plan made with weighted shares, on the weighted groupings, issue 33) and sps,dps,ras-priority (docs/baselines.md)."),
     profiles: str = typer.Option("default-cluster", "--profiles", help="A shipped profile set's name (profiles/NAME.json) or a ProfileSet file."),
     profile_now: bool = typer.Option(False, "--profile-now", help="Measure the profile set on the cluster first (hetsched profile) instead."),
     window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),
