@@ -144,6 +144,12 @@ class ComposeCluster:
         """The host a machine's supervisor registers as: its service name."""
         return compose.supervisor_service(machine_id)
 
+    def supervisor_conf_files(self) -> list[Path]:
+        """Each supervisor's storm.yaml as the compose file mounts it (``docker/storm/supervisor-<machine>.yaml``):
+        where ``hetsched tune``, ``replan`` and ``placement`` read the machine each one declares."""
+        return [p for m in self.layout.machines
+                if (p := compose.REPO_ROOT / compose.CONF_FOLDER / f"{self.host(m.id)}.yaml").is_file()]
+
     def handle(self) -> ComposeClusterHandle:
         return ComposeClusterHandle(self)
 

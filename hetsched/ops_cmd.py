@@ -85,11 +85,21 @@ def planner_of(address: NimbusAddress, topology_conf: dict[str, Any], option: st
     return topology_conf.get(keys.PLANNER_URL), None
 
 
-def read_declarations(files: list[Path], local: Any) -> list[Declaration]:
-    """Supervisors' declarations from the given storm.yaml files, and from the local cluster's own."""
+def read_declarations(files: list[Path], local: Any, address: NimbusAddress | None = None) -> list[Declaration]:
+    """Supervisors' declarations from the given storm.yaml files, and from the local cluster's own, else (where
+    ``address`` is a compose cluster's Nimbus started here) from the files its compose file mounts."""
     paths = list(files)
     if local is not None:
         paths += [local.layout.conf_file(m.id) for m in local.layout.machines if local.layout.conf_file(m.id).is_file()]
+    elif address is not None and not files:
+        try:
+            from cluster.compose_cluster import compose_cluster_at
+
+            compose = compose_cluster_at(address, os.environ.get("HETSCHED_CLUSTER_HOME") or None)
+        except ImportError:
+            compose = None
+        if compose is not None:
+            paths += compose.supervisor_conf_files()
     found = []
     for path in paths:
         conf = read_storm_yaml(path)
@@ -117,7 +127,7 @@ def supervisors(
     """Each supervisor with its declared machine (id, type, cores), its slots, and what is wrong with its declaration."""
     try:
         address, summary, nimbus_conf, local = _cluster_state(nimbus)
-        declarations = read_declarations(storm_yaml or [], local)
+        declarations = read_declarations(storm_yaml or [], local, address)
     except TopologyError as exc:
         raise fail(str(exc)) from None
     rows = supervisor_rows(summary, declarations, MetaKeys.from_nimbus_conf(nimbus_conf))
@@ -166,7 +176,7 @@ def placement(
     """Where a running topology's executors are: component, executor, worker, machine; per machine its predicted and measured CPU; its input rate measured and predicted, the contingency for each machine's loss, and its last events."""
     try:
         address, summary, nimbus_conf, local = _cluster_state(nimbus)
-        declarations = read_declarations(storm_yaml or [], local)
+        declarations = read_declarations(storm_yaml or [], local, address)
         running = next((t for t in summary.topologies if t.name == name), None)
         if running is None:
             names = ", ".join(sorted(t.name for t in summary.topologies)) or "none"

@@ -74,7 +74,7 @@ def read_running(nimbus: Optional[str], name: str, storm_yaml: Optional[List[Pat
     if running is None:
         names = ", ".join(sorted(t.name for t in summary.topologies)) or "none"
         raise TopologyNotRunning(f"no topology named {name!r} is running on Nimbus {address} (running: {names})")
-    rows = supervisor_rows(summary, read_declarations(storm_yaml or [], local), MetaKeys.from_nimbus_conf(nimbus_conf))
+    rows = supervisor_rows(summary, read_declarations(storm_yaml or [], local, address), MetaKeys.from_nimbus_conf(nimbus_conf))
     machine_of_host = {r.host: r.machine_id for r in rows if r.machine_id}
     with connect(address, LEADER_TIMEOUT_S) as client:
         info = client.topology_info(running.id)

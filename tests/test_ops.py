@@ -378,6 +378,21 @@ def test_the_default_database_is_in_the_user_s_data_folder_not_the_checkout(monk
     assert default_db_path() == tmp_path / "mine.db"
 
 
+def test_a_compose_cluster_s_machines_are_read_from_the_files_its_compose_file_mounts(tmp_path, monkeypatch):
+    """Seen live: `hetsched tune` on the compose cluster stopped with 'the machine of supervisor-small-1 is unknown'."""
+    from hetsched.ops_cmd import read_declarations
+    from observe.nimbus import NimbusAddress
+
+    home = tmp_path / "compose-home"
+    home.mkdir()
+    (home / "compose-state.json").write_text(json.dumps({"port_base": 26000}))
+    monkeypatch.setenv("HETSCHED_CLUSTER_HOME", str(home))
+    found = read_declarations([], None, NimbusAddress("127.0.0.1", 26000))
+    assert {d.host for d in found} == {"supervisor-small-1", "supervisor-medium-1", "supervisor-large-1"}
+    assert {d.meta["machine-id"] for d in found} == {"small-1", "medium-1", "large-1"}
+    assert read_declarations([], None, NimbusAddress("127.0.0.1", 27000)) == []
+
+
 def test_the_planner_of_a_compose_cluster_is_the_one_it_publishes_here(tmp_path, monkeypatch):
     """The topology's hetsched.planner.url on compose is the service name, which only the cluster's network resolves."""
     from cluster import compose
