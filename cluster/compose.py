@@ -114,6 +114,9 @@ WORKERS_SCOPES = (Scope.RECORDS,)
 TOKEN_FILE_VARIABLE = "HETSCHED_PLANNER_TOKEN_FILE"
 """``hetsched serve --token-file`` from the environment."""
 TOKEN_FILE_SETTING = "hetsched.planner.token.file"
+METRICS_TOKEN_FILE_SETTING = "hetsched.metrics.token.file"
+"""The workers' token file in a supervisor's storm.yaml: not TOKEN_FILE_SETTING, which Nimbus's storm.yaml sets and
+Nimbus merges into every topology's conf, where it would win over the supervisor's in the workers."""
 METRICS_URL_SETTING = "hetsched.metrics.url"
 """Where the workers' metrics hook posts its records (docs/operations/plugin.md#worker-metrics); a supervisor's storm.yaml sets
 it for its workers, with the workers' records-only token."""
@@ -220,7 +223,7 @@ def deployment(
             "supervisor.thrift.port": SUPERVISOR_THRIFT_PORT,
             # The workers' metrics hook reads these from its supervisor's storm.yaml: where to ship, and the token.
             METRICS_URL_SETTING: PLANNER_URL,
-            TOKEN_FILE_SETTING: WORKERS_TOKEN.in_container,
+            METRICS_TOKEN_FILE_SETTING: WORKERS_TOKEN.in_container,
         }
         confs[name] = conf(machine.id, service, here)
         services[service] = {

@@ -237,7 +237,9 @@ def test_the_workers_of_every_supervisor_ship_metrics_to_the_planner_with_a_reco
         assert [s["source"] for s in service["secrets"]] == [secret.secret], name
         conf = mounted_storm_conf(service)
         assert conf[java_string_constant("metrics/MetricsSettings.java", "METRICS_URL")] == planner_url, name
-        assert conf[java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_TOKEN_FILE")] == secret.in_container, name
+        assert conf[java_string_constant("metrics/MetricsSettings.java", "METRICS_TOKEN_FILE")] == secret.in_container, name
+        # not the plugin's key: Nimbus merges its storm.yaml into every topology's conf, where it would win
+        assert java_string_constant(NIMBUS_SETTINGS_FILE, "PLANNER_TOKEN_FILE") not in conf, name
         assert urlparse(planner_url).hostname in {n for n, s in resolved["services"].items() if "cluster" in s["networks"]}
     assert Path(resolved["secrets"][secret.secret]["file"]) == REPO / "docker" / "secrets" / secret.file_name
 
@@ -249,7 +251,8 @@ def test_the_committed_supervisors_name_the_workers_token_not_nimbus_s():
         if name.startswith("supervisor-"):
             assert service["secrets"] == [compose.WORKERS_TOKEN.secret], name
             conf = deployment.storm_confs[f"{name}.yaml"]
-            assert conf[compose.TOKEN_FILE_SETTING] == compose.WORKERS_TOKEN.in_container, name
+            assert conf[compose.METRICS_TOKEN_FILE_SETTING] == compose.WORKERS_TOKEN.in_container, name
+            assert compose.TOKEN_FILE_SETTING not in conf, name  # Nimbus's, merged into every topology's conf
     assert deployment.compose["services"]["nimbus"]["secrets"] == [compose.NIMBUS_TOKEN.secret]
     assert set(deployment.compose["secrets"]) == {t.secret for t in compose.TOKEN_SECRETS}
 

@@ -14,7 +14,8 @@ import org.hetsched.storm.TopologySettings;
  * @param intervalMs    how often every executor is sampled, milliseconds
  * @param bufferRecords the most records kept while the service cannot be reached
  * @param token         the bearer token: the topology's own records token ({@code hetsched.metrics.token}, set by
- *                      {@code hetsched submit}), else the planner token as the plugin reads it
+ *                      {@code hetsched submit}), else the supervisor's workers' token file
+ *                      ({@code hetsched.metrics.token.file}), else the planner token as the plugin reads it
  * @param machineType   the supervisor's machine type meta, or null
  * @param machineId     the supervisor's machine id meta, or null
  * @param machineCores  the supervisor's {@code cores} meta, or null
@@ -31,6 +32,11 @@ record MetricsSettings(URI batchesUrl, long intervalMs, int bufferRecords, Plann
      * workers, which run the topology's own code, need no planner token that could plan, bind or store profiles.
      */
     public static final String METRICS_TOKEN = "hetsched.metrics.token";
+    /**
+     * A supervisor's file holding its workers' (records-only) token. Its own key, not {@code hetsched.planner.token.file}:
+     * Nimbus merges its own storm.yaml into every topology's conf, so a worker would read the plugin's file name there.
+     */
+    public static final String METRICS_TOKEN_FILE = "hetsched.metrics.token.file";
     static final String SCHEDULER_META = "supervisor.scheduler.meta";
     static final double DEFAULT_INTERVAL_SECS = 5.0;
     static final int DEFAULT_BUFFER_RECORDS = 20_000;
@@ -75,6 +81,8 @@ record MetricsSettings(URI batchesUrl, long intervalMs, int bufferRecords, Plann
         PlannerToken token = PlannerToken.NONE;
         if (conf.get(METRICS_TOKEN) != null && !conf.get(METRICS_TOKEN).toString().isBlank()) {
             token = PlannerToken.inline(conf.get(METRICS_TOKEN).toString().trim());
+        } else if (conf.get(METRICS_TOKEN_FILE) != null && !conf.get(METRICS_TOKEN_FILE).toString().isBlank()) {
+            token = PlannerToken.fromFile(Path.of(conf.get(METRICS_TOKEN_FILE).toString().trim()));
         } else if (conf.get(SchedulerSettings.PLANNER_TOKEN_FILE) != null) {
             token = PlannerToken.fromFile(Path.of(conf.get(SchedulerSettings.PLANNER_TOKEN_FILE).toString()));
         } else if (conf.get(SchedulerSettings.PLANNER_TOKEN) != null) {

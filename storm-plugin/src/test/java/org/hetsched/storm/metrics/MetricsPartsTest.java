@@ -164,6 +164,12 @@ class MetricsPartsTest {
         assertEquals(500, s.intervalMs());
         assertEquals(100, s.bufferRecords());
         assertEquals("s3cret", assertDoesNotFail(s));
+        Path workers = Files.writeString(dir.resolve("workers-token"), "records-only\n");
+        Files.setPosixFilePermissions(workers, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        conf.put(MetricsSettings.METRICS_TOKEN_FILE, workers.toString());
+        assertEquals("records-only", assertDoesNotFail(MetricsSettings.fromConf(conf)),
+                "the supervisor's workers' token file goes before hetsched.planner.token.file, which Nimbus's storm.yaml "
+                        + "sets and merges into every topology's conf (seen on compose: the workers read Nimbus's file)");
         conf.put(MetricsSettings.METRICS_TOKEN, " records.linear.0a1b \n");
         assertEquals("records.linear.0a1b", assertDoesNotFail(MetricsSettings.fromConf(conf)),
                 "the topology's own records token goes before the planner token of the supervisor's storm.yaml");
