@@ -278,22 +278,28 @@ def test_a_worthwhile_plan_is_bound_and_replaced_drained(monkeypatch, tmp_path, 
     yamls = _scripted(monkeypatch, tmp_path, profiles)
     asked = {}
 
+    report = _replan_without_verify(monkeypatch, yamls, planner_service, asked)
+    assert report["applied"] is True and report["replacement"]["failed_during_drain"] == 0
+    assert asked["name"] == "linear" and asked["machine_of_host"]["host-l"] == "m-large-1"
+    assert {c: len(m) for c, m in asked["wanted"].items()} == report["executors_planned"]
+    with planner_service.client() as client:
+        assert client.binding("linear")["plan_id"] == report["plan_id"]
+
+
+def _replan_without_verify(monkeypatch, yamls, planner_service, asked: dict) -> dict:
+    """`hetsched replan linear --no-verify --json` with the drained re-placement faked: ``asked`` gets what it was
+    called with (name, wanted, machine_of_host and the keyword arguments); the report is returned."""
+
     def replaced(nimbus, name, wanted, machine_of_host, **kwargs):
-        asked.update(name=name, wanted=wanted, machine_of_host=machine_of_host)
-        tally = SpoutTally(100, 98, 0)
-        return ReplacementResult(name, {"high": 1}, {c: len(m) for c, m in wanted.items()}, tally,
+        asked.update(name=name, wanted=wanted, machine_of_host=machine_of_host, **kwargs)
+        return ReplacementResult(name, {"high": 1}, {c: len(m) for c, m in wanted.items()}, SpoutTally(100, 98, 0),
                                  SpoutTally(100, 100, 0), True, 3.0, 12.0, True, "hetsched: placed by planner (bound plan")
 
     monkeypatch.setattr(replan_cmd, "replace_drained", replaced)
     result = CliRunner().invoke(app, ["replan", "linear", "--json", "--min-gain", "0.10", "--no-verify", "--planner",
                                       planner_service.url, *yamls])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
-    assert report["applied"] is True and report["replacement"]["failed_during_drain"] == 0
-    assert asked["name"] == "linear" and asked["machine_of_host"]["host-l"] == "m-large-1"
-    assert {c: len(m) for c, m in asked["wanted"].items()} == report["executors_planned"]
-    with planner_service.client() as client:
-        assert client.binding("linear")["plan_id"] == report["plan_id"]
+    return json.loads(result.output)
 
 
 def test_a_weighted_topology_s_re_placement_sends_the_new_plan_s_weights(monkeypatch, tmp_path, planner_service):
@@ -303,16 +309,7 @@ def test_a_weighted_topology_s_re_placement_sends_the_new_plan_s_weights(monkeyp
     yamls = _scripted(monkeypatch, tmp_path, profiles, conf)
     asked = {}
 
-    def replaced(nimbus, name, wanted, machine_of_host, **kwargs):
-        asked.update(kwargs)
-        return ReplacementResult(name, {"high": 1}, {c: len(m) for c, m in wanted.items()}, SpoutTally(100, 98, 0),
-                                 SpoutTally(100, 100, 0), True, 3.0, 12.0, True, "hetsched: placed by planner")
-
-    monkeypatch.setattr(replan_cmd, "replace_drained", replaced)
-    result = CliRunner().invoke(app, ["replan", "linear", "--json", "--min-gain", "0.10", "--no-verify", "--planner",
-                                      planner_service.url, *yamls])
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = _replan_without_verify(monkeypatch, yamls, planner_service, asked)
     with planner_service.client() as client:
         plan = client.get_plan(report["plan_id"])
     sent = plan_shares(plan, {h: m for h, (m, _, _) in _MACHINES.items()})
