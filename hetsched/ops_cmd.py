@@ -60,6 +60,16 @@ def _local_cluster(address: NimbusAddress) -> Any:
     return local
 
 
+def _compose_cluster(address: NimbusAddress) -> Any:
+    """The compose cluster started here (its home ``$HETSCHED_CLUSTER_HOME``, else the default) whose Nimbus is
+    ``address``, else None."""
+    try:
+        from cluster.compose_cluster import compose_cluster_at
+    except ImportError:
+        return None
+    return compose_cluster_at(address, os.environ.get("HETSCHED_CLUSTER_HOME") or None)
+
+
 def planner_of(address: NimbusAddress, topology_conf: dict[str, Any], option: str | None) -> tuple[str | None, str | None]:
     """Where this machine reaches a running topology's planner, and its token (None: ``$HETSCHED_PLANNER_TOKEN``).
 
@@ -70,12 +80,7 @@ def planner_of(address: NimbusAddress, topology_conf: dict[str, Any], option: st
     """
     if option:
         return option, None
-    try:
-        from cluster.compose_cluster import compose_cluster_at
-
-        compose = compose_cluster_at(address, os.environ.get("HETSCHED_CLUSTER_HOME") or None)
-    except ImportError:
-        compose = None
+    compose = _compose_cluster(address)
     if compose is not None:
         try:
             token = os.environ.get(TOKEN_ENV) or compose.planner_token()
@@ -92,12 +97,7 @@ def read_declarations(files: list[Path], local: Any, address: NimbusAddress | No
     if local is not None:
         paths += [local.layout.conf_file(m.id) for m in local.layout.machines if local.layout.conf_file(m.id).is_file()]
     elif address is not None and not files:
-        try:
-            from cluster.compose_cluster import compose_cluster_at
-
-            compose = compose_cluster_at(address, os.environ.get("HETSCHED_CLUSTER_HOME") or None)
-        except ImportError:
-            compose = None
+        compose = _compose_cluster(address)
         if compose is not None:
             paths += compose.supervisor_conf_files()
     found = []
