@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import getpass
-import math
 import os
 import platform
 import signal
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench import report
+from bench.bounds import fluid_bound, full_quota_bound
 from bench.errors import BenchError
 from planner.durable import private_folder, write_atomic
 from bench.planner_service import PlannerService
@@ -46,11 +46,10 @@ from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_home import STORM_VERSION
 from observe.progress import QuietReporter, Reporter
 from planner.client import TOKEN_ENV, PlannerClient, PlannerClientError
-from planner.bounds import lp_upper_bound
-from planner.model import Cluster, Plan, PlanOptions, ProfileSet
+from planner.model import Plan, ProfileSet
 from planner.errors import PlanningError
-from planner.profiles import MACHINE_BASE_LOAD, ProfileTable, machine_base_load
-from topologies.catalog import lookup, planner_topology
+from planner.profiles import MACHINE_BASE_LOAD, machine_base_load
+from topologies.catalog import lookup
 from topologies.errors import TopologyError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,7 +70,9 @@ class BenchResult:
     weighted_plans: dict[str, Plan] = field(default_factory=dict)
     """Per topology, the plan made with weighted shares that ``planned-weighted`` runs."""
     bounds: dict[str, float | None] = field(default_factory=dict)
-    """Per topology, the LP fluid bound on R (:func:`fluid_bound`)."""
+    """Per topology, the LP fluid bound on R (:func:`bench.bounds.fluid_bound`)."""
+    compute_bounds: dict[str, float | None] = field(default_factory=dict)
+    """Per topology, the compute bound on R (:func:`bench.bounds.full_quota_bound`)."""
     runs: list[RunResult] = field(default_factory=list)
     expected_runs: list[tuple[str, str]] = field(default_factory=list)
     """(topology, scheduler) of every run laid out, in the order they run."""
@@ -378,21 +379,11 @@ def _plan(settings: BenchSettings, spec: ClusterSpec, result: BenchResult, profi
                                  + ", ".join(f"{c} x{n}" for c, n in weighted.instances.items()))
                 if (fallback := weighted_fallback(entry.name, weighted)) is not None:
                     reporter.log(f"[yellow]{fallback}[/yellow]")
-            result.bounds[entry.name] = fluid_bound(entry, cluster_model, profile_set)
+            result.bounds[entry.name] = fluid_bound(entry, cluster_model, profile_set.entries)
+            result.compute_bounds[entry.name] = full_quota_bound(entry, spec, profile_set.entries)
             specs += run_specs(settings, entry, plan, profile_set.entries, len(cluster_model.machines),
                                reference.name, reference.cores or 1.0, planner_url, profile_set.name, weighted)
     return specs
-
-
-def fluid_bound(entry, cluster: Cluster, profile_set: ProfileSet) -> float | None:
-    """The LP fluid bound on R (planner.bounds: any split of every stream, whole instances relaxed) for free-running
-    spouts, as every run is predicted; what neither plan can beat. None where the LP has none."""
-    try:
-        rate = lp_upper_bound(planner_topology(entry), cluster, ProfileTable.from_entries(profile_set.entries),
-                              PlanOptions(spouts_held=True))
-    except PlanningError:
-        return None
-    return rate if math.isfinite(rate) else None
 
 
 def plan_of(result: BenchResult, spec: RunSpec) -> Plan | None:

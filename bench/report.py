@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from bench import measure
+from bench.bounds import compute_bounds_of
 from bench.errors import BenchError
 from planner.durable import write_json_atomic
 from bench.settings import SCHEDULERS
@@ -113,6 +114,7 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
         "plans": {t: p.model_dump(mode="json") for t, p in result.plans.items()},
         "weighted_plans": {t: p.model_dump(mode="json") for t, p in result.weighted_plans.items()},
         "fluid_bounds": {t: _round(b) for t, b in result.bounds.items()},
+        "compute_bounds": {t: _round(b) for t, b in result.compute_bounds.items()},
         "expected_runs": [{"topology": t, "scheduler": s} for t, s in result.expected_runs],
         "runs": [run_dict(r) for r in result.runs],
         "comparison": None,
@@ -134,6 +136,9 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
                               "chosen together) that planned-weighted runs",
             "fluid_bounds": "per topology, the LP fluid bound on R (planner.bounds, any split of every stream, spouts "
                             "held): no placement's input_rate can exceed it",
+            "compute_bounds": "per topology, the compute bound on R (bench.bounds.full_quota_bound): every machine at its "
+                              "full CPU quota doing only the components' per-tuple work (no base load, no per-instance "
+                              "MET), any split; the fluid bound's gap to it is what running workers and instances costs",
             "relative_error": "(measured - predicted) / predicted",
             "flow_imbalance": "(measured sink / spout emit rate) / (predicted sink / spout emit rate) - 1: 0 in a "
                               f"steady window; beyond {measure.STEADY_WITHIN:.0%} either way the run is a transient "
@@ -363,14 +368,16 @@ def headline_lines(data: dict[str, Any]) -> list[str]:
 
 
 def bounds_lines(data: dict[str, Any]) -> list[str]:
-    """Per topology with a fluid bound: every run's measured R against it, and what the planner predicted for the run
-    (planned-weighted's with its shares)."""
+    """Per topology with a fluid bound: every run's measured R against it (and against the compute bound where there
+    is one), and what the planner predicted for the run (planned-weighted's with its shares)."""
     lines = []
     bounds = data.get("fluid_bounds") or {}
+    compute = compute_bounds_of(data) if bounds else {}
     for topology in dict.fromkeys(r["topology"] for r in data["runs"]):
         bound = bounds.get(topology)
         if not bound:
             continue
+        most = compute.get(topology)
         parts = []
         for run in ordered_runs(data):
             if run["topology"] != topology or not _ok(run):
@@ -379,8 +386,10 @@ def bounds_lines(data: dict[str, Any]) -> list[str]:
             predicted = (run.get("predicted") or {}).get("input_rate")
             shares = " with its shares" if (run.get("topology_conf") or {}).get(SHARES_KEY) else ""
             parts.append(f"{run['scheduler']} {measured:.2f} ({measured / bound:.0%}"
+                         + (f", {measured / most:.0%} of compute" if most else "")
                          + (f"; predicted{shares} {predicted:.2f}" if predicted is not None else "") + ")")
-        lines.append(f"{topology.capitalize()}: LP fluid bound R {bound:.2f} tuples/s; measured R"
+        lines.append(f"{topology.capitalize()}: LP fluid bound R {bound:.2f} tuples/s"
+                     + (f", compute bound {most:.2f}" if most else "") + "; measured R"
                      + (": " + ", ".join(parts) if parts else ": no run measured"))
     return lines
 

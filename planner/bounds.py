@@ -36,6 +36,7 @@ even split gives every instance the same share.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,6 +168,18 @@ def _best_single_instance_rate(
         if met <= k_limit[t]:
             best = max(best, np.inf if cost == 0 else (k_limit[t] - met) / (cost * per_instance))
     return best
+
+
+def compute_bound(topology: Topology, cluster: Cluster, profiles: ProfileTable,
+                  options: PlanOptions | None = None) -> float:
+    """The compute bound on R (tuples/s): the fluid LP with no fixed cost per instance (every MET taken as 0).
+
+    What the machines could reach doing nothing but their components' per-tuple work, any stream split any way:
+    the fluid bound less what running an instance costs. The bench passes the cluster at full capacity (no base
+    load) and ``max_utilization`` 1, "every machine at its quota doing only the bolts' own work".
+    """
+    problem = Problem.build(topology, cluster, profiles, options or PlanOptions())
+    return lp_upper_bound_problem(dataclasses.replace(problem, met=np.zeros_like(problem.met)))
 
 
 def lp_upper_bound(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench import report
-from bench.experiment import BenchResult, fluid_bound, plan_of
+from bench.bounds import compute_bounds_of, fluid_bound, full_quota_bound
+from bench.experiment import BenchResult, plan_of
 from bench.placement import ActualPlacement, placement_shares
 from bench.run import prediction_request
 from bench.schedulers import plan_request, run_specs, weightable, weighted_fallback
@@ -98,7 +99,7 @@ def test_shares_follow_the_executors_as_the_weighted_groupings_split_them():
 
 def test_the_report_puts_each_run_against_the_fluid_bound(tmp_path, plans):
     planned, weighted = plans
-    bound = fluid_bound(lookup("linear"), load_spec().planner_cluster(), profile_set())
+    bound = fluid_bound(lookup("linear"), load_spec().planner_cluster(), profile_set().entries)
     assert bound is not None and bound >= weighted.input_rate >= planned.input_rate
 
     def run(scheduler, measured, predicted, conf):
@@ -113,3 +114,20 @@ def test_the_report_puts_each_run_against_the_fluid_bound(tmp_path, plans):
                     "planned-weighted 34.00 (85%; predicted with its shares 35.00)")
     assert report.comparisons(data)[0]["planned-weighted_vs_planned"] == pytest.approx(34 / 30, abs=1e-3)
     assert report.bounds_lines({**data, "fluid_bounds": {}}) == []
+
+
+def test_the_compute_bound_lies_above_the_fluid_bound_and_is_recomputed_for_an_older_bench_file():
+    spec, entries = load_spec(), profile_set().entries
+    fluid = fluid_bound(lookup("linear"), spec.planner_cluster(), entries)
+    most = full_quota_bound(lookup("linear"), spec, entries)
+    assert fluid is not None and most is not None and most > fluid, "no base load, no MET: more rate, never less"
+
+    run = {"topology": "linear", "scheduler": "planned", "status": "ok", "topology_conf": {},
+           "measured": {"input_rate": 30.0, "sink_throughput": 30.0}, "predicted": {"input_rate": 32.0}}
+    older = {"runs": [run], "fluid_bounds": {"linear": 40.0},
+             "cluster": {"spec": spec.model_dump(mode="json")},
+             "profile_set": {"entries": [e.model_dump(mode="json", exclude_none=True) for e in entries]}}
+    assert compute_bounds_of(older) == {"linear": pytest.approx(most)}
+    [line] = report.bounds_lines({**older, "compute_bounds": {"linear": 50.0}})
+    assert line == ("Linear: LP fluid bound R 40.00 tuples/s, compute bound 50.00; measured R: planned 30.00 (75%, "
+                    "60% of compute; predicted 32.00)")
