@@ -55,8 +55,8 @@ def run_summaries(benches: list[dict[str, Any]]) -> dict[tuple[str, str], dict[s
             rate = float(run["measured"]["input_rate"])
             row.setdefault("sink", []).append(float(run["measured"]["sink_throughput"]))
             for key, bounds in (("of_fluid", fluid), ("of_compute", compute)):
-                if bounds.get(run["topology"]):
-                    row.setdefault(key, []).append(100 * rate / bounds[run["topology"]])
+                if bound := bounds.get(run["topology"]):
+                    row.setdefault(key, []).append(100 * rate / bound)
             for machine in run.get("machines") or []:
                 row.setdefault(f"cpu {machine['machine']}", []).append(float(machine["utilization"]))
     return rows
