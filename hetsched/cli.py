@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import importlib
+import os
+from pathlib import Path
+from typing import Optional
 
 import click
 import typer
@@ -12,6 +15,7 @@ from typer.models import CommandInfo
 from hetsched.errors import fail
 from hetsched.extras import extra_of_module, install_command, missing_modules, refusal
 from hetsched.options import DEPRECATED_ALIASES
+from planner.client import TOKEN_ENV
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Heterogeneity-aware scheduling for Apache Storm.")
 
@@ -50,6 +54,27 @@ HELP_PANELS: dict[str, tuple[str, ...]] = {
 "Commands"."""
 
 _registered = False
+
+CLIENT_TOKEN_FILE_ENV = "HETSCHED_CLIENT_TOKEN_FILE"
+"""The token file every client command reads its planner token from (``hetsched --token-file``)."""
+
+
+@app.callback()
+def _root(token_file: Optional[Path] = typer.Option(
+        None, "--token-file", envvar=CLIENT_TOKEN_FILE_ENV, metavar="PATH",
+        help="Read the planner token every command sends from this file (owner-only; one token, bare or as one "
+             f"'scopes TOKEN' line) instead of --token (which ps and the shell history show) or ${TOKEN_ENV}; "
+             "a command's own --token still wins.")) -> None:
+    """Heterogeneity-aware scheduling for Apache Storm."""
+    if token_file is None:
+        return
+    from planner.service.scopes import TokenFileError, client_token
+
+    try:
+        token = client_token(token_file)
+    except TokenFileError as fault:
+        raise fail(str(fault), code=2) from None
+    os.environ[TOKEN_ENV] = token
 
 
 def _require(command: str, extras: tuple[str, ...]) -> None:

@@ -81,6 +81,15 @@ def cli_reference() -> str:
         "[operations](../operations/) pages.",
         "",
     ]
+    root_options = [p for p in root.params if p.param_type_name == "option" and not getattr(p, "hidden", False)
+                    and p.name != "help"]
+    if root_options:
+        lines += ["Options of `hetsched` itself, given before the command (`hetsched OPTION COMMAND ...`):", "",
+                  "| option | meaning |", "|---|---|"]
+        for param in root_options:
+            if (record := param.get_help_record(root_context)) is not None:
+                lines.append(f"| `{_cell(record[0])}` | {_cell(record[1])} |")
+        lines.append("")
     leaves = list(_commands(root, []))
     panel_of = {command: panel for panel, commands in HELP_PANELS.items() for command in commands}
     groups: dict[str, list] = {}

@@ -4,7 +4,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import logging.config
-import stat
 from enum import Enum
 from pathlib import Path
 from typing import NoReturn, Optional
@@ -40,7 +39,7 @@ from planner.records_store import (
     RECORDS_KEEP_DAYS_ENV,
     RECORDS_MAX_MB_ENV,
 )
-from planner.service.scopes import ALL_SCOPES, Scope, TokenFileError, parse_token_lines
+from planner.service.scopes import ALL_SCOPES, Scope, TokenFileError, read_token_file
 from planner.storage import DB_ENV, StorageError, default_db_path
 from planner.tenancy import SHARE_MODES
 
@@ -57,27 +56,6 @@ class LogLevel(str, Enum):
     info = "info"
     warning = "warning"
     error = "error"
-
-
-def read_token_file(path: Path) -> dict[str, frozenset[Scope]]:
-    """The tokens in ``path`` with their scopes (planner.service.scopes.parse_token_lines); the file must exist and
-    be readable by its owner only. A file of one bare token gives it every scope, as before scopes existed."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise TokenFileError(f"the token file {path} does not exist") from None
-    except OSError as fault:
-        raise TokenFileError(f"the token file {path} cannot be checked: {fault.strerror or fault}") from None
-    if not stat.S_ISREG(mode):
-        raise TokenFileError(f"the token file {path} is not a regular file")
-    if mode & (stat.S_IRGRP | stat.S_IROTH):
-        raise TokenFileError(
-            f"the token file {path} is readable by group or others (mode {stat.S_IMODE(mode):04o}); chmod 600 it")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as fault:
-        raise TokenFileError(f"the token file {path} cannot be read: {getattr(fault, 'strerror', None) or fault}") from None
-    return parse_token_lines(text, str(path))
 
 
 def grants_text(grants: dict[str, frozenset[Scope]]) -> str:

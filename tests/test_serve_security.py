@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hetsched.cli import _register, app
-from hetsched.serve_cmd import TokenFileError, read_token_file
+from planner.service.scopes import TokenFileError, read_token_file
 from planner.service.scopes import ALL_SCOPES
 
 _register()
@@ -75,3 +75,28 @@ def test_beyond_loopback_with_a_token_file_every_v1_call_needs_that_token(start_
 def test_insecure_no_token_starts_and_says_so(start_planner_service):
     service = start_planner_service(extra_args=["--host", "0.0.0.0", "--insecure-no-token"])
     assert "without a token (--insecure-no-token)" in service.log()
+
+
+def test_client_commands_read_their_token_from_hetsched_token_file(start_planner_service, tmp_path):
+    """`hetsched --token-file F COMMAND`: the one token in F is sent by every client command; a command's own --token
+    still wins; a file of several tokens (the service's) is refused in one sentence."""
+    (tmp_path / "service").mkdir()
+    service_file = _token_file(tmp_path / "service", "read reader-token\nall operator-token\n")
+    service = start_planner_service(extra_args=["--token-file", str(service_file)])
+    client_file = _token_file(tmp_path, "read reader-token\n")
+    env = {"HETSCHED_PLANNER_TOKEN": "", "HETSCHED_CLIENT_TOKEN_FILE": ""}
+
+    def hetsched(*args: str):
+        return CliRunner().invoke(app, list(args), env=env)
+
+    assert hetsched("--token-file", str(client_file), "profiles", "list", "--planner", service.url).exit_code == 0
+    refused = hetsched("profiles", "list", "--planner", service.url)
+    assert refused.exit_code != 0 and "(401)" in refused.output
+    (tmp_path / "wrong").mkdir()
+    wrong = _token_file(tmp_path / "wrong", "not-the-token\n")
+    assert hetsched("--token-file", str(wrong), "profiles", "list", "--planner", service.url,
+                    "--token", "reader-token").exit_code == 0, "the command's own --token wins over the file"
+    several = hetsched("--token-file", str(service_file), "profiles", "list", "--planner", service.url)
+    assert several.exit_code == 2
+    assert several.output == (f"error: the token file {service_file} holds 2 tokens; a client sends one: give a file "
+                              "of one token\n")

@@ -16,6 +16,7 @@ import hmac
 import os
 import re
 import secrets
+import stat
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -59,6 +60,39 @@ EVERYTHING = Grant(ALL_SCOPES)
 
 class TokenFileError(ValueError):
     """A token file that cannot be used; the message names the file and the fault."""
+
+
+def read_token_file(path: Path) -> dict[str, frozenset[Scope]]:
+    """The tokens in ``path`` with their scopes (:func:`parse_token_lines`); the file must exist and
+    be readable by its owner only. A file of one bare token gives it every scope, as before scopes existed."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise TokenFileError(f"the token file {path} does not exist") from None
+    except OSError as fault:
+        raise TokenFileError(f"the token file {path} cannot be checked: {fault.strerror or fault}") from None
+    if not stat.S_ISREG(mode):
+        raise TokenFileError(f"the token file {path} is not a regular file")
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise TokenFileError(
+            f"the token file {path} is readable by group or others (mode {stat.S_IMODE(mode):04o}); chmod 600 it")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as fault:
+        raise TokenFileError(f"the token file {path} cannot be read: {getattr(fault, 'strerror', None) or fault}") from None
+    return parse_token_lines(text, str(path))
+
+
+def client_token(path: Path) -> str:
+    """The one token a client sends, from a token file read as :func:`read_token_file` reads it (owner-only).
+
+    A bare token, or one ``scopes TOKEN`` line; a file of several tokens (the service's own) is refused.
+    """
+    tokens = read_token_file(path)
+    if len(tokens) != 1:
+        raise TokenFileError(f"the token file {path} holds {len(tokens)} tokens; a client sends one: give a file of "
+                             "one token")
+    return next(iter(tokens))
 
 
 def parse_token_lines(text: str, where: str) -> dict[str, frozenset[Scope]]:
