@@ -71,6 +71,12 @@ class SupervisorRow:
     """Storm's BlacklistScheduler keeps it out of scheduling: no plan should name it (the plugin cannot use it)."""
 
     @property
+    def schedulable(self) -> bool:
+        """It declares its machine (id and type) and Storm offers it to the scheduler (not blacklisted): plans may
+        name it."""
+        return bool(self.machine_id and self.machine_type) and not self.blacklisted
+
+    @property
     def free_slots(self) -> int:
         return self.slots - self.used_slots
 
@@ -91,8 +97,9 @@ def declared_cluster(rows: Iterable[SupervisorRow], base_load: Mapping[str, floa
     types: dict[str, MachineType] = {}
     machines: list[Machine] = []
     for r in rows:
-        if not r.machine_id or not r.machine_type or r.blacklisted:
+        if not r.schedulable:
             continue
+        assert r.machine_id is not None and r.machine_type is not None  # schedulable
         known = types.get(r.machine_type)
         types[r.machine_type] = MachineType(
             name=r.machine_type, capacity=100.0 - float(base_load.get(r.machine_type, 0.0)),

@@ -16,13 +16,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hetsched.inventory import ExecutorPlace, SupervisorRow
+from hetsched.inventory import ExecutorPlace, SupervisorRow, declared_cluster
 from planner.model import (
     Cluster,
     EvaluationRequest,
     InstanceAssignment,
-    Machine,
-    MachineType,
     Plan,
     PlanOptions,
     PlanRequest,
@@ -71,19 +69,12 @@ class RunningPlacement:
 
 def planner_cluster(rows: Iterable[SupervisorRow], base_load: Mapping[str, float]) -> Cluster:
     """The supervisors with a declared machine that Storm offers its scheduler (not blacklisted), each type's capacity
-    the whole machine less its base load (as the plugin)."""
-    declared = [r for r in rows if r.machine_id and r.machine_type and not getattr(r, "blacklisted", False)]
-    if not declared:
+    the whole machine less its base load (as the plugin): :func:`hetsched.inventory.declared_cluster`, refused where
+    no supervisor is left."""
+    rows = list(rows)
+    if not any(r.schedulable for r in rows):
         raise ReplanError("no supervisor declares its machine (supervisor.scheduler.meta machine-id and machine-type)")
-    types: dict[str, MachineType] = {}
-    for r in declared:
-        assert r.machine_type is not None  # declared
-        known = types.get(r.machine_type)
-        types[r.machine_type] = MachineType(
-            name=r.machine_type, capacity=100.0 - float(base_load.get(r.machine_type, 0.0)),
-            cores=r.cores if known is None else known.cores, slots=max(r.slots, known.slots if known else 1))
-    return Cluster(machine_types=list(types.values()), machines=[Machine(id=r.machine_id, type=r.machine_type)
-                                                                  for r in declared])
+    return declared_cluster(rows, base_load)
 
 
 def with_counts(topology: Topology, counts: Mapping[str, int | None]) -> Topology:

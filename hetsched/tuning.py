@@ -188,7 +188,7 @@ class Tuner:
         self.report = TuneReport(self.name, start=dict(self.start))
         self.machines_by_type: dict[str, list[str]] = {}
         for row in state.rows:
-            if row.machine_id and row.machine_type and not getattr(row, "blacklisted", False):
+            if row.schedulable:
                 self.machines_by_type.setdefault(row.machine_type, []).append(row.machine_id)
         self.lost: dict[str, str] = {}
         """Machines (id -> type) that left the cluster during the tune."""
@@ -414,7 +414,7 @@ class Tuner:
         start, where = self.start, "its starting placement"
         if self.lost:
             alive = {row.machine_id: (row.machine_type or "", float(row.cores or 0.0)) for row in self.state.rows
-                     if row.machine_id and not getattr(row, "blacklisted", False)}
+                     if row.schedulable}
             start = without_lost(self.start, self.lost, alive)
             where = f"its starting placement less {', '.join(sorted(self.lost))} ({_placement_text(start)})"
         if not self.moved or self._same(self.placed, start):
@@ -492,7 +492,7 @@ class Tuner:
                 time.sleep(10.0)
             except Exception as exc:  # noqa: BLE001 - a topology killed mid-tune surfaces as the reader's own error
                 raise Interference(f"{self.name} is no longer running ({exc})", "the tune stopped") from None
-        alive = {row.machine_id for row in state.rows if row.machine_id and not getattr(row, "blacklisted", False)}
+        alive = {row.machine_id for row in state.rows if row.schedulable}
         gone = {m: t for t, ms in self.machines_by_type.items() for m in ms if m not in alive and m not in self.lost}
         self.state = state
         if gone or self.lost or not self.placed:

@@ -499,7 +499,7 @@ def test_a_machine_lost_mid_tune_puts_the_topology_back_on_its_start_less_that_m
     from hetsched.replan import ReplanError, RunningPlacement
 
     monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
-    rows = [SimpleNamespace(machine_id=m, machine_type=t, cores=c) for m, t, c in
+    rows = [SimpleNamespace(machine_id=m, machine_type=t, cores=c, schedulable=True) for m, t, c in
             [("small-1", "small", 1.0), ("medium-1", "medium", 2.0), ("large-1", "large", 4.0)]]
     start = RunningPlacement({"spout": ["medium-1"], "bolt": ["medium-1", "large-1"]}, {"spout": 1, "bolt": 2})
     explore = {"spout": ["small-1"], "bolt": ["small-1", "large-1"]}
@@ -538,7 +538,7 @@ def test_a_machine_lost_during_a_re_placement_is_noticed_on_the_way_back(monkeyp
     from hetsched.replan import RunningPlacement
 
     monkeypatch.setattr(tuning.time, "sleep", lambda seconds: None)
-    rows = [SimpleNamespace(machine_id=m, machine_type=t, cores=c) for m, t, c in
+    rows = [SimpleNamespace(machine_id=m, machine_type=t, cores=c, schedulable=True) for m, t, c in
             [("small-1", "small", 1.0), ("medium-1", "medium", 2.0), ("large-1", "large", 4.0)]]
     start = RunningPlacement({"spout": ["medium-1"], "bolt": ["small-1"]}, {"spout": 1, "bolt": 1})
     elsewhere = RunningPlacement({"spout": ["large-1"], "bolt": ["large-1"]}, {"spout": 1, "bolt": 1})
@@ -609,13 +609,14 @@ def _watched_tuner(windows: list[float]):
 def test_a_tune_neither_explores_nor_plans_a_blacklisted_machine():
     """Seen live: medium-1, blacklisted for 30 min after a kill, was named by every explore round; the plugin could
     not use it, so each round was placed otherwise and the tune stopped."""
-    from types import SimpleNamespace
 
     from hetsched.replan import RunningPlacement
 
     tuner, state, said = _tuner(lambda: state)
-    state.rows = [SimpleNamespace(machine_id="small-1", machine_type="small", cores=1.0, blacklisted=False),
-                  SimpleNamespace(machine_id="medium-1", machine_type="medium", cores=2.0, blacklisted=True)]
+    from hetsched.inventory import SupervisorRow
+
+    state.rows = [SupervisorRow("h1", "sup-1", "small-1", "small", 1.0, 1.0, 4, 0, "storm.yaml"),
+                  SupervisorRow("h2", "sup-2", "medium-1", "medium", 2.0, 2.0, 4, 0, "storm.yaml", blacklisted=True)]
     state.now = RunningPlacement({"spout": ["small-1"]}, {"spout": 1})
     tuner.__init__(state, None, tuner.settings, said.append, tuner.read_state)
     assert tuner.machines_by_type == {"small": ["small-1"]}
