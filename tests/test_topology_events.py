@@ -1,5 +1,6 @@
 """A topology's events (issue 34, part 5): recorded where the service learns of them, bounded, read back newest first
-through GET /v1/topologies/{name}/events, and never the reason a request fails."""
+through GET /v1/topologies/{name}/events, and never the reason a request fails. The Nimbus plugin's binds are told
+apart by their reasons, whose wording the plugin's Java source is held to here (and by its JUnit tests)."""
 from __future__ import annotations
 
 import copy
@@ -8,7 +9,15 @@ import logging
 import pytest
 from fastapi.testclient import TestClient
 
-from planner.events import EVENT_KINDS, TopologyEvents, binding_kind
+from planner.events import (
+    CONTINGENCY_LOST,
+    CONTINGENCY_REASON,
+    EVENT_KINDS,
+    PLUGIN_REASON,
+    TopologyEvents,
+    binding_kind,
+    contingency_machine,
+)
 from planner.service.app import create_app
 from planner.service.scopes import ALL_SCOPES, Scope, required_scope
 from planner.service.settings import ServiceSettings
@@ -98,13 +107,118 @@ def test_the_kind_of_a_bind_comes_from_its_reason():
                                 "admitted", "refused"}
 
 
+PLUGIN_CONTINGENCY_REASON = ("hetsched plugin, contingency for m-large-1 lost: kept 5 executors where they run, moved 3, "
+                             "predicted 45.13 tuples/s, 1 surviving workers restart")
+"""A contingency reason word for word as the plugin makes it (ContingencyTest.theReasonNamesTheLostMachineAsTheServiceReadsIt
+asserts the same string)."""
+PLUGIN_REPAIR_REASON = "hetsched plugin, repair placed after losing m-large-1: kept 5 executors where they run, placed 3 on m-a"
+"""The reason the plugin binds a repair plan it placed with (ReplanningTest asserts its wording)."""
+
+
 def test_the_plugin_still_words_its_reasons_as_the_kinds_read_them():
-    """The plugin's bind reasons are how the service tells a return from a bind: a change there must change both."""
-    from tests.fixtures.docs import REPO
+    """The plugin's bind reasons are how the service tells a return or a contingency from a bind: a change there must
+    change both."""
+    from tests.fixtures.docs import REPO, java_string_constant
 
     java = REPO / "storm-plugin" / "src" / "main" / "java" / "org" / "hetsched" / "storm"
-    assert '"hetsched plugin, " + reason' in (java / "HetschedScheduler.java").read_text()
+    assert java_string_constant("HetschedScheduler.java", "PLUGIN_REASON") == PLUGIN_REASON
+    assert "PLUGIN_REASON + reason" in (java / "HetschedScheduler.java").read_text()
     assert '"machine joined: " + figures' in (java / "Upgrades.java").read_text()
+    assert PLUGIN_REASON + java_string_constant("ContingencyPlacement.java", "REASON_START") == CONTINGENCY_REASON
+    assert java_string_constant("ContingencyPlacement.java", "REASON_LOST") == CONTINGENCY_LOST
+    assert "REASON_START + result.machine() + REASON_LOST + \": kept \"" in (java / "ContingencyPlacement.java").read_text()
+    assert '"repair placed"' in (java / "RepairPlacement.java").read_text()
+
+    assert (binding_kind(PLUGIN_CONTINGENCY_REASON), contingency_machine(PLUGIN_CONTINGENCY_REASON)) == (
+        "contingency-applied", "m-large-1")
+    assert binding_kind(PLUGIN_REPAIR_REASON) == "bound"
+
+
+@pytest.mark.parametrize("reason, machines, machine", [
+    ("hetsched plugin, contingency for m-1 lost: kept 2", [], "m-1"),
+    ("hetsched plugin, contingency for m-1 lost", [], "m-1"),
+    ("hetsched plugin, contingency for rack 2 lost: kept 2", [], "rack 2"),
+    ("hetsched plugin, contingency for m lost: b lost: kept 2", ["m lost: b", "m"], "m lost: b"),
+    ("hetsched plugin, contingency for m lost: kept 2", ["m lost: b", "m"], "m"),
+    ("hetsched plugin, contingency for  lost: kept 2", [], None),
+    ("hetsched plugin, contingency for m-1", [], None),
+    ("hetsched plugin, machine joined: plan p", [], None),
+    ("operator: contingency for m-1 lost", [], None),
+])
+def test_the_lost_machine_is_read_from_a_contingency_reason(reason, machines, machine):
+    assert contingency_machine(reason, machines) == machine
+
+
+# --- a contingency the plugin applied, a repair it placed -------------------------------------------------
+
+def surviving_plan(client: TestClient, name: str = "linear") -> tuple[dict, dict]:
+    """A stored plan with contingencies, and its contingency for the machine holding the most instances."""
+    plan = stored_plan(client, name, survive_loss={"objective": "nominal"})
+    assert plan["contingencies"], plan
+    busiest = max(plan["machines"], key=lambda m: m["instances"])["id"]
+    return plan, next(c for c in plan["contingencies"] if c["machine"] == busiest)
+
+
+def test_a_contingency_the_plugin_applied_is_the_loss_and_the_contingency(client):
+    plan, contingency = surviving_plan(client)
+    machine = contingency["machine"]
+    reason = (f"hetsched plugin, contingency for {machine} lost: kept 4 executors where they run, moved "
+              f"{contingency['moved']}, predicted {contingency['input_rate']:.2f} tuples/s")
+    answer = client.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": reason})
+    assert answer.status_code == 200, answer.text
+    assert client.get("/v1/assignments/linear").json()["plan_id"] == plan["id"]
+
+    applied, loss = events(client, "linear")
+    assert (applied["kind"], loss["kind"]) == ("contingency-applied", "machine-lost")
+    on_it = [f"{a['component']} #{a['index']}" for a in plan["assignments"] if a["machine"] == machine]
+    count = f"{len(on_it)} instance{'s' if len(on_it) != 1 else ''}"
+    assert loss["sentence"] == (f"Lost machine {machine} with {count} of plan {plan['id']} ({', '.join(on_it[:6])}"
+                                f"{f' and {len(on_it) - 6} more' if len(on_it) > 6 else ''}); the plugin applied the "
+                                "contingency the plan stores for it, without a repair.")
+    moves = [f"{m['component']} #{m['index']} to {m['machine']}" for m in contingency["moves"]]
+    assert applied["sentence"].startswith(
+        f"Applied plan {plan['id']}'s contingency for machine {machine}: moved {len(moves)} "
+        f"instance{'s' if len(moves) != 1 else ''} ({', '.join(moves[:6])}"), applied["sentence"]
+    assert f"), predicted {contingency['input_rate']:.2f} tuples/s" in applied["sentence"]
+    assert applied["sentence"].endswith(f"; the plugin: {reason.split(' lost: ')[1]}."), applied["sentence"]
+
+
+def test_a_contingency_of_a_plan_without_it_is_still_the_loss_and_the_contingency(client):
+    plan = stored_plan(client)
+    assert plan.get("contingencies") is None
+    reason = "hetsched plugin, contingency for m-gone lost: kept 4 executors where they run, moved 2"
+    client.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": reason}).raise_for_status()
+    applied, loss = events(client, "linear")
+    assert loss == {**loss, "kind": "machine-lost", "sentence": "Lost machine m-gone; the plugin applied the contingency "
+                    "the plan stores for it, without a repair."}
+    assert applied["sentence"] == (f"Applied plan {plan['id']}'s contingency for machine m-gone (plan {plan['id']} "
+                                   "stores no contingency for it); the plugin: kept 4 executors where they run, moved 2.")
+
+
+def test_a_plan_that_cannot_be_read_still_records_the_contingency_and_binds(client, caplog):
+    plan, contingency = surviving_plan(client)
+    storage = client.app.state.storage
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    storage.get_plan = broken
+    reason = f"hetsched plugin, contingency for {contingency['machine']} lost: kept 4 executors where they run, moved 1"
+    with caplog.at_level(logging.WARNING, logger="hetsched.service"):
+        answer = client.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": reason})
+    assert answer.status_code == 200, answer.text
+    assert [e["kind"] for e in events(client, "linear")] == ["contingency-applied", "machine-lost"]
+    assert f"(plan {plan['id']} is not stored); the plugin: kept 4" in events(client, "linear")[0]["sentence"]
+    assert f"plan {plan['id']} bound to topology linear cannot be read for its events: disk full" in caplog.text
+
+
+def test_the_repair_the_plugin_placed_is_bound_as_a_plain_bind(client):
+    plan = stored_plan(client)
+    repair = repair_after_losing(client, plan)["plan"]
+    reason = PLUGIN_REPAIR_REASON.replace("m-large-1", "m-x")
+    client.put("/v1/assignments/linear", json={"plan_id": repair["id"], "reason": reason}).raise_for_status()
+    assert [e["kind"] for e in events(client, "linear")] == ["bound", "repaired", "machine-lost"]
+    assert events(client, "linear")[0]["sentence"] == f"Plan {repair['id']} bound: {reason}."
 
 
 # --- repairs ---------------------------------------------------------------------------------------------

@@ -2,15 +2,17 @@
 
 An event is what an operator reads later (``GET /v1/topologies/{name}/events``, ``hetsched placement``,
 ``/ui``); the request that carried the news (a bind, a repair, a heartbeat) matters more, so a database
-fault while recording is one line in the log, never an error answer.
+fault while recording is one line in the log, never an error answer. A bind's events come from its reason
+(:func:`binding_events`): the Nimbus plugin tells the service of a contingency it applied for a lost machine by
+binding that plan, which is recorded as the loss and the contingency.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
 
-from planner.events import EventKind
-from planner.model import Plan
+from planner.events import CONTINGENCY_LOST, EventKind, binding_kind, contingency_machine
+from planner.model import Contingency, Plan
 from planner.repair import RepairRequest
 from planner.storage import Storage
 
@@ -54,8 +56,7 @@ def loss_sentence(request: RepairRequest, before: Plan | None) -> str:
     """What the plugin's repair request says was lost: the instances, and the machines they ran on where known."""
     kept = {(k.component, k.index) for k in request.keep}
     lost = [(c.id, i) for c in request.topology.components for i in range(c.parallelism or 0) if (c.id, i) not in kept]
-    named = ", ".join(f"{c} #{i}" for c, i in lost[:INSTANCES_NAMED]) + (
-        f" and {len(lost) - INSTANCES_NAMED} more" if len(lost) > INSTANCES_NAMED else "")
+    named = _named(lost)
     lost_text = f"{len(lost)} instance{'s' if len(lost) != 1 else ''} ({named})" if lost else "no instance"
     if before is None:
         return (f"Lost {lost_text}; the planner has no stored plan that placed the surviving instances where they run, "
@@ -77,3 +78,51 @@ def repair_sentence(plan: Plan) -> str:
 
 def binding_sentence(plan_id: str, reason: str) -> str:
     return f"Plan {plan_id} bound: {reason.rstrip('.')}." if reason else f"Plan {plan_id} bound (no reason given)."
+
+
+def binding_events(storage: Storage, topology: str, plan_id: str, reason: str) -> list[tuple[str, EventKind, str]]:
+    """The events a bind records, oldest first: one of the kind its reason says (``planner.events.binding_kind``); a
+    plan the plugin binds after applying its contingency for a lost machine is the loss and the contingency, told
+    from the stored plan where it can be read. Never raises: what cannot be read is left out of the sentences."""
+    kind = binding_kind(reason)
+    if kind != "contingency-applied":
+        return [(topology, kind, binding_sentence(plan_id, reason))]
+    try:
+        plan = storage.get_plan(plan_id)
+    except Exception as exc:  # the bind itself went through; the events say less
+        log.warning("plan %s bound to topology %s cannot be read for its events: %s", plan_id, topology, exc)
+        plan = None
+    contingencies = (plan.contingencies or []) if plan is not None else []
+    machine = contingency_machine(reason, [c.machine for c in contingencies]) or "?"
+    contingency = next((c for c in contingencies if c.machine == machine), None)
+    return [(topology, "machine-lost", contingency_loss_sentence(plan_id, machine, plan)),
+            (topology, "contingency-applied", contingency_sentence(plan_id, machine, plan, contingency, reason))]
+
+
+def _named(instances: list[tuple[str, int]]) -> str:
+    return ", ".join(f"{c} #{i}" for c, i in instances[:INSTANCES_NAMED]) + (
+        f" and {len(instances) - INSTANCES_NAMED} more" if len(instances) > INSTANCES_NAMED else "")
+
+
+def contingency_loss_sentence(plan_id: str, machine: str, plan: Plan | None) -> str:
+    """The machine the plugin lost, with the instances the bound plan placed there where it is stored."""
+    lost = [(a.component, a.index) for a in plan.assignments if a.machine == machine] if plan is not None else []
+    held = (f" with {len(lost)} instance{'s' if len(lost) != 1 else ''} of plan {plan_id} ({_named(lost)})" if lost
+            else "")
+    return f"Lost machine {machine}{held}; the plugin applied the contingency the plan stores for it, without a repair."
+
+
+def contingency_sentence(plan_id: str, machine: str, plan: Plan | None, contingency: Contingency | None,
+                         reason: str) -> str:
+    """The contingency the plugin applied: its moves and predicted rate as stored, and the plugin's own figures."""
+    _, found, figures = reason.partition(f"{machine}{CONTINGENCY_LOST}: ")
+    plugin = f"; the plugin: {figures.rstrip('.')}" if found and figures else ""
+    if contingency is None:
+        why = "is not stored" if plan is None else "stores no contingency for it"
+        return f"Applied plan {plan_id}'s contingency for machine {machine} (plan {plan_id} {why}){plugin}."
+    moves = [f"{m.component} #{m.index} to {m.machine}" for m in contingency.moves]
+    moved = ", ".join(moves[:INSTANCES_NAMED]) + (
+        f" and {len(moves) - INSTANCES_NAMED} more" if len(moves) > INSTANCES_NAMED else "")
+    return (f"Applied plan {plan_id}'s contingency for machine {machine}: moved {len(moves)} "
+            f"instance{'s' if len(moves) != 1 else ''} ({moved or 'none'}), predicted {contingency.input_rate:.2f} "
+            f"tuples/s{f' (bottleneck {contingency.bottleneck})' if contingency.bottleneck else ''}{plugin}.")

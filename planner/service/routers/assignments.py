@@ -3,6 +3,9 @@
 Nimbus's hetsched plugin reads the binding whenever the topology needs placing (after a
 rebalance, a lost machine, ...) before the ``hetsched.plan.id`` of the topology's conf, so
 re-planning a running topology is: store a plan, bind it, rebalance (``hetsched replan``).
+The plugin also binds what it did without asking: the repair it placed, and the plan whose
+contingency it applied for a lost machine; each bind's events come from its reason
+(``planner.service.history.binding_events``).
 """
 from __future__ import annotations
 
@@ -11,11 +14,10 @@ import logging
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.events import binding_kind
 from planner.model import Name
 from planner.service.deps import get_storage
 from planner.service.errors import ErrorBody, not_found
-from planner.service.history import binding_sentence, record
+from planner.service.history import binding_events, record, record_each
 from planner.service.json_body import StrictJSONRoute
 from planner.storage import Binding, Storage
 
@@ -48,7 +50,7 @@ def bind(topology: str, body: BindingRequest, storage: Storage = Depends(get_sto
     if binding is None:
         raise not_found(f"plan '{body.plan_id}' does not exist")
     log.info("topology %s bound to plan %s (%s)", topology, body.plan_id, body.reason or "no reason given")
-    record(storage, topology, binding_kind(body.reason), binding_sentence(body.plan_id, body.reason))
+    record_each(storage, binding_events(storage, topology, body.plan_id, body.reason))
     return _answer(binding)
 
 

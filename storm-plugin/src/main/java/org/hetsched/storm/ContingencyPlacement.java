@@ -5,6 +5,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -41,7 +42,28 @@ public final class ContingencyPlacement {
                          Map<WorkerSlot, List<ExecutorDetails>> shrunk, int kept, int moved) {
     }
 
+    /**
+     * How the reason starts (after {@code "hetsched plugin, "}) with which the plugin binds the plan whose contingency it
+     * applied, telling the planner; the service reads the lost machine from it and records the loss and the contingency
+     * (planner/events.py, {@code CONTINGENCY_REASON}): a change here must change both.
+     */
+    static final String REASON_START = "contingency for ";
+    /** What follows the lost machine's name in that reason. */
+    static final String REASON_LOST = " lost";
+
     private ContingencyPlacement() {
+    }
+
+    /**
+     * The reason the plugin binds the plan with after applying its contingency, e.g. {@code contingency for m-large-1
+     * lost: kept 5 executors where they run, moved 3, predicted 45.12 tuples/s}.
+     */
+    static String reason(Result result) {
+        String rate = Double.isNaN(result.inputRate()) ? ""
+                : String.format(Locale.ROOT, ", predicted %.2f tuples/s", result.inputRate());
+        return REASON_START + result.machine() + REASON_LOST + ": kept " + result.kept()
+                + " executors where they run, moved " + result.moved() + rate
+                + (result.shrunk().isEmpty() ? "" : ", " + result.shrunk().size() + " surviving workers restart");
     }
 
     /**

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
@@ -52,7 +53,11 @@ import org.slf4j.LoggerFactory;
  * Nimbus's rebalance when the predicted gain reaches {@code hetsched.replan.min.gain}, at most once per
  * {@code hetsched.replan.min.interval.secs}. A plan bound to the topology ({@code /v1/assignments}) is placed first.
  * A topology whose own profile set is missing or lacks its pairs is placed evenly at once and asked for again only
- * when the set or the machine types change.
+ * when the set or the machine types change. A topology placed by a plan that stores contingencies
+ * ({@code options.survive_loss}) is re-placed by the lost machine's contingency without asking the planner. What the
+ * plugin does without asking (a contingency applied, a repair placed) it tells the planner afterwards, on a thread of
+ * its own, by binding the plan the topology then runs by ({@link PlannerCalls#tell}); a failure there is one line in
+ * the log and changes nothing else.
  *
  * <p>The work is done by collaborators that return what to do, each tested on its own: {@link PlannerCalls} (every
  * call through the circuit breaker), {@link PlanAsker} (one topology's request: repair, bound, stored or new plan),
@@ -70,6 +75,13 @@ import org.slf4j.LoggerFactory;
 public class HetschedScheduler implements IScheduler {
     private static final Logger LOG = LoggerFactory.getLogger(HetschedScheduler.class);
     private static final String STATUS = "hetsched: ";
+    /**
+     * How the reason of every plan the plugin binds starts; the service tells the plugin's binds apart by it
+     * (planner/events.py, {@code PLUGIN_REASON}): a change here must change both.
+     */
+    static final String PLUGIN_REASON = "hetsched plugin, ";
+    /** Binds that tell the planner what the plugin did, queued at most (more are dropped, each with a line in the log). */
+    private static final int NOTICES_QUEUED = 100;
     private static final DateTimeFormatter CLOCK_TIME = DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneOffset.UTC);
 
     private final LongSupplier nowMillis;
@@ -80,6 +92,9 @@ public class HetschedScheduler implements IScheduler {
     private Fallbacks fallbacks;
     private Executor executor;
     private ExecutorService ownExecutor;
+    /** Where the binds that tell the planner what the plugin did run: a thread of their own, never before plan requests. */
+    private Executor noticeExecutor;
+    private ExecutorService ownNoticeExecutor;
     private SchedulerSettings settings;
     private PlannerClient planner;
     /** The planner's calls through the circuit breaker; null without a planner. */
@@ -135,6 +150,10 @@ public class HetschedScheduler implements IScheduler {
         if (executor == null) {
             ownExecutor = plannerThreads(settings.plannerConcurrency());
             executor = ownExecutor;
+            ownNoticeExecutor = noticeThread();
+            noticeExecutor = ownNoticeExecutor;
+        } else {
+            noticeExecutor = executor; // tests: as the planner requests run
         }
         machineChanges = new MachineChanges(settings.machineIdKey());
         fallbacks = new Fallbacks(settings.fallback());
@@ -165,6 +184,18 @@ public class HetschedScheduler implements IScheduler {
                 });
         pool.allowCoreThreadTimeOut(true);
         return pool;
+    }
+
+    /** One daemon thread for the binds that tell the planner what the plugin did; a full queue refuses more. */
+    private static ExecutorService noticeThread() {
+        ThreadPoolExecutor thread = new ThreadPoolExecutor(1, 1, 60, TimeUnit.SECONDS,
+                new ArrayBlockingQueue<>(NOTICES_QUEUED), task -> {
+                    Thread t = new Thread(task, "hetsched-notices");
+                    t.setDaemon(true);
+                    return t;
+                });
+        thread.allowCoreThreadTimeOut(true);
+        return thread;
     }
 
     private static String tokenSource(SchedulerSettings settings) {
@@ -288,7 +319,8 @@ public class HetschedScheduler implements IScheduler {
     /**
      * Places a topology that lost one machine's executors by the contingency its plan stores for that machine
      * ({@link ContingencyPlacement}), without asking the planner; false (and the plan forgotten) where none applies,
-     * and the planner is asked for a repair as before.
+     * and the planner is asked for a repair as before. Once applied, the planner is told in the background (the plan
+     * bound with the reason {@link ContingencyPlacement#reason}), so the loss and the contingency are in its events.
      */
     private boolean applyContingency(TopologyDetails topology, Cluster cluster) {
         String id = topology.getId();
@@ -326,6 +358,7 @@ public class HetschedScheduler implements IScheduler {
                     + (result.shrunk().isEmpty() ? "" : "; " + result.shrunk().size() + " surviving workers restart");
             cluster.setStatus(id, STATUS + status);
             LOG.info("hetsched: topology {} {}", id, status);
+            tellPlanner(topology.getName(), plan.id(), ContingencyPlacement.reason(result));
             return true;
         } catch (PlanFault fault) {
             contingencyPlans.remove(id);
@@ -382,6 +415,9 @@ public class HetschedScheduler implements IScheduler {
     public void cleanup() {
         if (ownExecutor != null) {
             ownExecutor.shutdownNow();
+        }
+        if (ownNoticeExecutor != null) {
+            ownNoticeExecutor.shutdownNow();
         }
         if (heartbeat != null) {
             heartbeat.stop();
@@ -662,7 +698,8 @@ public class HetschedScheduler implements IScheduler {
 
     /**
      * Places the executors a topology lost where the repair plan says, each executor still running left in its
-     * worker; returns the status.
+     * worker; returns the status. The repair plan is then bound in the background ({@link RepairPlacement#reason}):
+     * the plan the topology runs by from now on, the one it is placed by whole next and the one shown to the operator.
      */
     private String placeRepair(TopologyDetails topology, Cluster cluster, PlanAnswer answer) throws PlanFault {
         TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
@@ -683,6 +720,7 @@ public class HetschedScheduler implements IScheduler {
                 + result.kept() + " executors where they run, placed " + result.placed() + " by repair plan "
                 + answer.plan().id() + " on " + String.join(", ", result.machines());
         LOG.info("hetsched: topology {} {}; asking the planner took {} ms", topology.getId(), status, answer.millis());
+        tellPlanner(topology.getName(), answer.plan().id(), RepairPlacement.reason(result, goneNames));
         return status;
     }
 
@@ -738,7 +776,7 @@ public class HetschedScheduler implements IScheduler {
     private void rebalanceLater(String topologyName, String planId, int waitSecs, String reason) {
         Runnable rebalance = () -> {
             try {
-                planner.bind(topologyName, planId, "hetsched plugin, " + reason);
+                planner.bind(topologyName, planId, PLUGIN_REASON + reason);
                 rebalancer.rebalance(topologyName, waitSecs);
             } catch (Exception e) {
                 LOG.warn("hetsched: re-placing topology {} onto plan {} failed: {}", topologyName, planId, e.toString());
@@ -748,6 +786,21 @@ public class HetschedScheduler implements IScheduler {
             CompletableFuture.runAsync(rebalance, executor);
         } catch (RejectedExecutionException e) {
             LOG.warn("hetsched: re-placing topology {} was refused by the plugin's threads: {}", topologyName, e.getMessage());
+        }
+    }
+
+    /**
+     * Tells the planner, off Nimbus's thread, the plan a topology now runs by and why ({@link PlannerCalls#tell});
+     * nothing it does can fail the round.
+     */
+    private void tellPlanner(String topologyName, String planId, String reason) {
+        if (calls == null || topologyName == null || planId == null) {
+            return;
+        }
+        try {
+            calls.tell(topologyName, planId, PLUGIN_REASON + reason, noticeExecutor);
+        } catch (RuntimeException e) { // PlannerCalls.tell catches its own; a round must not fail for a notice
+            LOG.warn("hetsched: topology {}: telling the planner '{}' failed: {}", topologyName, reason, e.toString());
         }
     }
 

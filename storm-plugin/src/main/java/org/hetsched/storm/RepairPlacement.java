@@ -35,6 +35,19 @@ public final class RepairPlacement {
     }
 
     /**
+     * The reason (after {@code "hetsched plugin, "}) with which the plugin binds the repair plan it placed, so the plan
+     * the topology runs by, and the one the operator is shown, is the repair, e.g. {@code repair placed after losing
+     * m-large-1: kept 5 executors where they run, placed 3 on m-small-1, m-small-2}.
+     *
+     * @param gone the machines gone since the last round, by name (empty: a worker died)
+     */
+    static String reason(Result result, List<String> gone) {
+        return "repair placed" + (gone.isEmpty() ? "" : " after losing " + String.join(", ", gone)) + ": kept "
+                + result.kept() + " executors where they run, placed " + result.placed() + " on "
+                + String.join(", ", result.machines());
+    }
+
+    /**
      * @param running   executors that still run (kept where they are)
      * @param machines  supervisors this topology may use
      * @param freePorts supervisor id to its free ports, ascending

@@ -21,9 +21,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.LogEvent;
+import org.apache.logging.log4j.core.appender.AbstractAppender;
+import org.apache.logging.log4j.core.config.Property;
+import org.apache.storm.metric.StormMetricsRegistry;
 import org.apache.storm.scheduler.Cluster;
 import org.apache.storm.scheduler.ExecutorDetails;
 import org.apache.storm.scheduler.SchedulerAssignment;
@@ -39,7 +47,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Issue 34: a plan that stores a contingency per machine ({@code options.survive_loss}) is re-placed by it in the
  * round its machine is lost, without asking the planner, every surviving worker left as it runs; where the contingency
- * does not apply the planner is asked for a repair as before.
+ * does not apply the planner is asked for a repair as before. The planner is told afterwards, off Nimbus's thread, by
+ * binding the plan with a reason the service reads (tests/test_topology_events.py holds the service to the same words);
+ * a planner that cannot be told changes nothing but one line in the log.
  */
 class ContingencyTest {
     private static final Map<String, Object> ASKS_PLANNER = Map.of(
@@ -139,6 +149,40 @@ class ContingencyTest {
         return planner.calls().stream().map(call -> call.method() + " " + call.path()).toList();
     }
 
+    /** The binds the plugin made ({@code PUT /v1/assignments/...}): path, plan id and reason of each. */
+    private List<String> binds() {
+        return planner.bindingCalls().stream().filter(call -> call.method().equals("PUT"))
+                .map(call -> call.path() + " " + call.body().get("plan_id").asText() + " " + call.body().get("reason").asText())
+                .toList();
+    }
+
+    /** The plugin's log lines at WARN and above (Nimbus's log) while {@code body} runs. */
+    private static List<String> warnings(Runnable body) {
+        org.apache.logging.log4j.core.Logger logger =
+                (org.apache.logging.log4j.core.Logger) LogManager.getLogger(HetschedScheduler.class);
+        List<String> lines = new CopyOnWriteArrayList<>();
+        AbstractAppender appender = new AbstractAppender("contingency-test", null, null, true, Property.EMPTY_ARRAY) {
+            @Override
+            public void append(LogEvent event) {
+                if (event.getLevel().isMoreSpecificThan(Level.WARN)) {
+                    lines.add(event.getMessage().getFormattedMessage());
+                }
+            }
+        };
+        appender.start();
+        Level before = logger.getLevel();
+        logger.addAppender(appender);
+        logger.setLevel(Level.INFO);
+        try {
+            body.run();
+        } finally {
+            logger.removeAppender(appender);
+            logger.setLevel(before);
+            appender.stop();
+        }
+        return lines;
+    }
+
     @Test
     void aLostMachineIsReplacedByItsContingencyInTheSameRoundWithoutAskingThePlanner() {
         HetschedScheduler scheduler = scheduler();
@@ -158,6 +202,82 @@ class ContingencyTest {
         assertTrue(after.getStatus("linear-1").startsWith("hetsched: placed by contingency at 00:16:40 UTC after "
                 + "losing sup-fast-1 (plan p-1, predicted 7.50 tuples/s): kept " + alive.size()
                 + " executors where they run, moved 3 without asking the planner"), after.getStatus("linear-1"));
+        assertEquals(List.of("/v1/assignments/linear p-1 hetsched plugin, contingency for sup-fast-1 lost: kept "
+                + alive.size() + " executors where they run, moved 3, predicted 7.50 tuples/s"), binds(),
+                "the planner is told: the plan bound, with the reason its events are read from");
+    }
+
+    @Test
+    void theReasonNamesTheLostMachineAsTheServiceReadsIt() {
+        ContingencyPlacement.Result result = new ContingencyPlacement.Result("m-large-1", 45.125, Map.of(),
+                Map.of(new WorkerSlot("m-a", 6700), List.of()), 5, 3);
+        assertEquals("contingency for m-large-1 lost: kept 5 executors where they run, moved 3, predicted 45.13 "
+                + "tuples/s, 1 surviving workers restart", ContingencyPlacement.reason(result));
+        assertEquals("contingency for m-large-1 lost: kept 5 executors where they run, moved 3",
+                ContingencyPlacement.reason(new ContingencyPlacement.Result("m-large-1", Double.NaN, Map.of(), Map.of(),
+                        5, 3)));
+        assertEquals("hetsched plugin, ", HetschedScheduler.PLUGIN_REASON);
+    }
+
+    @Test
+    void thePlannerIsToldOffNimbusThreadAfterTheRoundHasPlacedTheContingency() {
+        List<Runnable> later = new java.util.ArrayList<>();
+        boolean[] deferring = {false};
+        Executor executor = task -> {
+            if (deferring[0]) {
+                later.add(task);
+            } else {
+                task.run();
+            }
+        };
+        Map<String, Object> yaml = new HashMap<>(Map.of(SchedulerSettings.PLANNER_URL, planner.url().toString(),
+                SchedulerSettings.PLANNER_TIMEOUT_MS, 60_000));
+        HetschedScheduler scheduler = new HetschedScheduler(clock::get, executor, (name, waitSecs) -> { });
+        scheduler.prepare(yaml, new StormMetricsRegistry());
+        TopologyDetails linear = linearTopology();
+        round(scheduler, linear);
+        lose("sup-fast-1");
+        deferring[0] = true;
+
+        Cluster after = round(scheduler, linear);
+
+        assertEquals(linear.getExecutors(), placement(after, "linear-1").keySet(), "placed without waiting for the bind");
+        assertEquals(List.of(), binds(), "nothing told within the round");
+        assertEquals(1, later.size(), "one bind handed to the plugin's thread");
+        later.forEach(Runnable::run);
+        assertEquals(1, binds().size());
+        assertTrue(binds().get(0).startsWith("/v1/assignments/linear p-1 hetsched plugin, contingency for sup-fast-1 lost"),
+                binds().toString());
+    }
+
+    @Test
+    void aPlannerThatCannotBeToldChangesNothingButOneLineInTheLog() throws IOException {
+        HetschedScheduler scheduler = scheduler();
+        TopologyDetails linear = linearTopology();
+        round(scheduler, linear);
+        Map<ExecutorDetails, WorkerSlot> alive = lose("sup-fast-1");
+        planner.close(); // the planner is gone too: the bind is refused a connection
+        planner = new FakePlanner(this::answer); // only for stop(): the scheduler still calls the closed one
+
+        Cluster[] after = new Cluster[1];
+        List<String> warned = warnings(() -> after[0] = round(scheduler, linear));
+
+        Map<ExecutorDetails, WorkerSlot> placed = placement(after[0], "linear-1");
+        assertEquals(linear.getExecutors(), placed.keySet(), "placed by its contingency all the same");
+        alive.forEach((executor, slot) -> assertEquals(slot, placed.get(executor)));
+        assertTrue(after[0].getStatus("linear-1").startsWith("hetsched: placed by contingency at "),
+                after[0].getStatus("linear-1"));
+        List<String> told = warned.stream().filter(w -> w.contains("to tell the planner")).toList();
+        assertEquals(1, told.size(), "said once: " + warned);
+        String line = told.get(0);
+        assertTrue(line.startsWith("hetsched: topology linear: binding plan p-1 to tell the planner 'hetsched plugin, "
+                + "contingency for sup-fast-1 lost: kept "), line);
+        assertTrue(line.contains("failed, so its events lack it (scheduling is not affected): planner unreachable at "),
+                line);
+        assertTrue(!line.contains("\n"), "one line: " + line);
+
+        assertTrue(warnings(() -> round(scheduler, linear)).stream().noneMatch(w -> w.contains("to tell the planner")),
+                "not retried: nothing more is said of it");
     }
 
     @Test

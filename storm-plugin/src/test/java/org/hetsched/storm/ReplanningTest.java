@@ -178,6 +178,14 @@ class ReplanningTest {
                 + alive.size() + " executors where they run, placed " + (linear.getExecutors().size() - alive.size())
                 + " by repair plan r-2 on "), status);
         assertTrue(rebalances.isEmpty());
+        assertEquals("r-2", planner.boundPlan("linear"), "the repair it placed is the plan it runs by, bound");
+        List<JsonNode> binds = planner.bindingCalls().stream().filter(call -> call.method().equals("PUT"))
+                .map(FakePlanner.Call::body).toList();
+        assertEquals(1, binds.size());
+        assertEquals("hetsched plugin, repair placed after losing sup-fast-1: kept " + alive.size()
+                + " executors where they run, placed " + (linear.getExecutors().size() - alive.size()) + " on "
+                + status.substring(status.indexOf(" by repair plan r-2 on ") + " by repair plan r-2 on ".length()),
+                binds.get(0).get("reason").asText());
     }
 
     @Test
