@@ -12,9 +12,11 @@ import org.apache.storm.utils.TupleUtils;
  * {@code customGrouping(..., new WeightedFieldsGrouping("word"))}. Without shares it is Storm's fields grouping,
  * key for key.
  *
- * <p>With shares a key goes to the task of highest weighted rendezvous score {@code w / -ln(h(key, task))}: each
- * task takes about its weight's part of the keys, and a change of weights moves only the keys that must move (those
- * whose best task changed), not the many a modulo over new counts would.
+ * <p>With shares a key's hash picks one of {@link #SLOTS} slots, and each slot goes to the task of highest weighted
+ * rendezvous score {@code w / -ln(h(slot, task))}: each task takes about its weight's part of the keys, and a change
+ * of weights moves only the slots that must move (those whose best task changed), not the many a modulo over new
+ * counts would. The slots' tasks are worked out once per change of weights, so a tuple costs one hash and one
+ * lookup, as Storm's fields grouping does, instead of a score per task.
  */
 public class WeightedFieldsGrouping extends WeightedGrouping {
     private static final long serialVersionUID = 1L;
@@ -22,7 +24,10 @@ public class WeightedFieldsGrouping extends WeightedGrouping {
     private final List<String> groupFields;
     private transient Fields outFields;
     private transient Fields keyFields;
-    private transient volatile double[] weights;
+    /** Slots the key hashes are dealt over: a task's share is its slots' count over this, within 1/SLOTS. */
+    static final int SLOTS = 1 << 14;
+
+    private transient volatile short[] slotTask;
 
     /** Group on these fields, given as one comma-separated text (streamparse and Flux pass plain strings). */
     public WeightedFieldsGrouping(String fields) {
@@ -44,18 +49,35 @@ public class WeightedFieldsGrouping extends WeightedGrouping {
 
     @Override
     protected void weightsChanged(double[] next) {
-        weights = next;
+        slotTask = next == null ? null : slotTasks(targetTasks, next);
     }
 
     @Override
     public List<Integer> chooseTasks(int taskId, List<Object> values) {
         current();
         List<Object> key = outFields.select(keyFields, values);
-        double[] w = weights;
-        if (w == null) {
+        short[] slots = slotTask;
+        if (slots == null) {
             return choices.get(TupleUtils.chooseTaskIndex(key, choices.size()));
         }
-        return choices.get(rendezvous(Arrays.deepHashCode(key.toArray()), targetTasks, w));
+        return choices.get(slots[slotOf(Arrays.deepHashCode(key.toArray()))]);
+    }
+
+    /** The slot of a key's hash. */
+    static int slotOf(int keyHash) {
+        return (int) (mix(keyHash + 0x2545F4914F6CDD1DL) & (SLOTS - 1));
+    }
+
+    /** Each slot's task index, by {@link #rendezvous} over the slot number. */
+    static short[] slotTasks(List<Integer> tasks, double[] weights) {
+        if (tasks.size() > Short.MAX_VALUE) {
+            throw new IllegalArgumentException("a weighted fields grouping takes at most " + Short.MAX_VALUE + " tasks");
+        }
+        short[] table = new short[SLOTS];
+        for (int slot = 0; slot < SLOTS; slot++) {
+            table[slot] = (short) rendezvous(slot, tasks, weights);
+        }
+        return table;
     }
 
     /** Index of the task with the highest weighted rendezvous score for a key's hash (tasks of weight 0 never win). */

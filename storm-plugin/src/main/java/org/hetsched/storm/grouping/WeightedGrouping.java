@@ -55,6 +55,15 @@ abstract class WeightedGrouping implements CustomStreamGrouping {
     /** Called with the new weights (null: none named, behave as Storm's) whenever they change. */
     protected abstract void weightsChanged(double[] weights);
 
+    /** The weights as one short line for the log, three decimals each. */
+    static String weightsText(double[] weights) {
+        StringBuilder text = new StringBuilder("[");
+        for (int i = 0; i < weights.length; i++) {
+            text.append(i == 0 ? "" : ", ").append(String.format(java.util.Locale.ROOT, "%.3f", weights[i]));
+        }
+        return text.append(']').toString();
+    }
+
     /** The current weights, re-read first where the worker's map of tasks to machines is new. */
     protected final GroupingShares current() {
         if (taskToNodePort != null && taskToNodePort.get() != seen) {
@@ -76,6 +85,9 @@ abstract class WeightedGrouping implements CustomStreamGrouping {
         }
         if (next.fallback() != null && (shares == null || !next.fallback().equals(shares.fallback()))) {
             LOG.warn("{} on {}->{}: an even split, because {}", getClass().getSimpleName(), source, target, next.fallback());
+        } else if (next.fallback() == null && next.weights() != null) {
+            LOG.info("{} on {}->{}: tasks {} weighted {}", getClass().getSimpleName(), source, target, targetTasks,
+                    weightsText(next.weights()));
         }
         weightsChanged(next.weights());
         shares = next;

@@ -104,6 +104,25 @@ class WeightedGroupingTest {
     }
 
     @Test
+    void theSlotTableGivesEachTaskItsWeightAndAChangeMovesFewSlots() {
+        List<Integer> tasks = List.of(4, 5, 6);
+        short[] before = WeightedFieldsGrouping.slotTasks(tasks, new double[] {0.5, 0.3, 0.2});
+        short[] after = WeightedFieldsGrouping.slotTasks(tasks, new double[] {0.4, 0.4, 0.2});
+        int[] owned = new int[3];
+        int moved = 0;
+        for (int slot = 0; slot < WeightedFieldsGrouping.SLOTS; slot++) {
+            owned[before[slot]]++;
+            moved += before[slot] != after[slot] ? 1 : 0;
+        }
+        double slots = WeightedFieldsGrouping.SLOTS;
+        assertEquals(0.5, owned[0] / slots, 0.01);
+        assertEquals(0.3, owned[1] / slots, 0.01);
+        assertEquals(0.2, owned[2] / slots, 0.01);
+        assertTrue(moved / slots >= 0.095 && moved / slots <= 0.13, "moved " + moved);
+        assertTrue(WeightedFieldsGrouping.slotTasks(tasks, new double[] {0.0, 1.0, 0.0})[0] == 1, "weight 0 never wins");
+    }
+
+    @Test
     void withoutSharesBothAreStormsGroupings() {
         AtomicReference<Map<Integer, NodeInfo>> nodes = placed("sup-a", "sup-b", "sup-c");
         WeightedFieldsGrouping fields = prepared(new WeightedFieldsGrouping(List.of("word")), null, nodes);
@@ -157,5 +176,11 @@ class WeightedGroupingTest {
         assertEquals(10_000, got.get(4), 50);
         assertEquals(20_000, got.get(6), 50);
         assertTrue(GroupingShares.resolve(null, "spout", "low", TARGETS, nodes.get(), Map.of()).weights() == null);
+    }
+
+    @Test
+    void theLogLineOfNewWeightsGivesEachTaskItsWeightToThreeDecimals() {
+        assertEquals("[0.500, 0.250, 0.250]", WeightedGrouping.weightsText(new double[] {0.5, 0.25, 0.25}));
+        assertEquals("[]", WeightedGrouping.weightsText(new double[0]));
     }
 }
