@@ -1,11 +1,14 @@
-"""The cluster's ledger: every topology placed by plan, its load on each machine, and what is left.
+"""The cluster's ledger: every topology placed by plan, its load and worker slot on each machine, and what is left.
 
 A registration holds a placement's load as linear functions of the topology's input rate
 (the simulator's closed form), so the ledger recomputes admission and shares
-(:mod:`planner.tenancy`) whenever a tenant comes, goes or changes priority. Plans for a
-tenant are made on a cluster whose machines offer only what the others use less: machines
-of one type with different room become derived machine types (``type@machine``) with the
-same profile entries, mapped back to their own type in the answer, so no strategy changes.
+(:mod:`planner.tenancy`) whenever a tenant comes, goes or changes priority. Each registration
+also holds one Storm worker slot on every machine it uses (the plugin runs one worker per
+topology per supervisor), out of the machine type's ``slots``. Plans for a tenant are made on a
+cluster whose machines offer only what the others use less, without the machines whose slots
+the others hold: machines of one type with different room become derived machine types
+(``type@machine``) with the same profile entries, mapped back to their own type in the answer,
+so no strategy changes.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from planner.model import (
 )
 from planner.problem import Problem
 from planner.simulator import linear_loads, rate_limits
-from planner.tenancy import Allocation, ShareMode, Tenant, allocate
+from planner.tenancy import Allocation, ShareMode, Tenant, allocate, no_free_slot
 
 DERIVED_TYPE_SEPARATOR = "@"
 MAX_PERCENT = 1e6
@@ -54,6 +57,9 @@ class MachineShare(_Model):
     capacity: NonNegativeFloat = Field(le=MAX_PERCENT, description=(
         "The machine's limit, capacity * max_utilization, percent: planned on 100 less one worker's base load."))
     type: Name
+    slots: int | None = Field(default=None, ge=1, le=10_000, description=(
+        "The machine's Storm worker slots (its type's `slots`), of which the topology's worker holds one; none: not "
+        "counted (a registration that does not say)."))
 
 
 class TenantRegistration(TenantSpec):
@@ -76,7 +82,8 @@ class TenantRecord(TenantRegistration):
         return Tenant(self.topology, slope={w: m.slope for w, m in self.machines.items()},
                       fixed={w: m.fixed + m.worker for w, m in self.machines.items()}, priority=self.priority,
                       min_rate=self.min_rate, target_rate=self.target_rate,
-                      rate_cap=math.inf if self.rate_cap is None else self.rate_cap, arrival=self.registered_at)
+                      rate_cap=math.inf if self.rate_cap is None else self.rate_cap, arrival=self.registered_at,
+                      hosts=frozenset(self.machines))
 
 
 class LedgerTenant(_Model):
@@ -101,6 +108,10 @@ class LedgerMachine(_Model):
     loads: dict[str, float] = Field(description="Topology -> its predicted percent at its rate, its own worker's base "
                                                 "load included.")
     free: float = Field(description="capacity less the loads, percent.")
+    slots: int | None = Field(default=None, description="The machine's Storm worker slots; null where no "
+                                                        "registration says.")
+    slots_used: int = Field(default=0, description="Worker slots the tenants hold there: one per topology using it, "
+                                                   "refused ones (running idle) included.")
 
 
 class Ledger(_Model):
@@ -155,6 +166,23 @@ def capacities(records: Iterable[TenantRecord]) -> dict[str, float]:
     return out
 
 
+def slots_of(records: Iterable[TenantRecord]) -> dict[str, int]:
+    """Each machine's worker slots as the newest registration naming it (and saying them) saw them."""
+    out: dict[str, int] = {}
+    for r in sorted(records, key=lambda r: r.registered_at):
+        out.update({w: m.slots for w, m in r.machines.items() if m.slots is not None})
+    return out
+
+
+def slots_held(records: Iterable[TenantRecord]) -> dict[str, int]:
+    """Per machine, the worker slots these registrations hold there: one per topology using it."""
+    held: dict[str, int] = {}
+    for r in records:
+        for w in r.machines:
+            held[w] = held.get(w, 0) + 1
+    return held
+
+
 def ledger_version(records: Iterable[TenantRecord]) -> frozenset[tuple]:
     """What admission depends on in these registrations, heartbeats left out: equal versions admit the same newcomers.
 
@@ -162,13 +190,18 @@ def ledger_version(records: Iterable[TenantRecord]) -> frozenset[tuple]:
     two readings' versions tells whether another topology came, went or moved meanwhile.
     """
     return frozenset((r.topology, r.plan_id, r.registered_at, r.priority, r.min_rate, r.target_rate, r.rate_cap,
-                      tuple(sorted((w, m.slope, m.fixed, m.worker, m.capacity) for w, m in r.machines.items())))
+                      tuple(sorted((w, m.slope, m.fixed, m.worker, m.capacity, m.slots)
+                                   for w, m in r.machines.items())))
                      for r in records)
 
 
 def allocation_of(records: Sequence[TenantRecord], mode: ShareMode,
                   capacity: Mapping[str, float] | None = None) -> Allocation:
-    return allocate([r.tenant() for r in records], capacity if capacity is not None else capacities(records), mode)
+    """Admission and shares over the registrations: each machine's capacity (``capacities`` where not given) and its
+    worker slots as the registrations say (``slots_of``), so one needing a slot those registered before it hold is
+    refused."""
+    return allocate([r.tenant() for r in records], capacity if capacity is not None else capacities(records), mode,
+                    slots_of(records))
 
 
 def evictions(records: Sequence[TenantRecord], mode: ShareMode, among: Collection[str]) -> list[Eviction]:
@@ -179,15 +212,18 @@ def evictions(records: Sequence[TenantRecord], mode: ShareMode, among: Collectio
 
 
 def ledger_of(records: Sequence[TenantRecord], mode: ShareMode, ttl_s: float, now: float) -> Ledger:
-    """The ledger: per machine each admitted tenant's load at its share, per tenant its share or refusal."""
+    """The ledger: per machine each admitted tenant's load at its share and the worker slots held, per tenant its share
+    or refusal."""
     capacity = capacities(records)
     allocation = allocation_of(records, mode, capacity)
     types = {w: m.type for r in records for w, m in r.machines.items()}
+    slots, held = slots_of(records), slots_held(records)
     machines = []
     for w in sorted(capacity):
         loads = {t: round(v, 3) for t, v in sorted(allocation.loads.get(w, {}).items()) if v > 0}
         machines.append(LedgerMachine(id=w, type=types[w], capacity=round(capacity[w], 3), loads=loads,
-                                      free=round(capacity[w] - sum(loads.values()), 3)))
+                                      free=round(capacity[w] - sum(loads.values()), 3), slots=slots.get(w),
+                                      slots_used=held.get(w, 0)))
     tenants = []
     for r in sorted(records, key=lambda r: (r.priority, r.registered_at, r.topology)):
         refusal = allocation.refused.get(r.topology)
@@ -205,9 +241,10 @@ def registration_of(problem: Problem, placement: Placement, spec: TenantSpec, pl
     """A placement's load on every machine it uses, as linear functions of R (``planner.simulator.linear_loads``).
 
     ``worker_load`` (machine type -> percent, the profile set's machine base load) is what the
-    topology's own worker costs each machine it uses.
+    topology's own worker costs each machine it uses; that worker holds one of the machine type's ``slots``.
     """
     loads = linear_loads(problem, placement)
+    slots = {t.name: t.slots for t in problem.cluster.machine_types}
     worker_load = worker_load or {}
     # every machine with an instance runs a worker of the topology, even one whose instances cost nothing
     # in the model (Storm's __acker without a profile): it pays the worker there too
@@ -217,7 +254,8 @@ def registration_of(problem: Problem, placement: Placement, spec: TenantSpec, pl
         if loads.a_w[w] > 0 or loads.b_w[w] > 0 or machine.id in hosting:
             machines[machine.id] = MachineShare(slope=float(loads.a_w[w]), fixed=float(loads.b_w[w]),
                                                 worker=float(worker_load.get(machine.type, 0.0)),
-                                                capacity=float(problem.limit[w]), type=machine.type)
+                                                capacity=float(problem.limit[w]), type=machine.type,
+                                                slots=slots[machine.type])
     thread = rate_limits(loads.thread_limit_i, loads.a_i, loads.b_i)
     cap = float(np.min(thread)) if thread.size else math.inf
     return TenantRegistration(**spec.model_dump(), plan_id=plan_id, machines=machines,
@@ -225,12 +263,15 @@ def registration_of(problem: Problem, placement: Placement, spec: TenantSpec, pl
 
 
 def cluster_with_room(cluster: Cluster, entries: Sequence[ProfileEntry], used: Mapping[str, float],
-                      max_utilization: float, leave_out: Collection[str] = ()) -> tuple[Cluster, list[ProfileEntry]]:
+                      max_utilization: float, leave_out: Collection[str] = (),
+                      held: Mapping[str, int] | None = None) -> tuple[Cluster, list[ProfileEntry]]:
     """The cluster as a tenant sees it: each machine's capacity less ``used`` (percent of its limit).
 
     A machine with room left but less than its type's capacity gets a type of its own,
     ``type@machine``, with the type's profile entries; one with under MIN_ROOM_PCT is left out,
-    and so is every machine of a type in ``leave_out``. Raises ValueError when no machine has room.
+    and so is every machine of a type in ``leave_out`` and every machine whose type's ``slots``
+    the other tenants hold all of (``held``: machine -> slots they hold; one slot left is enough).
+    Raises ValueError when no machine has room.
     """
     types = {t.name: t for t in cluster.machine_types}
     derived: list[MachineType] = []
@@ -239,8 +280,9 @@ def cluster_with_room(cluster: Cluster, entries: Sequence[ProfileEntry], used: M
     by_type: dict[str, list[ProfileEntry]] = {}
     for e in entries:
         by_type.setdefault(e.machine_type, []).append(e)
+    slots = {m.id: types[m.type].slots for m in cluster.machines}
     for m in cluster.machines:
-        if m.type in leave_out:
+        if m.type in leave_out or no_free_slot((m.id,), held or {}, slots) is not None:
             continue
         t = types[m.type]
         taken = used.get(m.id, 0.0) / max_utilization
@@ -255,7 +297,8 @@ def cluster_with_room(cluster: Cluster, entries: Sequence[ProfileEntry], used: M
         machines.append(m.model_copy(update={"type": name}))
         extra += [e.model_copy(update={"machine_type": name}) for e in by_type.get(m.type, [])]
     if not machines:
-        raise ValueError("no machine has room left: the other tenants fill the whole cluster")
+        raise ValueError("no machine has room left: the other tenants fill the whole cluster or hold all its worker "
+                         "slots")
     used_types = {m.type for m in machines}
     kept = [t for t in cluster.machine_types if t.name in used_types]
     return Cluster(machine_types=kept + derived, machines=machines), list(entries) + extra

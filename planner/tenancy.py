@@ -4,10 +4,13 @@ Pure: every tenant is a topology whose placement is fixed, so its load on every 
 linear in its input rate R (``fixed_w + slope_w * R``, the simulator's closed form). Given
 each machine's capacity, this module decides
 
-1. **admission**, in order of importance (Storm's ``topology.priority``: 0 first, ties by
-   arrival): a tenant is admitted when its minimum rate fits beside the minimums of those
-   admitted before it; otherwise it is refused, with the machine that is short and the largest
-   minimum that would have fit. The admitted set is the feasible set that is best
+1. **admission**: first Storm worker slots, first come first served: each tenant holds one slot
+   on every machine it uses, in order of arrival, and one that needs a slot those before it hold
+   is refused (a running topology's worker keeps its slot whatever comes later; the fit is 0: no
+   rate runs without a worker). Then, in order of importance (Storm's ``topology.priority``: 0
+   first, ties by arrival), a tenant is admitted when its minimum rate fits beside the minimums of
+   those admitted before it; otherwise it is refused, with the machine that is short and the
+   largest minimum that would have fit. The admitted set is the feasible set that is best
    lexicographically by importance (feasibility is monotone, so the greedy pass finds it);
 2. **shares** of what the minimums leave (and the idle workers of refused tenants: a tenant refused
    after it was placed runs on at rate 0, nothing evicts it, and its workers still cost their machines), by weighted max-min fairness on each tenant's
@@ -23,7 +26,7 @@ each machine's capacity, this module decides
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -46,7 +49,8 @@ class Tenant:
 
     ``slope[w]`` is percent of machine w per tuple/s of R, ``fixed[w]`` percent of w at any
     rate (the instances' MET); ``rate_cap`` is the most R its threads allow (thread caps), inf
-    where none binds. ``arrival`` orders tenants of equal priority (earlier first).
+    where none binds. ``arrival`` orders tenants of equal priority (earlier first). ``hosts``
+    are the machines where it holds a Storm worker slot: one on each machine its placement uses.
     """
 
     topology: str
@@ -57,6 +61,7 @@ class Tenant:
     target_rate: float | None = None
     rate_cap: float = math.inf
     arrival: float = 0.0
+    hosts: frozenset[str] = frozenset()
 
     def load(self, machine: str, rate: float) -> float:
         """Percent of ``machine`` at input rate ``rate``."""
@@ -69,10 +74,15 @@ class Tenant:
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a tenant is not admitted, and the largest minimum rate (tuples/s) that would have fit."""
+    """Why a tenant is not admitted, and the largest minimum rate (tuples/s) that would have fit.
+
+    ``no_slot`` names the machine where the tenants that came before it hold every worker slot,
+    where that is why (then no rate fits: ``fits_rate`` is 0).
+    """
 
     reason: str
     fits_rate: float
+    no_slot: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,11 +117,14 @@ def _top_rate(tenant: Tenant, capacity: Mapping[str, float]) -> float:
     return max(top, tenant.min_rate)
 
 
-def _admit(tenants: Sequence[Tenant], capacity: Mapping[str, float]) -> tuple[list[Tenant], dict[str, Refusal]]:
+def _admit(tenants: Sequence[Tenant], capacity: Mapping[str, float],
+           slots: Mapping[str, int]) -> tuple[list[Tenant], dict[str, Refusal]]:
     admitted: list[Tenant] = []
-    refused: dict[str, Refusal] = {}
+    refused = _slot_refusals(tenants, slots)
     used: dict[str, float] = {w: 0.0 for w in capacity}
     for t in importance_order(tenants):
+        if t.topology in refused:
+            continue
         fits = _fitting_rate(t, capacity, used)
         if t.min_rate <= fits + 1e-9:
             admitted.append(t)
@@ -121,6 +134,30 @@ def _admit(tenants: Sequence[Tenant], capacity: Mapping[str, float]) -> tuple[li
         refused[t.topology] = Refusal(_refusal_reason(t, capacity, used, len(admitted)),
                                       math.floor(max(0.0, fits) * 1000) / 1000)
     return admitted, refused
+
+
+def no_free_slot(hosts: Iterable[str], held: Mapping[str, int], slots: Mapping[str, int]) -> str | None:
+    """The first of ``hosts`` (by name) whose worker slots ``held`` already fills; None when each has one free.
+
+    ``slots`` is each machine's worker slots; a machine missing from it is not counted.
+    """
+    return next((w for w in sorted(hosts) if w in slots and held.get(w, 0) >= slots[w]), None)
+
+
+def _slot_refusals(tenants: Sequence[Tenant], slots: Mapping[str, int]) -> dict[str, Refusal]:
+    """The tenants that need a worker slot the ones before them hold, in order of arrival (then name)."""
+    held: dict[str, int] = {}
+    refused: dict[str, Refusal] = {}
+    for t in sorted(tenants, key=lambda t: (t.arrival, t.topology)):
+        full = no_free_slot(t.hosts, held, slots)
+        if full is None:
+            for w in t.hosts:
+                held[w] = held.get(w, 0) + 1
+            continue
+        whose = ("whose only slot a tenant placed before it already holds" if slots[full] == 1 else
+                 f"whose {slots[full]} slots the {held[full]} tenants placed before it already hold")
+        refused[t.topology] = Refusal(f"it needs a worker slot on machine {full}, {whose}", 0.0, no_slot=full)
+    return refused
 
 
 def _fitting_rate(t: Tenant, capacity: Mapping[str, float], used: Mapping[str, float]) -> float:
@@ -174,14 +211,16 @@ def _fill(group: Sequence[Tenant], weights: Mapping[str, float], span: Mapping[s
                   and not any(t.slope.get(w, 0.0) > 0 for w in full)]
 
 
-def allocate(tenants: Sequence[Tenant], capacity: Mapping[str, float], mode: ShareMode = "weighted") -> Allocation:
-    """Admission by importance, then the rest shared by ``mode``; capacity is percent per machine."""
+def allocate(tenants: Sequence[Tenant], capacity: Mapping[str, float], mode: ShareMode = "weighted",
+             slots: Mapping[str, int] | None = None) -> Allocation:
+    """Admission by importance, then the rest shared by ``mode``; capacity is percent per machine, ``slots`` each
+    machine's Storm worker slots (a machine missing from it, or all where None, has as many as its tenants need)."""
     if mode not in SHARE_MODES:
         raise ValueError(f"unknown share mode {mode!r}; known: {', '.join(SHARE_MODES)}")
     names = [t.topology for t in tenants]
     if len(set(names)) != len(names):
         raise ValueError("every tenant must be a different topology")
-    admitted, refused = _admit(tenants, capacity)
+    admitted, refused = _admit(tenants, capacity, slots or {})
     room = dict(capacity)
     for t in admitted:
         for w in t.machines:

@@ -136,7 +136,8 @@ def test_put_and_delete_a_registration(client):
     registration = {"plan_id": "p1", "priority": 3, "min_rate": 1,
                     "machines": {"m0": {"slope": 2.0, "fixed": 1.0, "capacity": 100.0, "type": "slow"}}}
     ledger = client.put("/v1/tenants/manual", json=registration).json()
-    assert ledger["machines"] == [{"id": "m0", "type": "slow", "capacity": 100.0, "loads": {"manual": 100.0}, "free": 0.0}]
+    assert ledger["machines"] == [{"id": "m0", "type": "slow", "capacity": 100.0, "loads": {"manual": 100.0}, "free": 0.0,
+                                   "slots": None, "slots_used": 1}]  # a registration that does not say its slots
     assert client.delete("/v1/tenants/manual").status_code == 204
     assert client.delete("/v1/tenants/manual").json()["error"] == "not_found"
 

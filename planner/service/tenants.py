@@ -1,7 +1,9 @@
 """How the service plans a topology that shares the cluster: on what the others leave, admitted or refused.
 
-The ledger's registrations hold each placement's load as linear functions of its input rate;
-admission and shares come from :mod:`planner.tenancy` over every registration and the newcomer.
+The ledger's registrations hold each placement's load as linear functions of its input rate, and
+one worker slot on every machine it uses; admission and shares come from :mod:`planner.tenancy`
+over every registration and the newcomer. A newcomer is planned only on machines where the others
+leave a worker slot free.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from planner.ledger import (
     leave_out_choices,
     placement_of_plan,
     registration_of,
+    slots_held,
     with_own_types,
 )
 from planner.errors import PlanningError
@@ -183,7 +186,9 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
     """Plan (or take the reused placement of) a tenant on what the others leave; 409 when it is not admitted.
 
     First on what the others use at their shares now; if that cannot hold its minimum, on what
-    their minimums leave (their shares then shrink). Beside others it is also planned on that room
+    their minimums leave (their shares then shrink). Either way only on machines where the others
+    leave a worker slot free: slots go first come, first served (``planner.tenancy``), so a more
+    important newcomer evicts no one for a slot. Beside others it is also planned on that room
     without some machine types (``leave_out_choices``): its worker costs every machine it uses, so
     fewer machines can leave the others more. Of the placements that admit it, the one under which
     the tenants' weighted rate (``weighted_rate``) is highest is kept. ``worker_load`` (machine type -> percent,
@@ -205,9 +210,11 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
     at_minimums = used_by(now_shared, others)
     at_important = used_by(now_shared, [r for r in others if r.priority <= request.tenant.priority])
     """What the minimums of the tenants at least as important leave: the less important may be evicted."""
+    held = slots_held(others)
+    """The worker slots the others hold: first come, first served, so never offered, whatever their priority."""
     if plan is None:
         try:
-            plan = await plan_with_room(request, entries, room, plan_on)
+            plan = await plan_with_room(request, entries, room, plan_on, held=held)
         except PlanningError:
             plan = None  # what the others use now cannot host it; what their minimums leave may
         important = "the other" if at_important == at_minimums else "the more important"
@@ -215,7 +222,7 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
             if plan is not None and plan.input_rate >= request.tenant.min_rate:
                 break
             try:
-                squeezed = await plan_with_room(request, entries, squeezed_room, plan_on)
+                squeezed = await plan_with_room(request, entries, squeezed_room, plan_on, held=held)
             except PlanningError as exc:
                 if squeezed_room is at_important:
                     raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: what {whose} "
@@ -225,7 +232,7 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
                 plan, room = squeezed, squeezed_room
         if plan is None:
             raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: the other tenants' "
-                               "minimum rates leave no machine with room")
+                               "minimum rates and worker slots leave no machine with room")
     candidates = [plan]
     if reused is None and others and not bounds.past():
         rooms = [room]
@@ -235,7 +242,7 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
 
         async def plan_without(used: Mapping[str, float], leave_out: frozenset[str]) -> Plan | None:
             try:
-                return await plan_with_room(request, entries, used, plan_on, leave_out)
+                return await plan_with_room(request, entries, used, plan_on, leave_out, held)
             except PlanningError:
                 return None  # its components do not fit on the other types
 
@@ -263,9 +270,8 @@ async def plan_tenant(request: PlanRequest, entries: list[ProfileEntry], reused:
                          candidate_allocation))
     if not admitted:
         assert refusal is not None
-        raise ServiceError(409, "admission_refused", (
-            f"topology {name} is not admitted: {refusal.reason}; a min_rate up to {refusal.fits_rate:g} tuples/s "
-            "would fit"))
+        fits = "" if refusal.no_slot else f"; a min_rate up to {refusal.fits_rate:g} tuples/s would fit"
+        raise ServiceError(409, "admission_refused", f"topology {name} is not admitted: {refusal.reason}{fits}")
     admitted.sort(key=lambda a: -a[0])  # stable: of equal rates, the placement on every machine with room first
     score, plan, record, allocation = admitted[0]
     if len(candidates) > 1:
@@ -351,7 +357,8 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
     tenants planning each again (seven plans apiece, for each of the newcomer's placements) is what
     makes a newcomer slow. So within ``bounds`` only the ``max_tenants`` most important are planned
     again, and none once its deadline has passed (those kept by then stay kept: each one raised the
-    weighted rate and refused nobody).
+    weighted rate and refused nobody). A new placement that needs a worker slot the others hold
+    refuses someone (``allocation_of`` counts slots), so it is never kept.
     """
     bounds = bounds or SearchBounds()
     current = list(records)
@@ -405,11 +412,13 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
 
 
 async def plan_with_room(request: PlanRequest, entries: list[ProfileEntry], used: Mapping[str, float],
-                          plan_on: PlanOn, leave_out: frozenset[str] = frozenset()) -> Plan | None:
-    """A plan on what ``used`` leaves of each machine (none of the types ``leave_out``); None when none has room."""
+                          plan_on: PlanOn, leave_out: frozenset[str] = frozenset(),
+                          held: Mapping[str, int] | None = None) -> Plan | None:
+    """A plan on what ``used`` leaves of each machine (none of the types ``leave_out``, none whose worker slots the
+    others hold all of, ``held``); None when none has room."""
     try:
         cluster, derived_entries = cluster_with_room(request.cluster, entries, used, request.options.max_utilization,
-                                                     leave_out)
+                                                     leave_out, held)
     except ValueError:
         return None
     plan = await plan_on(cluster, derived_entries)
