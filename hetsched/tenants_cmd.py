@@ -26,9 +26,12 @@ def ledger_tables(ledger: Ledger) -> list[Table]:
     for name in topologies:
         machines.add_column(name, justify="right")
     machines.add_column("free", justify="right")
+    machines.add_column("slots used", justify="right")
     for m in ledger.machines:
+        slots = f"{m.slots_used}" if m.slots is None else f"{m.slots_used} of {m.slots}"
         machines.add_row(m.id, m.type, f"{m.capacity:.1f}", *(f"{m.loads[t]:.1f}" if t in m.loads else "-" for t in topologies),
-                         f"[red]{m.free:.1f}[/red]" if m.free < 0 else f"{m.free:.1f}")
+                         f"[red]{m.free:.1f}[/red]" if m.free < 0 else f"{m.free:.1f}",
+                         f"[red]{slots}[/red]" if m.slots is not None and m.slots_used > m.slots else slots)
     tenants = Table(title="Topologies")
     for column in ("topology", "priority", "min rate", "target rate", "status", "rate (tuples/s)", "plan", "heartbeat"):
         tenants.add_column(column, justify="right" if column in ("priority", "min rate", "target rate", "rate (tuples/s)") else "left")

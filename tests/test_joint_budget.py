@@ -32,7 +32,7 @@ def replans(tenants: int, bounds: Callable[[], SearchBounds], seconds: float) ->
     bounds ``bounds()`` makes (in the event loop, whose clock a deadline is on); and the seconds it took."""
     asked: list[str] = []
 
-    async def replan(tenant, used, leave_out):
+    async def replan(tenant, used, leave_out, held):
         asked.append(tenant.topology)
         await anyio.sleep(seconds)
         return None

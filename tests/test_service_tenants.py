@@ -165,6 +165,10 @@ def test_the_ledger_and_priority_on_the_command_line(start_planner_service):
     shown = runner.invoke(app, ["ledger", "--planner", planner_service.url], env={"COLUMNS": "250"})
     assert shown.exit_code == 0, shown.output
     assert "cli-first" in shown.output and "cli-second" in shown.output and "free" in shown.output
+    with planner_service.http() as http:
+        ledger = http.get("/v1/ledger").json()
+    slots = {f"{m['slots_used']} of {m['slots']}" for m in ledger["machines"] if m.get("slots")}
+    assert "slots used" in shown.output and slots and all(s in shown.output for s in slots), (ledger, shown.output)
     changed = runner.invoke(app, ["priority", "cli-second", "0", "--no-replace", "--planner", planner_service.url])
     assert changed.exit_code == 0, changed.output
     line = next(line for line in changed.output.splitlines() if line.startswith("cli-second: priority 0; shares changed:"))

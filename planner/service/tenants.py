@@ -314,9 +314,11 @@ def with_tenancy_stats(plan: Plan, record: TenantRecord, others: Sequence[Tenant
     return plan.model_copy(update={"stats": stats})
 
 
-Replanner = Callable[[TenantRecord, Mapping[str, float], frozenset[str]], Awaitable[tuple[Plan, TenantRecord] | None]]
-"""Plans a registered tenant again on what ``used`` (machine -> percent) leaves, without the given machine types:
-its plan and its registration under it, or None when it cannot be planned there."""
+Replanner = Callable[[TenantRecord, Mapping[str, float], frozenset[str], Mapping[str, int]],
+                     Awaitable[tuple[Plan, TenantRecord] | None]]
+"""Plans a registered tenant again on what ``used`` (machine -> percent) leaves, without the given machine types, on
+machines where the others leave a worker slot (``held``: machine -> slots they hold): its plan and its registration
+under it, or None when it cannot be planned there."""
 
 
 @dataclass(frozen=True)
@@ -387,7 +389,8 @@ async def joint_replans(records: Sequence[TenantRecord], newcomer: str, capacity
         room = used_by(allocation_of(others, mode, capacity), others)
         best: tuple[float, Plan, TenantRecord, Allocation] | None = None
         choices = [frozenset[str](), *leave_out_choices(cluster, MAX_LEAVE_OUT_PLANS)]
-        for got in await bounds.side_by_side([functools.partial(replan, record, room, c) for c in choices]):
+        held = slots_held(others)
+        for got in await bounds.side_by_side([functools.partial(replan, record, room, c, held) for c in choices]):
             if got is None:
                 continue
             plan, candidate = got

@@ -373,7 +373,7 @@ def _replanner(storage: Storage, settings: ServiceSettings, pool: PlanningPool) 
             resolved[record.topology] = (profiles, await anyio.to_thread.run_sync(_base_load, profiles, storage))
         return resolved[record.topology]
 
-    async def replan(record: TenantRecord, used, leave_out) -> tuple[Plan, TenantRecord] | None:
+    async def replan(record: TenantRecord, used, leave_out, held) -> tuple[Plan, TenantRecord] | None:
         assert record.request is not None
         request = record.request.model_copy(update={"tenant": TenantSpec(
             priority=record.priority, min_rate=record.min_rate, target_rate=record.target_rate)})
@@ -385,7 +385,7 @@ def _replanner(storage: Storage, settings: ServiceSettings, pool: PlanningPool) 
             async def plan_on(cluster, entries):
                 return await planner.plan(request.topology, cluster, entries, request.strategy, options)
 
-            plan = await plan_with_room(request, profiles.entries, used, plan_on, leave_out)
+            plan = await plan_with_room(request, profiles.entries, used, plan_on, leave_out, held)
             if plan is None:
                 return None
             registration = await anyio.to_thread.run_sync(registration_for, request, profiles.entries, plan, worker_load)
