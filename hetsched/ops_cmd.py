@@ -33,7 +33,8 @@ from hetsched.submit_checks import read_storm_yaml
 from observe.nimbus import ClusterSummary, NimbusAddress, connect
 from planner.client import TOKEN_ENV, URL_ENV
 from planner.events import TopologyEvent
-from planner.model import Contingency
+from planner.model import Contingency, ContingencyMove
+from planner.service.overview import RunningContingency, placement_now
 from topologies import conf as keys
 from topologies.errors import TopologyError
 from topologies.locate import NIMBUS_ENV, nimbus_address
@@ -210,6 +211,8 @@ def placement(
                           "plan": {"id": story.plan_id, "source": story.plan_source},
                           "contingencies": None if story.contingencies is None
                           else [c.model_dump(mode="json") for c in story.contingencies],
+                          "running_contingency": None if story.running_contingency is None
+                          else story.running_contingency.model_dump(mode="json"),
                           "events": [e.model_dump(mode="json") for e in story.events],
                           "executors": [{**asdict(p), **({"shares": s} if s else {})} for p, s in zip(places, shares)],
                           "machines": [asdict(m) for m in loads], "notes": notes}, indent=2))
@@ -227,13 +230,20 @@ class PlannerStory:
     """bound (``/v1/assignments``) or conf (``hetsched.plan.id``)."""
     plan_rate: float | None = None
     contingencies: list[Contingency] | None = None
+    """The contingencies that answer the next loss of what runs: the plan's, unless a contingency of it runs."""
     events: list[TopologyEvent] = field(default_factory=list)
+    running_contingency: RunningContingency | None = None
+    """The plan's contingency for a lost machine, where the plugin applied it and it runs instead of the plan."""
 
 
 def planner_story(name: str, topology_conf: dict[str, Any], planner_url: str | None, token: str | None, events: int,
                   notes: list[str]) -> PlannerStory:
     """The plan bound to the topology (else its conf's ``hetsched.plan.id``) with its contingencies, and its ``events``
-    newest events; what cannot be read is one line in ``notes``."""
+    newest events; what cannot be read is one line in ``notes``.
+
+    Where the binding says the plugin applied the plan's contingency for a lost machine
+    (``planner.service.overview.placement_now``), that contingency is what runs: the plan's contingencies are not
+    the current ones, and a note says why they are not shown."""
     from planner.client import PlannerClient, PlannerClientError
 
     if not planner_url:
@@ -241,6 +251,7 @@ def planner_story(name: str, topology_conf: dict[str, Any], planner_url: str | N
         return PlannerStory()
     plan_id = source = None
     plan = None
+    binding: dict[str, Any] | None = None
     found: list[TopologyEvent] = []
     with PlannerClient(planner_url, token, timeout_s=30.0) as client:
         try:
@@ -251,9 +262,6 @@ def planner_story(name: str, topology_conf: dict[str, Any], planner_url: str | N
                 notes.append(f"no contingencies: no plan is bound to {name} and its conf names none ({keys.PLAN_ID})")
             else:
                 plan = client.get_plan(plan_id)
-                if plan.contingencies is None:
-                    notes.append(f"no contingencies: plan {plan_id} was not planned to survive a loss "
-                                 "(options.survive_loss)")
         except PlannerClientError as exc:
             notes.append(f"no contingencies: {str(exc).splitlines()[0]}")
         if events:
@@ -261,7 +269,14 @@ def planner_story(name: str, topology_conf: dict[str, Any], planner_url: str | N
                 found = client.events(name, events).events
             except PlannerClientError as exc:
                 notes.append(f"no events: {str(exc).splitlines()[0]}")
-    return PlannerStory(plan_id, source, plan.input_rate if plan else None, plan.contingencies if plan else None, found)
+    now = placement_now(plan, plan_id, binding.get("reason") if binding else None,
+                        binding.get("created_at") if binding else None)
+    if now.contingencies_note is not None:
+        notes.append(now.contingencies_note)
+    elif plan is not None and plan.contingencies is None:
+        notes.append(f"no contingencies: plan {plan_id} was not planned to survive a loss (options.survive_loss)")
+    return PlannerStory(plan_id, source, plan.input_rate if plan else None, now.contingencies, found,
+                        now.running_contingency)
 
 
 def executor_shares(places: list[ExecutorPlace], conf_value: Any) -> list[dict[str, float]]:
@@ -403,6 +418,8 @@ def print_story(out: Console, story: PlannerStory, recent: RecentRate | None, pr
                       if predicted_rate is not None else "unknown")
     out.print(f"input rate R: measured {measured_text}; predicted {predicted_text}", highlight=False, markup=False,
               soft_wrap=True)
+    if story.running_contingency is not None:
+        out.print(running_contingency_line(story.running_contingency), highlight=False, markup=False, soft_wrap=True)
     if story.contingencies:
         where = "bound to it" if story.plan_source == "bound" else f"its conf's {keys.PLAN_ID}"
         table = Table(title=f"if a machine is lost: plan {story.plan_id} ({where}; {story.plan_rate:.2f} tuples/s with "
@@ -421,10 +438,23 @@ def print_story(out: Console, story: PlannerStory, recent: RecentRate | None, pr
         out.print(table)
 
 
-def moves_text(contingency: Contingency) -> str:
+def running_contingency_line(running: RunningContingency) -> str:
+    """What runs after the plugin applied a contingency: the machine lost, when, the rate it predicts, what moved."""
+    when = f" at {running.lost_at[:19].replace('T', ' ')} UTC" if running.lost_at else ""
+    if running.input_rate is None:
+        what = f"plan {running.plan_id} stores no contingency for it"
+    else:
+        what = (f"predicted {running.input_rate:.2f} tuples/s"
+                + (f" (bottleneck {running.bottleneck})" if running.bottleneck else "")
+                + f"; moved {running.moved}: {moves_text(running.moves)}")
+    return (f"running: plan {running.plan_id}'s contingency for machine {running.machine}, lost{when} (the plugin "
+            f"applied it, not the plan's placement): {what}")
+
+
+def moves_text(contingency: Contingency | list[ContingencyMove]) -> str:
     """Where a contingency moves which instances: ``spout #0, low #1 -> small-1; high #0 -> medium-1``."""
     by_target: dict[str, list[str]] = {}
-    for m in contingency.moves:
+    for m in (contingency.moves if isinstance(contingency, Contingency) else contingency):
         by_target.setdefault(m.machine, []).append(f"{m.component} #{m.index}")
     return "; ".join(f"{', '.join(instances)} -> {machine}" for machine, instances in by_target.items()) or "nothing moves"
 

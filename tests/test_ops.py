@@ -304,6 +304,51 @@ def test_placement_shows_the_contingency_of_each_machine_and_the_last_events(fak
     assert "events, newest first" in text and "bind 6" in text and "bind 5" in text and "bind 4" not in text
 
 
+def test_placement_after_a_contingency_shows_it_running_and_not_the_plan_s_contingencies(
+        fake_nimbus, supervisor_files, start_planner_service):
+    service = start_planner_service()
+    profiles = json.loads((EXAMPLES / "micro-profiles.json").read_text())
+    request = json.loads((EXAMPLES / "linear-plan.json").read_text())
+    request["options"] = {"survive_loss": {"objective": "nominal"}}
+    with service.http() as http:
+        http.put(f"/v1/profiles/{profiles['name']}", json=profiles).raise_for_status()
+        plan = http.post("/v1/plans", json=request).json()
+        large = next(c for c in plan["contingencies"] if c["machine"] == "large-1")
+        bound = http.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": (
+            f"hetsched plugin, contingency for large-1 lost: kept 2 executors where they run, moved {large['moved']}, "
+            f"predicted {large['input_rate']:.2f} tuples/s")}).json()
+    fake_nimbus.topology_conf = {"hetsched.profiles": profiles["name"], "hetsched.topology": "linear"}
+    args = ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--planner", service.url,
+            *supervisor_files]
+    answer = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert answer["plan"] == {"id": plan["id"], "source": "bound"}
+    assert answer["contingencies"] is None, "the plan's contingencies are for its placement before the loss"
+    assert answer["running_contingency"] == {
+        "machine": "large-1", "lost_at": bound["created_at"], "plan_id": plan["id"], "input_rate": large["input_rate"],
+        "bottleneck": large["bottleneck"], "moved": large["moved"], "moves": large["moves"]}
+    note = (f"Plan {plan['id']}'s contingencies are not shown: they are for its placement before large-1 was lost, "
+            "which no longer runs, so the plugin applies none of them; the next loss is repaired by the planner.")
+    assert note in answer["notes"]
+    assert [e["kind"] for e in answer["events"]] == ["contingency-applied", "machine-lost"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    moved = "; ".join(f"{', '.join(f'{m[0]} #{m[1]}' for m in group)} -> {target}" for target, group in _by_target(
+        large["moves"]).items())
+    assert (f"running: plan {plan['id']}'s contingency for machine large-1, lost at "
+            f"{bound['created_at'][:19].replace('T', ' ')} UTC (the plugin applied it, not the plan's placement): "
+            f"predicted {large['input_rate']:.2f} tuples/s (bottleneck {large['bottleneck']}); moved "
+            f"{large['moved']}: {moved}") in text
+    assert "if a machine is lost" not in text and note in text
+
+
+def _by_target(moves: list[dict]) -> dict[str, list[tuple[str, int]]]:
+    grouped: dict[str, list[tuple[str, int]]] = {}
+    for m in moves:
+        grouped.setdefault(m["machine"], []).append((m["component"], m["index"]))
+    return grouped
+
+
 def test_placement_without_a_plan_bound_or_in_its_conf_says_so(fake_nimbus, supervisor_files, planner_service):
     fake_nimbus.topology_conf = {"hetsched.topology": "linear"}
     result = runner.invoke(app, ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--json",

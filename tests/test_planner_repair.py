@@ -5,14 +5,14 @@ import itertools
 
 import pytest
 
+from planner import survive
 from planner.api import evaluate_assignments, make_plan
 from planner.errors import PlanningError
 from planner.fixtures import load_scenario
-from planner.model import Cluster, Component, InstanceAssignment, Topology
+from planner.model import Cluster, Component, InstanceAssignment, PlanOptions, SurviveLoss, Topology
 from planner.problem import compile_problem
 from planner.profiles import ProfileTable
-from planner.repair import KeptInstance, make_repair, repair
-from planner.model import PlanOptions
+from planner.repair import KeptInstance, make_repair, repair, repair_options, survive_rule_of
 from tests.fixtures.service import small_plan_request, small_profiles
 
 
@@ -130,6 +130,84 @@ def test_a_component_without_a_count_is_refused():
         make_repair(topology, s.cluster, s.profiles.entries, [])
 
 
+# --- a repair of a topology planned to survive a loss keeps its contingencies ------------------------------------
+
+
+def _survivable_loss(rule: SurviveLoss, scenario: int = 1):
+    """Linear planned on the paper's cluster to survive a loss, then its busiest machine lost: (plan, topology with the
+    plan's counts, smaller cluster, entries, keep)."""
+    s = load_scenario("linear", scenario)
+    plan = make_plan(s.topology, s.cluster, s.profiles.entries, "paper", PlanOptions(survive_loss=rule))
+    plan = plan.model_copy(update={"id": "before"})
+    busiest = max(plan.machines, key=lambda m: m.instances).id
+    keep = [KeptInstance(component=a.component, index=a.index, machine=a.machine)
+            for a in plan.assignments if a.machine != busiest]
+    return plan, _fixed(s.topology, plan.instances), _without(s.cluster, busiest), s.profiles.entries, keep
+
+
+def test_a_repair_with_survive_loss_stores_the_contingencies_of_the_repaired_placement():
+    plan, topology, cluster, entries, keep = _survivable_loss(SurviveLoss(objective="nominal", move_min_gain=0.05))
+    rule = SurviveLoss(objective="nominal", move_min_gain=0.05)
+    repaired = make_repair(topology, cluster, entries, keep, PlanOptions(survive_loss=rule), "plan before")
+    without = make_repair(topology, cluster, entries, keep)
+    assert without.contingencies is None and "survive_loss" not in without.stats
+    assert repaired.assignments == without.assignments and repaired.input_rate == without.input_rate, (
+        "a repair places the lost instances for the highest rate, with contingencies or not")
+    problem = compile_problem(topology, cluster, ProfileTable.from_entries(entries), PlanOptions())
+    placement = {c: [a.machine for a in sorted(repaired.assignments, key=lambda a: a.index) if a.component == c]
+                 for c in repaired.instances}
+    assert repaired.contingencies == survive.contingencies(problem, placement, 0.05)
+    assert {c.machine for c in repaired.contingencies} == {a.machine for a in repaired.assignments}
+    said = repaired.stats["survive_loss"]
+    assert (said["objective"], said["rule"], said["from"]) == ("nominal", rule.model_dump(mode="json"), "plan before")
+    assert said["worst_case_rate"] == pytest.approx(min(c.input_rate for c in repaired.contingencies))
+    assert said["contingencies_ms"] >= 0 and "skipped" not in said
+
+
+def test_a_repair_is_answered_without_contingencies_past_its_share_of_the_time_limit():
+    _, topology, cluster, entries, keep = _survivable_loss(SurviveLoss())
+    repaired = make_repair(topology, cluster, entries, keep, PlanOptions(survive_loss=SurviveLoss(), time_limit_s=1e-9))
+    assert repaired.contingencies is None and repaired.stats["placed"] > 0
+    assert repaired.stats["survive_loss"]["skipped"].startswith(
+        "the contingencies were not done within 50% of the time limit (0 of ")
+
+
+def test_a_repair_onto_one_machine_stores_no_contingency_and_says_why():
+    _, topology, cluster, entries, keep = _survivable_loss(SurviveLoss())
+    one = cluster.machines[0].id
+    cluster = cluster.model_copy(update={"machines": [m for m in cluster.machines if m.id == one]})
+    keep = [k for k in keep if k.machine == one]
+    repaired = make_repair(topology, cluster, entries, keep, PlanOptions(survive_loss=SurviveLoss()))
+    assert repaired.contingencies is None
+    assert repaired.stats["survive_loss"]["skipped"] == ("one machine is left, and losing it leaves nowhere to place "
+                                                        "its instances")
+
+
+def test_the_repair_keeps_the_survive_loss_of_the_plan_it_ran_by_unless_the_request_says():
+    plan, *_ = _survivable_loss(SurviveLoss(objective="nominal"))
+    inherited, source = repair_options(PlanOptions(max_utilization=0.9), plan)
+    assert (inherited.survive_loss, inherited.max_utilization, source) == (
+        SurviveLoss(objective="nominal"), 0.9, "plan before")
+    assert not inherited.weighted_shares, "a repair's shares would reach no worker: never taken from the plan"
+    asked = PlanOptions.model_validate({"survive_loss": {"objective": "worst_case", "move_min_gain": 0.2}})
+    assert repair_options(asked, plan) == (asked, "request")
+    declined = PlanOptions.model_validate({"survive_loss": None})
+    assert repair_options(declined, plan) == (declined, None)
+    plain = make_plan(*_survivable_loss(SurviveLoss())[1:4], "paper").model_copy(update={"id": "plain"})
+    assert repair_options(PlanOptions(), plain) == (PlanOptions(), None)
+    assert repair_options(PlanOptions(), None) == (PlanOptions(), None)
+
+
+def test_the_rule_is_read_whole_from_a_repair_plan_and_as_its_objective_from_a_plan():
+    plan, topology, cluster, entries, keep = _survivable_loss(SurviveLoss(objective="nominal", move_min_gain=0.3))
+    assert survive_rule_of(plan) == SurviveLoss(objective="nominal"), "a plan does not record its move_min_gain"
+    rule = SurviveLoss(objective="worst_case", max_nominal_loss=0.1, move_min_gain=0.3)
+    repaired = make_repair(topology, cluster, entries, keep, PlanOptions(survive_loss=rule), "request")
+    assert survive_rule_of(repaired) == rule
+    assert survive_rule_of(repaired.model_copy(update={"contingencies": None})) is None
+    assert survive_rule_of(plan.model_copy(update={"stats": {"survive_loss": {"objective": "sideways"}}})) == SurviveLoss()
+
+
 # --- the service: POST /v1/repairs and /v1/assignments/{topology} through a real `hetsched serve` ----------------
 
 
@@ -194,3 +272,85 @@ def test_binding_an_unknown_plan_is_404_and_keeps_the_old_binding(http):
     response = http.put("/v1/assignments/kept-run", json={"plan_id": "no-such-plan"})
     assert response.status_code == 404 and "plan 'no-such-plan' does not exist" in response.json()["detail"]
     assert http.get("/v1/assignments/kept-run").json()["plan_id"] == plan["id"]
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """The service in process on a database of its own: which stored plan a repair inherits from depends on the
+    topology's plans and binding, so no other test's may be there."""
+    from fastapi.testclient import TestClient
+
+    from planner.service.app import create_app
+    from planner.service.settings import ServiceSettings
+
+    with TestClient(create_app(ServiceSettings(db_path=tmp_path / "repairs.db"))) as client:
+        yield client
+
+
+def _survivable_stored_plan(http) -> dict:
+    http.put("/v1/profiles/repair-micro", json=small_profiles("repair-micro")).raise_for_status()
+    request = small_plan_request({"name": "repair-micro"}, strategy="paper")
+    request["options"] = {"survive_loss": {"objective": "nominal"}}
+    response = http.post("/v1/plans", json=request)
+    assert response.status_code == 201, response.text
+    assert response.json()["contingencies"]
+    return response.json()
+
+
+def _repair_request(plan: dict, lost: str, placed: dict[tuple[str, int], str] | None = None) -> dict:
+    """The plugin's repair body after losing ``lost``: every instance of ``placed`` (default: the plan's) kept where it
+    runs unless it ran there."""
+    request = small_plan_request({"name": "repair-micro"})
+    request["cluster"]["machines"] = [m for m in request["cluster"]["machines"] if m["id"] != lost]
+    for component in request["topology"]["components"]:
+        component["parallelism"] = plan["instances"][component["id"]]
+    placed = placed or {(a["component"], a["index"]): a["machine"] for a in plan["assignments"]}
+    keep = [{"component": c, "index": i, "machine": m} for (c, i), m in sorted(placed.items()) if m != lost]
+    return {**request, "keep": keep}
+
+
+def test_a_repair_keeps_the_survive_loss_of_the_stored_plan_that_placed_the_survivors(fresh):
+    http = fresh
+    plan = _survivable_stored_plan(http)
+    lost = max(plan["machines"], key=lambda m: m["instances"])["id"]
+    response = http.post("/v1/repairs", json=_repair_request(plan, lost))
+    assert response.status_code == 201, response.text
+    repaired = response.json()
+    assert repaired["contingencies"], "a topology planned to survive a loss has contingencies again after its repair"
+    assert {c["machine"] for c in repaired["contingencies"]} == {a["machine"] for a in repaired["assignments"]}
+    assert lost not in {c["machine"] for c in repaired["contingencies"]}
+    assert repaired["stats"]["survive_loss"]["from"] == f"plan {plan['id']}"
+    assert http.get(f"/v1/plans/{repaired['id']}").json()["contingencies"] == repaired["contingencies"]
+
+
+def test_after_a_contingency_the_repair_keeps_the_survive_loss_of_the_plan_bound(fresh):
+    """The second loss: the survivors run where the contingency put them, which no stored plan says; the plan bound
+    (whose contingency runs) still tells the rule."""
+    http = fresh
+    plan = _survivable_stored_plan(http)
+    first = max(plan["machines"], key=lambda m: m["instances"])["id"]
+    contingency = next(c for c in plan["contingencies"] if c["machine"] == first)
+    http.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": (
+        f"hetsched plugin, contingency for {first} lost: kept 3 executors where they run, moved "
+        f"{contingency['moved']}")}).raise_for_status()
+    placed = {(a["component"], a["index"]): a["machine"] for a in plan["assignments"]}
+    placed.update({(m["component"], m["index"]): m["machine"] for m in contingency["moves"]})
+    second = next(m for m in sorted(set(placed.values()) - {first})
+                  if any(move["machine"] != m for move in contingency["moves"]))  # a survivor where no plan put it
+    request = _repair_request(plan, second, placed)
+    request["cluster"]["machines"] = [m for m in request["cluster"]["machines"] if m["id"] != first]
+    response = http.post("/v1/repairs", json=request)
+    assert response.status_code == 201, response.text
+    repaired = response.json()
+    assert repaired["contingencies"] and repaired["stats"]["survive_loss"]["from"] == f"plan {plan['id']}"
+
+
+def test_a_repair_request_that_says_survive_loss_null_gets_no_contingencies(fresh):
+    http = fresh
+    plan = _survivable_stored_plan(http)
+    lost = max(plan["machines"], key=lambda m: m["instances"])["id"]
+    request = _repair_request(plan, lost)
+    request["options"] = {"survive_loss": None}
+    response = http.post("/v1/repairs", json=request)
+    assert response.status_code == 201, response.text
+    assert response.json()["contingencies"] is None and "survive_loss" not in response.json()["stats"]

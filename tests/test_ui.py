@@ -19,7 +19,9 @@ from planner.service.app import create_app
 from planner.service.overview import (
     KnownMachine,
     OverviewError,
+    PlacementNow,
     live_placement,
+    placement_now,
     plan_view,
     profile_set_view,
     read_live_cluster,
@@ -212,6 +214,85 @@ def test_overview_shows_each_topology_with_its_plan_contingencies_and_events(gua
     assert shown["predicted_rate"] == plan["input_rate"] and shown["measured_rate"] is None
     assert shown["contingencies"] == plan["contingencies"]
     assert [(e["kind"], e["sentence"]) for e in shown["events"]] == [("bound", f"Plan {plan['id']} bound: operator.")]
+
+
+CONTINGENCY_REASON = "hetsched plugin, contingency for {} lost: kept 2 executors where they run, moved {}"
+
+
+def _survivable_plan_model():
+    request = json.loads((REPO / "docs" / "examples" / "linear-plan.json").read_text())
+    request["options"] = {"survive_loss": {"objective": "nominal"}}
+    request["profiles"] = {"entries": json.loads((REPO / "docs" / "examples" / "micro-profiles.json").read_text())["entries"]}
+    parsed = PlanRequest.model_validate(request)
+    return make_plan(parsed.topology, parsed.cluster, parsed.profiles.entries, parsed.strategy,
+                     parsed.options).model_copy(update={"id": "p1"})
+
+
+def test_what_runs_after_a_contingency_is_the_contingency_not_the_plan():
+    plan = _survivable_plan_model()
+    large = next(c for c in plan.contingencies if c.machine == "large-1")
+    now = placement_now(plan, "p1", CONTINGENCY_REASON.format("large-1", large.moved), "2026-01-02T03:04:05.000Z")
+    running = now.running_contingency
+    assert running is not None
+    assert (running.machine, running.lost_at, running.plan_id) == ("large-1", "2026-01-02T03:04:05.000Z", "p1")
+    assert (running.input_rate, running.bottleneck, running.moved, running.moves) == (
+        large.input_rate, large.bottleneck, large.moved, large.moves)
+    assert now.predicted_rate == large.input_rate < plan.input_rate, "R predicted is the contingency's, not the plan's"
+    assert now.contingencies is None, "the plan's contingencies are for its placement before the loss"
+    assert now.contingencies_note == (
+        "Plan p1's contingencies are not shown: they are for its placement before large-1 was lost, which no longer "
+        "runs, so the plugin applies none of them; the next loss is repaired by the planner.")
+
+
+@pytest.mark.parametrize("reason", ["operator", "hetsched replan: +20%", "hetsched plugin, machine joined: m-1", "",
+                                    None])
+def test_any_other_bind_runs_the_plan_with_its_contingencies(reason):
+    plan = _survivable_plan_model()
+    assert placement_now(plan, "p1", reason, None) == PlacementNow(predicted_rate=plan.input_rate,
+                                                                   contingencies=plan.contingencies)
+    assert placement_now(None, None, reason, None) == PlacementNow()
+
+
+def test_a_repair_the_plugin_placed_runs_as_its_plan_whose_contingencies_the_plugin_does_not_apply():
+    plan = _survivable_plan_model()
+    reason = "hetsched plugin, repair placed after losing m-9: kept 2 executors where they run, placed 1 on small-1"
+    now = placement_now(plan, "p1", reason, None)
+    assert (now.predicted_rate, now.contingencies, now.running_contingency) == (plan.input_rate, plan.contingencies, None)
+    assert now.contingencies_note == (
+        "Plan p1 is the repair the plugin placed after a loss: its contingencies say what each next loss would cost, "
+        "but the plugin repairs the next loss by asking the planner rather than applying them (it applies those of a "
+        "plan it placed whole).")
+    plain = _plan().model_copy(update={"id": "p2"})
+    assert placement_now(plain, "p2", reason, None) == PlacementNow(predicted_rate=plain.input_rate)
+
+
+def test_a_contingency_the_plan_does_not_store_runs_with_no_rate_known():
+    plain = _plan().model_copy(update={"id": "p2"})
+    assert plain.contingencies is None
+    now = placement_now(plain, "p2", CONTINGENCY_REASON.format("m0", 1), "2026-01-02T03:04:05.000Z")
+    assert now.running_contingency is not None and now.running_contingency.machine == "m0"
+    assert (now.predicted_rate, now.running_contingency.input_rate, now.contingencies) == (None, None, None)
+    assert now.contingencies_note == ("No contingency is known for what runs: it is plan p2's contingency for m0, and "
+                                      "the next loss is repaired by the planner.")
+
+
+def test_overview_shows_the_contingency_that_runs_after_a_loss_and_not_the_plans(guarded_app):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    plan = survivable_plan(guarded_app, auth)
+    large = next(c for c in plan["contingencies"] if c["machine"] == "large-1")
+    bound = guarded_app.put("/v1/assignments/linear-run", headers=auth, json={
+        "plan_id": plan["id"], "reason": CONTINGENCY_REASON.format("large-1", large["moved"])})
+    bound.raise_for_status()
+    shown = guarded_app.get("/v1/overview", headers=auth).json()["topologies"][0]
+    assert (shown["name"], shown["plan_id"], shown["plan_source"]) == ("linear-run", plan["id"], "bound")
+    assert shown["running_contingency"] == {
+        "machine": "large-1", "lost_at": bound.json()["created_at"], "plan_id": plan["id"],
+        "input_rate": large["input_rate"], "bottleneck": large["bottleneck"], "moved": large["moved"],
+        "moves": large["moves"]}
+    assert shown["predicted_rate"] == large["input_rate"] and shown["contingencies"] is None
+    assert shown["contingencies_note"].startswith(f"Plan {plan['id']}'s contingencies are not shown: they are for "
+                                                  "its placement before large-1 was lost")
+    assert [e["kind"] for e in shown["events"]] == ["contingency-applied", "machine-lost"]
 
 
 def test_recent_plans_reads_without_writing(tmp_path):

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from planner.events import TopologyEvent, iso_utc
-from planner.model import Contingency, Plan, ProfileSet
+from planner.events import PLUGIN_REASON, TopologyEvent, contingency_machine, iso_utc
+from planner.model import Contingency, ContingencyMove, Plan, ProfileSet
 from planner.storage import StorageError
 
 RECENT_PLANS = 20
@@ -31,6 +31,8 @@ EVENTS_SHOWN = 8
 """Events shown per topology, newest first; the rest are at GET /v1/topologies/{name}/events."""
 NIMBUS_TIMEOUT_MS = 3_000
 """How long one Nimbus call may take before the page says Nimbus cannot be read (it polls again soon)."""
+REPAIR_REASON = PLUGIN_REASON + "repair placed"
+"""How the reason starts with which the Nimbus plugin binds the repair plan it placed (RepairPlacement.reason)."""
 
 
 class Executor(BaseModel):
@@ -120,6 +122,67 @@ class LiveCluster(BaseModel):
     topologies: list[TopologyView] = Field(default_factory=list)
 
 
+class RunningContingency(BaseModel):
+    """The placement a topology runs in once the Nimbus plugin applied its bound plan's contingency for a lost machine
+    (the plugin tells the service by binding that plan again, with a reason naming the machine)."""
+
+    machine: str = Field(description="The machine lost.")
+    lost_at: str | None = Field(default=None, description=(
+        "When the service learned of it: the plugin binds the plan right after applying the contingency, ISO 8601 UTC."))
+    plan_id: str = Field(description="The plan whose contingency runs (the plan bound, from before the loss).")
+    input_rate: float | None = Field(default=None, description=(
+        "R the contingency predicts, tuples/s; None where the plan stores no contingency for the machine."))
+    bottleneck: str | None = Field(default=None, description="What limits R after the loss, as the contingency says.")
+    moved: int | None = Field(default=None, description="Executors the contingency moved, as the plan stores it.")
+    moves: list[ContingencyMove] = Field(default_factory=list, description="Every instance it moved, and where.")
+
+
+class PlacementNow(BaseModel):
+    """What a topology runs by as the service knows it: the plan bound, or the contingency of it the plugin applied."""
+
+    predicted_rate: float | None = Field(default=None, description="R predicted for what runs, tuples/s.")
+    contingencies: list[Contingency] | None = Field(default=None, description=(
+        "The contingencies that answer the next loss of what runs; None where none is known."))
+    contingencies_note: str | None = Field(default=None, description=(
+        "One sentence: why the plan's contingencies are not shown, or that the plugin does not apply those shown; "
+        "None otherwise."))
+    running_contingency: RunningContingency | None = None
+
+
+def placement_now(plan: Plan | None, plan_id: str | None, reason: str | None, bound_at: str | None) -> PlacementNow:
+    """What runs, from the plan bound to a topology and the bind's ``reason`` and time. Pure.
+
+    A bind whose reason is the plugin's ``contingency for <machine> lost`` (planner.events.contingency_machine) means
+    the topology runs that plan's contingency for the machine, not the plan's placement: R is the contingency's, and
+    the plan's contingencies, made for the placement before the loss, are not the current ones (the plugin applies
+    none of them; the next loss is repaired by the planner). Any other bind, or none, is the plan itself; a repair the
+    plugin placed and bound (``hetsched plugin, repair placed ...``) runs as its plan says, and its contingencies are
+    shown with a note that the plugin does not apply them (it asks the planner to repair the next loss).
+    """
+    stored = (plan.contingencies or []) if plan is not None else []
+    machine = contingency_machine(reason, [c.machine for c in stored]) if reason and plan_id else None
+    if machine is None or plan_id is None:
+        repaired = bool(stored) and bool(reason) and str(reason).startswith(REPAIR_REASON)
+        return PlacementNow(
+            predicted_rate=plan.input_rate if plan else None, contingencies=plan.contingencies if plan else None,
+            contingencies_note=(f"Plan {plan_id} is the repair the plugin placed after a loss: its contingencies say "
+                                "what each next loss would cost, but the plugin repairs the next loss by asking the "
+                                "planner rather than applying them (it applies those of a plan it placed whole)."
+                                if repaired else None))
+    applied = next((c for c in stored if c.machine == machine), None)
+    running = RunningContingency(
+        machine=machine, lost_at=bound_at, plan_id=plan_id, input_rate=applied.input_rate if applied else None,
+        bottleneck=applied.bottleneck if applied else None, moved=applied.moved if applied else None,
+        moves=applied.moves if applied else [])
+    note = (f"Plan {plan_id}'s contingencies are not shown: they are for its placement before {machine} was lost, "
+            "which no longer runs, so the plugin applies none of them; the next loss is repaired by the planner."
+            if stored else
+            f"No contingency is known for what runs: it is plan {plan_id}'s contingency for {machine}, and the next "
+            "loss is repaired by the planner.")
+    return PlacementNow(predicted_rate=running.input_rate, contingencies=None, contingencies_note=note,
+                        running_contingency=running)
+
+
 class TopologyStatus(BaseModel):
     """One topology as an operator follows it: the rate measured and predicted now, what a loss would do, what happened."""
 
@@ -129,13 +192,21 @@ class TopologyStatus(BaseModel):
         "None for a topology placed by its conf's plan only."))
     plan_source: str | None = Field(default=None, description="bound or ledger: where plan_id comes from.")
     bound_at: str | None = Field(default=None, description="When plan_id was bound, ISO 8601 UTC.")
-    predicted_rate: float | None = Field(default=None, description="R the plan predicts, tuples/s.")
+    predicted_rate: float | None = Field(default=None, description=(
+        "R predicted for what runs, tuples/s: the plan's, or the contingency's where running_contingency says one runs."))
     measured_rate: float | None = Field(default=None, description="R measured on the live cluster (with --nimbus), "
                                         "over Nimbus's last 10 minutes.")
     measured_window_s: float | None = None
     running: bool = Field(description="Whether the live cluster (with --nimbus) runs it now.")
     contingencies: list[Contingency] | None = Field(default=None, description=(
-        "The plan's contingency per machine (options.survive_loss): where each machine's loss moves which instances."))
+        "The plan's contingency per machine (options.survive_loss): where each machine's loss moves which instances. "
+        "None while a contingency runs (running_contingency): the plan's are for its placement before the loss."))
+    contingencies_note: str | None = Field(default=None, description=(
+        "One sentence: why the plan's contingencies are not shown (a contingency runs), or that the plugin does not "
+        "apply those shown (a repair plan's); None otherwise."))
+    running_contingency: RunningContingency | None = Field(default=None, description=(
+        "The contingency the plugin applied for a lost machine, where what runs is that and not the plan's placement: "
+        "the machine, when, its predicted R and its moves."))
     events: list[TopologyEvent] = Field(description="Its newest events, the newest first.")
 
 
@@ -256,9 +327,9 @@ def topology_statuses(db_path: Path, live: LiveCluster, limit: int = RECENT_TOPO
             activity: dict[str, float] = {}
             for name, at in db.execute("SELECT topology, MAX(at) FROM events GROUP BY topology").fetchall():
                 activity[name] = at
-            bindings = {name: (plan_id, at) for name, plan_id, at in
-                        db.execute("SELECT topology, plan_id, created_at FROM bindings").fetchall()}
-            for name, (_, at) in bindings.items():
+            bindings = {name: (plan_id, reason, at) for name, plan_id, reason, at in
+                        db.execute("SELECT topology, plan_id, reason, created_at FROM bindings").fetchall()}
+            for name, (_, _, at) in bindings.items():
                 activity[name] = max(at, activity.get(name, at))
             registered = {name: at for name, at in db.execute("SELECT topology, heartbeat_at FROM tenants").fetchall()}
             for name, at in registered.items():
@@ -271,9 +342,10 @@ def topology_statuses(db_path: Path, live: LiveCluster, limit: int = RECENT_TOPO
     return statuses
 
 
-def _status(db: sqlite3.Connection, name: str, live: TopologyView | None, binding: tuple[str, float] | None,
+def _status(db: sqlite3.Connection, name: str, live: TopologyView | None, binding: tuple[str, str, float] | None,
             registered: bool, events_shown: int) -> TopologyStatus:
-    plan_id, source, bound_at = (binding[0], "bound", iso_utc(binding[1])) if binding else (None, None, None)
+    plan_id, source, reason, bound_at = ((binding[0], "bound", binding[1], iso_utc(binding[2])) if binding
+                                         else (None, None, None, None))
     if plan_id is None and registered:
         row = db.execute("SELECT body FROM tenants WHERE topology = ?", (name,)).fetchone()
         plan_id = json.loads(row[0]).get("plan_id") if row else None
@@ -284,11 +356,12 @@ def _status(db: sqlite3.Connection, name: str, live: TopologyView | None, bindin
         plan = Plan.model_validate_json(row[0]) if row else None
     events = [TopologyEvent(at=iso_utc(at), kind=kind, sentence=sentence) for at, kind, sentence in db.execute(
         "SELECT at, kind, sentence FROM events WHERE topology = ? ORDER BY seq DESC LIMIT ?", (name, events_shown))]
+    now = placement_now(plan, plan_id, reason, bound_at)
     return TopologyStatus(
-        name=name, plan_id=plan_id, plan_source=source, bound_at=bound_at,
-        predicted_rate=plan.input_rate if plan else None,
+        name=name, plan_id=plan_id, plan_source=source, bound_at=bound_at, predicted_rate=now.predicted_rate,
         measured_rate=live.measured_rate if live else None, measured_window_s=live.measured_window_s if live else None,
-        running=live is not None, contingencies=plan.contingencies if plan else None, events=events)
+        running=live is not None, contingencies=now.contingencies, contingencies_note=now.contingencies_note,
+        running_contingency=now.running_contingency, events=events)
 
 
 def local_machines(address: Any) -> dict[str, KnownMachine]:
