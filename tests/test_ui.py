@@ -413,6 +413,20 @@ def test_chromium_draws_each_topologys_contingencies_and_events(start_planner_se
 
 
 @needs_chromium
+def test_chromium_draws_the_contingency_that_runs_after_a_loss_not_the_plans(start_planner_service):
+    service = start_planner_service(token=TOKEN)
+    with service.http() as http:
+        plan = survivable_plan(http)
+        large = next(c for c in plan["contingencies"] if c["machine"] == "large-1")
+        http.put("/v1/assignments/linear-run", json={
+            "plan_id": plan["id"], "reason": CONTINGENCY_REASON.format("large-1", large["moved"])}).raise_for_status()
+    text = " ".join(_rendered(f"{service.url}/ui#token={TOKEN}").text)
+    assert f"Runs plan {plan['id']}'s contingency for machine large-1" in text
+    assert f"predicted R {large['input_rate']:.2f} tuples/s" in text.replace(",", "")
+    assert f"Plan {plan['id']}'s contingencies are not shown" in text and "stores no contingencies" not in text
+
+
+@needs_chromium
 def test_chromium_with_a_wrong_token_asks_for_it_and_shows_no_data(served_plan):
     service, plan = served_plan
     page = _rendered(f"{service.url}/ui#token=wrong")

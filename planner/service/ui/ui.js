@@ -125,16 +125,27 @@ function movesText(moves) {
   return [...byTarget].map(([machine, instances]) => `${instances.join(", ")} → ${machine}`).join("; ") || "nothing moves";
 }
 
+function runningContingency(t) {
+  const r = t.running_contingency;
+  return el("p", { class: "note", "data-running-contingency": r.machine },
+    `Runs plan ${r.plan_id}'s contingency for machine ${r.machine}, lost ${utc(r.lost_at)} (the plugin applied it): `
+    + (r.input_rate === null ? "the plan stores no contingency for it."
+      : `predicted R ${num(r.input_rate, 2)} tuples/s${r.bottleneck ? ` (bottleneck ${r.bottleneck})` : ""}; `
+        + `moved ${r.moved}: ${movesText(r.moves)}.`));
+}
+
 function contingencyTable(t) {
+  const note = t.contingencies_note ? el("p", { class: "note" }, t.contingencies_note) : null;
+  if (t.running_contingency) return el("div", {}, runningContingency(t), note);
   if (!t.contingencies || t.contingencies.length === 0) {
     return el("p", { class: "note" }, t.plan_id ? `Plan ${t.plan_id} stores no contingencies (plan it with options.survive_loss).`
       : "No plan is bound to it, so no contingency is known here.");
   }
-  return el("table", { class: "contingencies" },
+  return el("div", {}, el("table", { class: "contingencies" },
     el("thead", {}, el("tr", {}, ["if this machine is lost", "predicted R after (tuples/s)", "bottleneck after", "moves"].map((h) => el("th", {}, h)))),
     el("tbody", {}, t.contingencies.map((c) => el("tr", { "data-lost-machine": c.machine },
       el("td", {}, c.machine), el("td", { class: "num" }, num(c.input_rate, 2)), el("td", {}, c.bottleneck ?? "–"),
-      el("td", {}, movesText(c.moves))))));
+      el("td", {}, movesText(c.moves)))))), note);
 }
 
 function eventsTable(t) {
