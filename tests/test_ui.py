@@ -253,15 +253,12 @@ def test_any_other_bind_runs_the_plan_with_its_contingencies(reason):
     assert placement_now(None, None, reason, None) == PlacementNow()
 
 
-def test_a_repair_the_plugin_placed_runs_as_its_plan_whose_contingencies_the_plugin_does_not_apply():
+def test_a_repair_the_plugin_placed_runs_as_its_plan_with_the_contingencies_the_plugin_applies_next():
     plan = _survivable_plan_model()
     reason = "hetsched plugin, repair placed after losing m-9: kept 2 executors where they run, placed 1 on small-1"
     now = placement_now(plan, "p1", reason, None)
     assert (now.predicted_rate, now.contingencies, now.running_contingency) == (plan.input_rate, plan.contingencies, None)
-    assert now.contingencies_note == (
-        "Plan p1 is the repair the plugin placed after a loss: its contingencies say what each next loss would cost, "
-        "but the plugin repairs the next loss by asking the planner rather than applying them (it applies those of a "
-        "plan it placed whole).")
+    assert now.contingencies_note is None
     plain = _plan().model_copy(update={"id": "p2"})
     assert placement_now(plain, "p2", reason, None) == PlacementNow(predicted_rate=plain.input_rate)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from planner.events import PLUGIN_REASON, TopologyEvent, contingency_machine, iso_utc
+from planner.events import TopologyEvent, contingency_machine, iso_utc
 from planner.model import Contingency, ContingencyMove, Plan, ProfileSet
 from planner.storage import StorageError
 
@@ -31,8 +31,6 @@ EVENTS_SHOWN = 8
 """Events shown per topology, newest first; the rest are at GET /v1/topologies/{name}/events."""
 NIMBUS_TIMEOUT_MS = 3_000
 """How long one Nimbus call may take before the page says Nimbus cannot be read (it polls again soon)."""
-REPAIR_REASON = PLUGIN_REASON + "repair placed"
-"""How the reason starts with which the Nimbus plugin binds the repair plan it placed (RepairPlacement.reason)."""
 
 
 class Executor(BaseModel):
@@ -155,20 +153,15 @@ def placement_now(plan: Plan | None, plan_id: str | None, reason: str | None, bo
     A bind whose reason is the plugin's ``contingency for <machine> lost`` (planner.events.contingency_machine) means
     the topology runs that plan's contingency for the machine, not the plan's placement: R is the contingency's, and
     the plan's contingencies, made for the placement before the loss, are not the current ones (the plugin applies
-    none of them; the next loss is repaired by the planner). Any other bind, or none, is the plan itself; a repair the
-    plugin placed and bound (``hetsched plugin, repair placed ...``) runs as its plan says, and its contingencies are
-    shown with a note that the plugin does not apply them (it asks the planner to repair the next loss).
+    none of them; the next loss is repaired by the planner). Any other bind, or none, is the plan itself, a repair the
+    plugin placed and bound (``hetsched plugin, repair placed ...``) included: it runs as its plan says, and its
+    contingencies are the ones the plugin applies at the next loss.
     """
     stored = (plan.contingencies or []) if plan is not None else []
     machine = contingency_machine(reason, [c.machine for c in stored]) if reason and plan_id else None
     if machine is None or plan_id is None:
-        repaired = bool(stored) and bool(reason) and str(reason).startswith(REPAIR_REASON)
-        return PlacementNow(
-            predicted_rate=plan.input_rate if plan else None, contingencies=plan.contingencies if plan else None,
-            contingencies_note=(f"Plan {plan_id} is the repair the plugin placed after a loss: its contingencies say "
-                                "what each next loss would cost, but the plugin repairs the next loss by asking the "
-                                "planner rather than applying them (it applies those of a plan it placed whole)."
-                                if repaired else None))
+        return PlacementNow(predicted_rate=plan.input_rate if plan else None,
+                            contingencies=plan.contingencies if plan else None, contingencies_note=None)
     applied = next((c for c in stored if c.machine == machine), None)
     running = RunningContingency(
         machine=machine, lost_at=bound_at, plan_id=plan_id, input_rate=applied.input_rate if applied else None,

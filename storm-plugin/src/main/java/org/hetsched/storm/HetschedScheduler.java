@@ -700,6 +700,8 @@ public class HetschedScheduler implements IScheduler {
      * Places the executors a topology lost where the repair plan says, each executor still running left in its
      * worker; returns the status. The repair plan is then bound in the background ({@link RepairPlacement#reason}):
      * the plan the topology runs by from now on, the one it is placed by whole next and the one shown to the operator.
+     * Its contingencies, where it stores them (the service keeps the topology's {@code survive_loss}), are kept for
+     * the next loss, as a plan placed whole keeps its own.
      */
     private String placeRepair(TopologyDetails topology, Cluster cluster, PlanAnswer answer) throws PlanFault {
         TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
@@ -713,7 +715,11 @@ public class HetschedScheduler implements IScheduler {
         RepairPlacement.Result result = RepairPlacement.place(answer.plan(), TopologyGraph.of(topology), running,
                 machines, freePorts);
         result.workers().forEach((slot, executors) -> cluster.assign(slot, topology.getId(), executors));
-        contingencyPlans.remove(topology.getId()); // it no longer runs as its plan placed it
+        if (answer.plan().contingencies().isEmpty()) {
+            contingencyPlans.remove(topology.getId()); // it no longer runs as its plan placed it
+        } else {
+            contingencyPlans.put(topology.getId(), answer.plan()); // the repair's, for what runs now: the next loss
+        }
         List<String> goneNames = machineChanges.goneNames();
         String gone = goneNames.isEmpty() ? "" : " (gone: " + String.join(", ", goneNames) + ")";
         String status = "repaired at " + clockTime(nowMillis.getAsLong()) + " after losing executors" + gone + ": kept "

@@ -64,6 +64,8 @@ class ContingencyTest {
     private Map<String, SchedulerAssignment> assignments = Map.of();
     /** Where the contingency for a lost machine sends instance (component, index); null: no contingencies at all. */
     private BiFunction<String, Integer, String> contingencyTarget = (component, index) -> "sup-small-2";
+    /** Where a repair plan's contingencies send an instance; null: repair plans store none. */
+    private BiFunction<String, Integer, String> repairContingencyTarget = null;
 
     private FakePlanner.Answer answer(FakePlanner.Call call) {
         FakePlanner.Answer read = FakePlanner.storedPlanRead(call, storedPlans);
@@ -76,14 +78,16 @@ class ContingencyTest {
                 ? (component, index, machines) -> machines.get(index % machines.size())
                 : HetschedSchedulerTest.HIGH_ON_FAST, true);
         if (!repair && contingencyTarget != null) {
-            withContingencies(plan);
+            withContingencies(plan, contingencyTarget);
+        } else if (repair && repairContingencyTarget != null) {
+            withContingencies(plan, repairContingencyTarget);
         }
         storedPlans.put(id, plan);
         return FakePlanner.Answer.json(201, plan);
     }
 
-    /** One contingency per machine the plan uses: its instances go where {@link #contingencyTarget} says. */
-    private void withContingencies(ObjectNode plan) {
+    /** One contingency per machine the plan uses: its instances go where {@code target} says. */
+    private static void withContingencies(ObjectNode plan, BiFunction<String, Integer, String> target) {
         Map<String, ArrayNode> moves = new LinkedHashMap<>();
         ArrayNode contingencies = plan.putArray("contingencies");
         for (JsonNode a : plan.get("assignments")) {
@@ -93,9 +97,8 @@ class ContingencyTest {
                         .put("bottleneck", "sup-small-2").put("lost", 0).put("moved", 0);
                 return c.putArray("moves");
             });
-            String target = contingencyTarget.apply(a.get("component").asText(), a.get("index").asInt());
             list.addObject().put("component", a.get("component").asText()).put("index", a.get("index").asInt())
-                    .put("machine", target);
+                    .put("machine", target.apply(a.get("component").asText(), a.get("index").asInt()));
         }
     }
 
@@ -305,6 +308,27 @@ class ContingencyTest {
         lose("sup-fast-1");
         round(scheduler, linear);
         assertEquals(List.of("POST /v1/plans", "POST /v1/repairs"), paths());
+    }
+
+    @Test
+    void aRepairPlanWithContingenciesMeetsTheNextLossWithoutAskingThePlanner() {
+        contingencyTarget = null;
+        repairContingencyTarget = (component, index) -> "sup-small-2";
+        HetschedScheduler scheduler = scheduler();
+        TopologyDetails linear = linearTopology();
+        round(scheduler, linear);
+        lose("sup-fast-1");
+        round(scheduler, linear);
+        assertEquals(List.of("POST /v1/plans", "POST /v1/repairs"), paths());
+        Map<ExecutorDetails, WorkerSlot> alive = lose("sup-small-1");
+
+        Cluster after = round(scheduler, linear);
+
+        assertEquals(List.of("POST /v1/plans", "POST /v1/repairs"), paths(), "the repair's contingency, no second repair");
+        Map<ExecutorDetails, WorkerSlot> placed = placement(after, "linear-1");
+        assertEquals(linear.getExecutors(), placed.keySet(), "every executor placed in the round of the loss");
+        alive.forEach((executor, slot) -> assertEquals(slot, placed.get(executor), "a survivor moved: " + executor));
+        assertTrue(after.getStatus("linear-1").startsWith("hetsched: placed by contingency at "), after.getStatus("linear-1"));
     }
 
     // --- ContingencyPlacement on its own -------------------------------------------------------------------------
