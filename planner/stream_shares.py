@@ -218,18 +218,41 @@ def weighted_score(problem: Problem, placement: Placement, beat: float | None = 
     R is at most the LP's (the LP holds every limit, and remote costs only add load), so a search can skip the
     second LP of placements that cannot win.
     """
-    even_rate = closed_form_rate(problem, placement)
-    lp = SharesLP.of(problem, placement)
-    lp_rate = None if lp is None else lp.rate
-    if beat is not None and max(even_rate, (lp_rate or 0.0) * (1.0 + LP_RATE_SLACK)) <= beat * (1.0 + RATE_REL_TOL):
+    bound = ScoreBound.of(problem, placement)
+    if beat is not None and bound.upper <= beat * (1.0 + RATE_REL_TOL):
         return None
-    shares = None if lp is None else lp.nearest_even_shares()
-    if lp is None or lp.rate is None or shares is None:
-        return WeightedScore(even_rate, even_rate, None, None)
-    rate = closed_form_rate(problem, placement, shares)
-    if rate > even_rate * (1.0 + RATE_REL_TOL):
-        return WeightedScore(rate, even_rate, lp.rate, shares)
-    return WeightedScore(even_rate, even_rate, lp.rate, None)
+    return bound.score()
+
+
+@dataclass(frozen=True)
+class ScoreBound:
+    """``weighted_score`` in two halves: first the even split's rate and the shares LP's (one LP), which bound what
+    any shares score (``upper``); then, on demand, the score itself (the second LP and the closed form)."""
+
+    problem: Problem
+    placement: Placement
+    even_rate: float
+    lp: SharesLP | None
+
+    @classmethod
+    def of(cls, problem: Problem, placement: Placement) -> ScoreBound:
+        return cls(problem, placement, closed_form_rate(problem, placement), SharesLP.of(problem, placement))
+
+    @property
+    def upper(self) -> float:
+        """No shares give the placement a higher rate than this (the LP's R, with its rounding margin)."""
+        lp_rate = None if self.lp is None else self.lp.rate
+        return max(self.even_rate, (lp_rate or 0.0) * (1.0 + LP_RATE_SLACK))
+
+    def score(self) -> WeightedScore:
+        problem, placement, even_rate, lp = self.problem, self.placement, self.even_rate, self.lp
+        shares = None if lp is None else lp.nearest_even_shares()
+        if lp is None or lp.rate is None or shares is None:
+            return WeightedScore(even_rate, even_rate, None, None)
+        rate = closed_form_rate(problem, placement, shares)
+        if rate > even_rate * (1.0 + RATE_REL_TOL):
+            return WeightedScore(rate, even_rate, lp.rate, shares)
+        return WeightedScore(even_rate, even_rate, lp.rate, None)
 
 
 def evaluate_weighted(problem: Problem, placement: Placement, stats: dict | None = None) -> Evaluation:

@@ -21,11 +21,21 @@ Loads are kept as sums per machine, so a move costs O(machines) numpy work (the 
 set of instances: each instance's cost depends only on its machine's type). Where the profiles give tuples crossing
 workers a cost, that no longer holds and every step is scored by the simulator's instance-count form instead (slower,
 same figures).
+
+With ``options.weighted_shares`` the plan runs with shares chosen for its placement, so the search and the
+contingencies score every placement as the plan is scored (``stream_shares.weighted_score``): its nominal rate with
+shares chosen for it, the rate after each loss with shares chosen again for the repaired placement. The search first
+makes the survive plan without shares (from the strategy's plan for an even split, which ``fast`` offers before its
+step 7 changes the counts: :func:`offer_start`) and never answers below it in nominal rate, nor, where
+``max_nominal_loss`` admits it, in worst-case rate (:func:`_worst_case_with_shares`). Plans without the option are
+planned exactly as before.
 """
 from __future__ import annotations
 
 import itertools
+import threading
 import time
+import weakref
 from math import comb
 from dataclasses import dataclass
 
@@ -43,6 +53,7 @@ from planner.simulator import (
     max_rate,
     rate_limits,
 )
+from planner.stream_shares import ScoreBound, WeightedScore, weighted_score
 
 REPAIR_EXHAUSTIVE_LIMIT = 2_000
 """Most choices of machines for one machine's lost instances tried one by one; above it the greedy repair runs."""
@@ -62,6 +73,8 @@ def check_request(problem: Problem) -> None:
     if problem.n_machines < 2:
         raise PlanningError("options.survive_loss needs at least two machines: losing the only machine leaves "
                             "nowhere to place its instances")
+    if problem.options.weighted_shares and problem.options.time_limit_s is not None:  # the request starts now
+        _session(problem).deadline_at = time.perf_counter() + problem.options.time_limit_s
 
 
 class Loads:
@@ -193,11 +206,7 @@ def loads_of(problem: Problem, placement: Placement) -> Loads:
 
 
 def placement_of(problem: Problem, loads: Loads) -> Placement:
-    out: dict[str, list[str]] = {cid: [""] * int(n) for cid, n in
-                                 zip(problem.component_ids, np.bincount(loads.comp, minlength=problem.n_components))}
-    for c, i, w in zip(loads.comp, loads.inst, loads.mach):
-        out[problem.component_ids[c]][i] = problem.machine_ids[w]
-    return out
+    return _placement_at(problem, loads, loads.mach)
 
 
 # --- the repair of one machine's loss ---------------------------------------------------------------------------
@@ -338,9 +347,27 @@ def contingency(problem: Problem, loads: Loads, lost_machine: int, move_min_gain
 
 
 def contingencies(problem: Problem, placement: Placement, move_min_gain: float | None) -> list[Contingency]:
-    """One contingency per machine the placement uses, in the cluster's order."""
+    """One contingency per machine the placement uses, in the cluster's order.
+
+    With ``options.weighted_shares`` each is then made again with every repair and move scored with shares chosen
+    for it, the worst first, until the request's time limit (:data:`SEARCH_DEFAULT_S` without one): one begun by
+    then replaces the even split's, and the rest keep theirs, which shares never score lower.
+    """
     loads = loads_of(problem, placement)
-    return [contingency(problem, loads, int(w), move_min_gain) for w in np.flatnonzero(loads.n > 0)]
+    found = [contingency(problem, loads, int(w), move_min_gain) for w in np.flatnonzero(loads.n > 0)]
+    if not problem.options.weighted_shares:
+        return found
+    session = _session(problem)
+    stop_at = session.deadline_at if session.deadline_at is not None else time.perf_counter() + SEARCH_DEFAULT_S
+    try:
+        for j in sorted(range(len(found)), key=lambda j: found[j].input_rate):
+            if time.perf_counter() > stop_at:
+                break
+            lost = problem.machine_index[found[j].machine]
+            found[j] = _contingency_with_shares(problem, session.scorer, loads, lost, move_min_gain, stop_at)
+    finally:
+        session.scorer.release()
+    return found
 
 
 def worst_after_loss(nominal: float, answered: list[Contingency], machines: int) -> float:
@@ -418,12 +445,33 @@ def _placements(problem: Problem, loads: Loads) -> tuple[int, list[list[np.ndarr
 
 
 def worst_case(problem: Problem, placement: Placement, rule: SurviveLoss, deadline_s: float | None) -> SearchResult:
-    """The placement with the plan's instance counts that best survives a loss (leximin), within the nominal floor."""
+    """The placement with the plan's instance counts that best survives a loss (leximin), within the nominal floor.
+
+    With ``options.weighted_shares`` every candidate is scored with shares (:func:`_worst_case_with_shares`).
+    """
     started = time.perf_counter()
     budget = SEARCH_DEFAULT_S if deadline_s is None else deadline_s * SEARCH_SHARE_OF_LIMIT
+    if problem.options.weighted_shares:
+        session = _session(problem)
+        if deadline_s is not None:
+            session.deadline_at = started + deadline_s
+        try:
+            return _worst_case_with_shares(problem, placement, rule, started, budget, session)
+        finally:
+            session.scorer.release()
+    return _worst_case_even(problem, placement, rule, started, started + budget)
+
+
+def _worst_case_even(problem: Problem, placement: Placement, rule: SurviveLoss, started: float, stop_at: float,
+                     timing: dict | None = None) -> SearchResult:
+    """:func:`worst_case` with every placement split evenly; its local search stops at ``stop_at``. ``timing`` gets
+    the seconds one placement's survival took (``survival_s``: about what its contingencies take)."""
     start = loads_of(problem, placement)
+    clock = time.perf_counter()
     start_survival = survival(start)
     assert start_survival is not None
+    if timing is not None:
+        timing["survival_s"] = time.perf_counter() - clock
     total, per_component = _placements(problem, start)
     order = np.lexsort((start.inst, start.comp))  # instances grouped by component, instance 0 first
     if per_component:
@@ -448,7 +496,7 @@ def worst_case(problem: Problem, placement: Placement, rule: SurviveLoss, deadli
     else:
         reference = start_survival.nominal
         floor = _floor(rule, reference)
-        best, steps = _local_search(problem, start, start_survival, floor, started + budget)
+        best, steps = _local_search(problem, start, start_survival, floor, stop_at)
         search = "local"
         if best[1].worst <= start_survival.worst or _same(best[1].worst, start_survival.worst):
             # no worst-case gain: nothing is worth the nominal rate the search may have given up
@@ -516,3 +564,420 @@ def _representatives(loads: Loads, machines: set[int]) -> list[int]:
             seen.add(key)
             out.append(int(k))
     return out
+
+
+# --- with weighted shares -----------------------------------------------------------------------------------------
+#
+# With ``options.weighted_shares`` the plan is scored with the shares ``stream_shares.weighted_score`` chooses for
+# its placement, so the search and the contingencies score every placement the same way: its nominal rate, and the
+# rate after each loss with shares chosen again for the repaired placement. An LP per placement costs far more than
+# the even closed form, so rates are remembered per placement (instances of a component are alike but for instance
+# 0 where a ``global`` stream feeds it) and a placement that cannot beat the best so far costs one LP.
+
+REPAIR_SHARES_LIMIT = 32
+"""With weighted shares, the most ways to re-place one machine's lost instances that are scored with shares: the
+best by the even closed form (where the choices are too many to list, the greedy repair's one)."""
+EVEN_SEARCH_SHARE = 0.4
+"""With weighted shares, the share of the search's time the search without them may use (it makes the survive plan
+the answer may not fall below)."""
+
+
+class SharesScorer:
+    """Rates of placements with the shares ``weighted_score`` chooses for them, remembered over one request: first
+    the shares LP's bound (one LP), the score itself (a second LP) only where the bound does not rule it out."""
+
+    def __init__(self, problem: Problem):
+        self.first_matters = problem.one_each_shares.first > 0
+        """(C,) components fed by a ``global`` stream: only there does instance 0's machine change a rate."""
+        self.rates: dict[bytes, float] = {}
+        self.uppers: dict[bytes, float] = {}
+        """No shares score the placement above this (``ScoreBound.upper``)."""
+        self.pending: dict[bytes, ScoreBound] = {}
+        """Bounds whose score is not asked yet (they hold the problem: :meth:`release` drops them)."""
+        self.scores: dict[bytes, WeightedScore] = {}
+        """Whole scores, shares included, by the exact machine of every instance."""
+        self.solved = 0
+        """Placements whose shares LP was solved."""
+
+    def key(self, loads: Loads, mach: np.ndarray) -> bytes:
+        """The same for placements that score the same: the instances per component and machine, and where instance
+        0 runs for the components a ``global`` stream feeds."""
+        problem = loads.problem
+        hosts = np.zeros((problem.n_components, problem.n_machines), dtype=np.int64)
+        np.add.at(hosts, (loads.comp, mach), 1)
+        first = np.full(problem.n_components, -1, dtype=np.int64)
+        zero = loads.inst == 0
+        first[loads.comp[zero]] = mach[zero]
+        return hosts.tobytes() + np.where(self.first_matters, first, -1).tobytes()
+
+    @staticmethod
+    def exact_key(loads: Loads, mach: np.ndarray) -> bytes:
+        return loads.comp.tobytes() + loads.inst.tobytes() + mach.tobytes()
+
+    def row_keys(self, state: Loads, ks: np.ndarray, rows: np.ndarray) -> list[bytes]:
+        """:meth:`key` of ``state`` with its instances ``ks`` (unplaced) on each row's machines, all rows at once."""
+        problem = state.problem
+        placed = np.flatnonzero(state.mach >= 0)
+        base = np.zeros((problem.n_components, problem.n_machines), dtype=np.int64)
+        np.add.at(base, (state.comp[placed], state.mach[placed]), 1)
+        n = len(rows)
+        hosts = np.repeat(base[None], n, axis=0)
+        np.add.at(hosts, (np.repeat(np.arange(n), ks.size), np.tile(state.comp[ks], n), rows.ravel()), 1)
+        first = np.full(problem.n_components, -1, dtype=np.int64)
+        zero = placed[state.inst[placed] == 0]
+        first[state.comp[zero]] = state.mach[zero]
+        firsts = np.repeat(first[None], n, axis=0)
+        lost_zero = np.flatnonzero(state.inst[ks] == 0)
+        firsts[:, state.comp[ks[lost_zero]]] = rows[:, lost_zero]
+        firsts = np.where(self.first_matters[None, :], firsts, -1)
+        return [h.tobytes() + f.tobytes() for h, f in zip(hosts, firsts)]
+
+    def rate(self, loads: Loads, mach: np.ndarray, beat: float | None = None, key: bytes | None = None
+             ) -> float | None:
+        """R_max of ``loads``' instances on ``mach`` with their shares; None where it cannot beat ``beat``.
+        ``key``: :meth:`key` of them, where the caller has it."""
+        key = self.key(loads, mach) if key is None else key
+        known = self.rates.get(key)
+        if known is not None:
+            return known
+        bound = self.pending.get(key)
+        if key not in self.uppers:
+            bound = self._bound(loads, mach)
+            if bound is None:  # no finite rate with shares: the even closed form's figure
+                trial = loads.copy()
+                trial.mach = mach.copy()
+                trial._sum()
+                self.rates[key] = trial.rate()
+                return self.rates[key]
+            self.uppers[key] = bound.upper
+        if beat is not None and self.uppers[key] <= beat * (1.0 + RATE_REL_TOL):
+            if bound is not None:
+                self.pending[key] = bound
+            return None
+        if bound is None:  # released since: solve again
+            bound = self._bound(loads, mach)
+            assert bound is not None
+        score = bound.score()
+        self.pending.pop(key, None)
+        self.scores[self.exact_key(loads, mach)] = score
+        self.rates[key] = score.rate
+        return score.rate
+
+    def score(self, loads: Loads) -> WeightedScore:
+        """The whole score of ``loads`` as placed, its shares included (the plan's own: ``weighted_score``)."""
+        exact = self.exact_key(loads, loads.mach)
+        found = self.scores.get(exact)
+        if found is None:
+            found = weighted_score(loads.problem, placement_of(loads.problem, loads))
+            assert found is not None  # no rate to beat
+            self.scores[exact] = found
+        return found
+
+    def _bound(self, loads: Loads, mach: np.ndarray) -> ScoreBound | None:
+        self.solved += 1
+        try:
+            return ScoreBound.of(loads.problem, _placement_at(loads.problem, loads, mach))
+        except PlanningError:
+            return None
+
+    def release(self) -> None:
+        self.pending.clear()
+
+
+def _placement_at(problem: Problem, loads: Loads, mach: np.ndarray) -> Placement:
+    """The placement of ``loads``' instances on ``mach`` (a machine per instance)."""
+    out: dict[str, list[str]] = {cid: [""] * int(n) for cid, n in
+                                 zip(problem.component_ids, np.bincount(loads.comp, minlength=problem.n_components))}
+    for c, i, w in zip(loads.comp, loads.inst, mach):
+        out[problem.component_ids[c]][i] = problem.machine_ids[w]
+    return out
+
+
+@dataclass
+class _Session:
+    """What the steps of one request with weighted shares hand each other: the rates scored so far, the strategy's
+    plan for an even split, where the time limit ends."""
+
+    scorer: SharesScorer
+    even_start: Placement | None = None
+    deadline_at: float | None = None
+    """perf_counter seconds at which the request's time limit ends; None without one."""
+
+
+_SESSIONS: weakref.WeakKeyDictionary[Problem, _Session] = weakref.WeakKeyDictionary()
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _session(problem: Problem) -> _Session:
+    with _SESSIONS_LOCK:
+        found = _SESSIONS.get(problem)
+        if found is None:
+            found = _SESSIONS[problem] = _Session(SharesScorer(problem))
+        return found
+
+
+def offer_start(problem: Problem, placement: Placement) -> None:
+    """A strategy's plan for an even split, made before it chose counts and placement for weighted shares (``fast``,
+    its step 7): the worst-case search with shares makes the survive plan from it, which its answer does not fall
+    below (:func:`_worst_case_with_shares`)."""
+    _session(problem).even_start = placement
+
+
+def _repair_with_shares(scorer: SharesScorer, loads: Loads, lost_machine: int, beat: float | None = None,
+                        stop_at: float | None = None) -> tuple[Loads, float] | None:
+    """``lost_machine``'s instances re-placed on the others, nothing else moved, where the rate with shares is
+    highest: of every way to place them, the :data:`REPAIR_SHARES_LIMIT` best by the even closed form are scored with
+    shares (the greedy repair's way where they are too many to list), the first of the best kept. None where none
+    beats ``beat``; past ``stop_at`` only the even closed form's best and the ways already scored count."""
+    state = loads.copy()
+    lost = np.flatnonzero(state.mach == lost_machine)
+    if lost.size == 0:
+        rate = scorer.rate(state, state.mach, beat)
+        return None if rate is None else (state, rate)
+    survivors = np.flatnonzero(np.arange(state.problem.n_machines) != lost_machine)
+    for k in lost:
+        state.move(int(k), -1)
+    if _n_choices(state, lost, survivors.size) <= REPAIR_EXHAUSTIVE_LIMIT:
+        ks, choices = _choices(state, lost, survivors)
+        even = _rates_of_choices(state, ks, choices)
+        rows = choices[np.argsort(-even, kind="stable")[:REPAIR_SHARES_LIMIT]]
+    else:
+        greedy, _ = repair_loss(loads, lost_machine)
+        ks, rows = lost, greedy.mach[lost][None, :]
+    keys = scorer.row_keys(state, ks, rows)
+    known = [scorer.rates.get(key) for key in keys]
+    best: tuple[float, np.ndarray] | None = None
+    for row, scored in zip(rows, known):  # those already scored first: they raise the bar for free
+        if scored is not None and (best is None or scored > best[0] * (1 + RATE_REL_TOL) + 1e-12):
+            best = (scored, row)
+    if best is not None and beat is not None and best[0] <= beat:
+        best = None
+    for j, (row, key) in enumerate(zip(rows, keys)):
+        if known[j] is not None:
+            continue
+        if j and stop_at is not None and time.perf_counter() > stop_at:
+            break
+        mach = state.mach.copy()
+        mach[ks] = row
+        bar = beat if best is None else best[0] if beat is None else max(beat, best[0])
+        rate = scorer.rate(state, mach, bar, key)
+        if rate is not None and (best is None or rate > best[0] * (1 + RATE_REL_TOL) + 1e-12):
+            best = (rate, row)
+    if best is None:
+        return None
+    for k, w in zip(ks, best[1]):
+        state.move(int(k), int(w))
+    return state, best[0]
+
+
+def _survival_with_shares(scorer: SharesScorer, loads: Loads, stop_at: float | None = None,
+                          beat: Survival | None = None, floor: float | None = None) -> Survival | None:
+    """:func:`survival` with every rate scored with shares. None where ``stop_at`` passed first, or where the
+    placement is not :func:`_better` than ``beat`` or its nominal rate is under ``floor``: the machines carrying the
+    most work are lost first, and a nominal rate that cannot matter costs one LP."""
+    problem = loads.problem
+    used = np.flatnonzero(loads.n > 0)
+    bar = None if beat is None else beat.worst * (1 - 4 * RATE_REL_TOL)
+    rates = np.empty(problem.n_machines)
+    for w in used[np.argsort(-loads.a[used], kind="stable")]:
+        if stop_at is not None and time.perf_counter() > stop_at:
+            return None
+        repaired = _repair_with_shares(scorer, loads, int(w), bar, stop_at)
+        if repaired is None:
+            return None
+        rates[w] = repaired[1]
+    need = None if floor is None else floor * (1 - 2 * RATE_REL_TOL)
+    if beat is not None and used.size == problem.n_machines:  # the losses alone may settle it
+        worst = float(rates.min())
+        ties = sum(_same(float(x), worst) for x in rates)
+        beat_ties = sum(_same(x, beat.worst) for x in beat.losses)
+        if _same(worst, beat.worst) and ties == beat_ties:
+            need = beat.nominal if need is None else max(need, beat.nominal)
+        elif not (worst > beat.worst if not _same(worst, beat.worst) else ties < beat_ties):
+            return None
+    nominal = scorer.rate(loads, loads.mach, need)
+    if nominal is None:
+        return None
+    rates[loads.n == 0] = nominal
+    return Survival(tuple(float(r) for r in np.sort(rates)), int(np.argmin(rates)), nominal)
+
+
+def _worst_case_with_shares(problem: Problem, placement: Placement, rule: SurviveLoss, started: float, budget: float,
+                            session: _Session) -> SearchResult:
+    """:func:`worst_case` with every candidate scored with shares, never below the survive plan without them.
+
+    First the search without shares makes the survive plan (from the strategy's plan for an even split where the
+    strategy offered one, :func:`offer_start`, else from its plan). Then the strategy's plan, that survive plan and
+    its start are scored with shares, and the placements with each one's instance counts are searched: all of them
+    where they are few, else locally from those starts. The nominal floor is ``max_nominal_loss`` below the best
+    start's nominal rate and never below the survive plan's nominal rate, which the survive plan itself meets (shares
+    never score a placement below its even split): so the answer is below it in neither rate where that plan meets
+    ``max_nominal_loss``'s floor.
+    """
+    scorer = session.scorer
+    stop_at = started + budget
+    solved_before = scorer.solved
+    even_start = session.even_start if session.even_start is not None else placement
+    timing: dict = {}
+    even = _worst_case_even(problem, even_start, rule, started, started + budget * EVEN_SEARCH_SHARE, timing)
+    plan_loads = loads_of(problem, placement)
+    clock = time.perf_counter()
+    plan_nominal = scorer.rate(plan_loads, plan_loads.mach)
+    assert plan_nominal is not None  # nothing to beat
+    if session.deadline_at is not None:  # left after the search: the plan's scoring and its contingencies without shares
+        stop_at = min(stop_at, session.deadline_at - (time.perf_counter() - clock) - timing["survival_s"])
+    starts: list[tuple[Loads, Survival]] = []
+    for p in (even.placement, placement, even_start):  # the survive plan first: past the time limit it is the answer
+        loads = loads_of(problem, p)
+        if any(SharesScorer.exact_key(loads, loads.mach) == SharesScorer.exact_key(s, s.mach) for s, _ in starts):
+            continue
+        found = _survival_with_shares(scorer, loads, stop_at)
+        if found is not None:
+            starts.append((loads, found))
+    if not starts:  # out of time: the survive plan, as the search without shares scored it (shares score no lower)
+        stats = {**even.stats, "plan_nominal_rate": plan_nominal, "plan_worst_case_rate": None,
+                 "scored_with": "an even split (the time limit passed before shares)",
+                 "survive_plan": {"nominal_rate": even.survival.nominal, "worst_case_rate": even.survival.worst,
+                                  "search": even.stats["search"]},
+                 "shares_scored": scorer.solved - solved_before, "stopped_by": "time limit",
+                 "search_ms": (time.perf_counter() - started) * 1000.0}
+        return SearchResult(even.placement, even.survival, stats)
+    plan_survival = next((s for loads, s in starts if SharesScorer.exact_key(loads, loads.mach)
+                          == SharesScorer.exact_key(plan_loads, plan_loads.mach)), None)
+    reference = max([plan_nominal] + [s.nominal for _, s in starts])
+    floor = max(_floor(rule, reference), even.survival.nominal)
+
+    def fits(s: Survival) -> bool:
+        return s.nominal >= floor * (1 - RATE_REL_TOL)
+
+    best: tuple[Loads, Survival] | None = None
+    for loads, s in starts:
+        if fits(s) and _better(s, best[1] if best is not None else None):
+            best = (loads, s)
+    if best is None:  # the starts that meet the floor ran out of time: the survive plan, as above
+        best = starts[0]
+    steps, complete = 0, True
+    groups: dict[bytes, list[tuple[Loads, Survival]]] = {}
+    for loads, s in starts:
+        groups.setdefault(np.bincount(loads.comp, minlength=problem.n_components).tobytes(), []).append((loads, s))
+    # first locally from every start (cheap, most of the gain), then every placement of the counts that have few
+    for group in groups.values():
+        for loads, s in sorted(group, key=lambda g: (-g[1].worst, -g[1].nominal)):
+            (end, end_s), moves = _local_search_with_shares(scorer, loads, s, floor, stop_at)
+            steps += moves
+            if end_s.worst > best[1].worst and not _same(end_s.worst, best[1].worst):
+                best = (end, end_s)  # a local search's gain counts where it raises the worst rate
+    for group in groups.values():
+        start = group[0][0]
+        _, per_component = _placements(problem, start)
+        if not per_component:
+            complete = False
+            continue
+        order = np.lexsort((start.inst, start.comp))
+        seen: set[bytes] = set()
+        for choice in itertools.product(*per_component):
+            if time.perf_counter() > stop_at:
+                complete = False
+                break
+            trial = start.copy()
+            trial.mach[order] = np.concatenate(choice)
+            key = scorer.key(trial, trial.mach)
+            if key in seen:  # the same placement but for an instance 0 that changes no rate
+                continue
+            seen.add(key)
+            trial._sum()
+            found = _survival_with_shares(scorer, trial, stop_at, best[1], floor)
+            steps += 1
+            if found is not None and fits(found) and _better(found, best[1]):
+                best = (trial, found)
+    stopped = time.perf_counter() > stop_at
+    loads, s = best
+    stats = {"objective": rule.objective, "search": "exhaustive" if complete else "local",
+             "steps": steps, "nominal_reference": reference, "nominal_floor": floor,
+             "plan_nominal_rate": plan_nominal,
+             "plan_worst_case_rate": None if plan_survival is None else plan_survival.worst,
+             "worst_case_rate": s.worst, "worst_machine": problem.machine_ids[s.worst_machine],
+             "scored_with": "weighted shares",
+             "survive_plan": {"nominal_rate": even.survival.nominal, "worst_case_rate": even.survival.worst,
+                              "search": even.stats["search"]},
+             "shares_scored": scorer.solved - solved_before, "stopped_by": "time limit" if stopped else "done",
+             "search_ms": (time.perf_counter() - started) * 1000.0}
+    return SearchResult(placement_of(problem, loads), s, stats)
+
+
+def _local_search_with_shares(scorer: SharesScorer, start: Loads, start_survival: Survival, floor: float,
+                              stop_at: float) -> tuple[tuple[Loads, Survival], int]:
+    """:func:`_local_search` with every candidate scored with shares."""
+    current, current_s = start, start_survival
+    steps = 0
+    while time.perf_counter() < stop_at:
+        sources = {current_s.worst_machine}
+        repaired = _repair_with_shares(scorer, current, current_s.worst_machine, None, stop_at)
+        if repaired is not None:
+            sources.add(_bottleneck_machine(repaired[0]))
+        best: tuple[Loads, Survival] | None = None
+        for k in _representatives(current, sources):
+            for w in _roomiest(current, TARGETS_PER_MOVE):
+                if w == current.mach[k] or time.perf_counter() >= stop_at:
+                    continue
+                trial = current.copy()
+                trial.move(int(k), w)
+                s = _survival_with_shares(scorer, trial, stop_at, current_s if best is None else best[1], floor)
+                if s is not None and s.nominal >= floor * (1 - RATE_REL_TOL) and _better(s, current_s) \
+                        and (best is None or _better(s, best[1])):
+                    best = (trial, s)
+        if best is None:
+            break
+        current, current_s = best
+        steps += 1
+    return (current, current_s), steps
+
+
+def _contingency_with_shares(problem: Problem, scorer: SharesScorer, loads: Loads, lost_machine: int,
+                             move_min_gain: float | None, stop_at: float | None) -> Contingency:
+    """:func:`contingency` with every repair and move scored with shares."""
+    found = _repair_with_shares(scorer, loads, lost_machine, None, stop_at)
+    assert found is not None  # nothing to beat
+    repaired, rate = found
+    if move_min_gain is not None:
+        kept = np.flatnonzero(loads.mach != lost_machine)
+        survivors = np.flatnonzero(np.arange(problem.n_machines) != lost_machine)
+        _improve_with_shares(scorer, repaired, rate, kept, survivors, move_min_gain, len(kept), stop_at)
+    moved = np.flatnonzero(repaired.mach != loads.mach)
+    placement = placement_of(problem, repaired)
+    rate, bottleneck = max_rate(problem, linear_loads(problem, placement, scorer.score(repaired).shares))
+    return Contingency(
+        machine=problem.machine_ids[lost_machine], input_rate=rate, bottleneck=bottleneck,
+        lost=int((loads.mach == lost_machine).sum()), moved=int(moved.size),
+        moves=[ContingencyMove(component=problem.component_ids[loads.comp[k]], index=int(loads.inst[k]),
+                               machine=problem.machine_ids[repaired.mach[k]]) for k in moved])
+
+
+def _improve_with_shares(scorer: SharesScorer, state: Loads, rate: float, movable: np.ndarray, targets: np.ndarray,
+                         min_gain: float, limit: int, stop_at: float | None) -> int:
+    """:func:`_improve` scored with shares: one of ``movable`` at a time (one per component, machine and instance 0
+    or not: the others are alike) to the target where the rate rises most, while it rises by more than ``min_gain``."""
+    moves = 0
+    for _ in range(limit):
+        bar = rate * (1 + max(min_gain, RATE_REL_TOL)) + 1e-12
+        best: tuple[float, int, int] | None = None
+        seen: set[tuple[int, int, bool]] = set()
+        for k in movable:
+            kind = (int(state.comp[k]), int(state.mach[k]), bool(state.inst[k] == 0))
+            if kind in seen:
+                continue
+            seen.add(kind)
+            for w in targets:
+                if w == state.mach[k] or (stop_at is not None and time.perf_counter() > stop_at):
+                    continue
+                mach = state.mach.copy()
+                mach[k] = w
+                r = scorer.rate(state, mach, bar if best is None else max(bar, best[0]))
+                if r is not None and r > bar and (best is None or r > best[0]):
+                    best = (r, int(k), int(w))
+        if best is None:
+            break
+        state.move(best[1], best[2])
+        rate = best[0]
+        moves += 1
+    return moves

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import survive
 from planner.errors import PlanningError, PlanningTimeout
 from planner.problem import Problem
 from planner.simulator import RATE_REL_TOL, HostedModel, memory_message, memory_over
@@ -152,6 +153,8 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
                 layout = blind_polished
     joint = None
     if problem.options.weighted_shares:  # 7. counts and placement for what weighted shares reach
+        if problem.options.survive_loss is not None:  # its worst-case search starts from the even split's plan too
+            survive.offer_start(problem, layout.placement(problem))
         joint = joint_search(model, layout, free, deadline, tuning)
         layout = joint.layout
     stats: dict[str, Any] = {
