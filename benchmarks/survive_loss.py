@@ -11,7 +11,8 @@ each other: the worst-case objective without and with ``options.weighted_shares`
 nominal R, its worst-case R and its planning time in ms (the median of ``--repeat`` plans; in brackets the CPU ms of
 this process, which a loaded host does not inflate), and the weighted plan's
 worst-case R where its contingency runs with the plan's own shares (the weighted groupings resolve the plan's
-machine shares over the new placement, as nothing sends shares chosen for it; bench.placement.placement_shares).
+machine shares over the new placement, as nothing sends shares chosen for it; bench.placement.placement_shares):
+the bench's own check of what the planner predicts (planner.stream_shares.kept_shares), which it should equal.
 ``python -m benchmarks.survive_loss --cluster default --weighted [--repeat 3]``.
 """
 from __future__ import annotations

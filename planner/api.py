@@ -24,7 +24,7 @@ from planner.model import (
 from planner.problem import Problem, compile_problem
 from planner.profiles import ProfileTable
 from planner.simulator import evaluate_problem, instance_cpu_pct, linear_loads
-from planner.stream_shares import compile_shares, evaluate_weighted
+from planner.stream_shares import compile_shares, evaluate_weighted, machine_shares
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
 from planner.validation import (
     validate,
@@ -61,18 +61,22 @@ def make_plan(
         survive.check_request(problem)
     result = plan_fn(problem)
     stats = {"iterations": 0, **result.stats}
+    even_start = stats.pop(survive.EVEN_START_KEY, None)  # fast's plan for an even split, for the survive search
     placement, found = result.placement, None
     if rule is not None:
         if rule.objective == "worst_case":
             remaining = None if options.time_limit_s is None else max(0.0, options.time_limit_s - (time.perf_counter() - start))
-            found = survive.worst_case(problem, placement, rule, remaining)
+            found = survive.worst_case(problem, placement, rule, remaining, even_start)
             placement = found.placement
         stats["survive_loss"] = found.stats if found is not None else {"objective": rule.objective}
-    evaluation = (evaluate_weighted(problem, placement, stats) if options.weighted_shares
+    weighted = options.weighted_shares and not (found is not None and found.serve_evenly)
+    evaluation = (evaluate_weighted(problem, placement, stats) if weighted
                   else evaluate_problem(problem, placement, stats))
     plan = Plan(**evaluation.model_dump(), strategy=name)
-    if rule is not None:
-        plan.contingencies = survive.contingencies(problem, placement, rule.move_min_gain)
+    if rule is not None:  # a contingency keeps the plan's machine shares: nothing sends others after a loss
+        left = None if options.time_limit_s is None else max(0.0, options.time_limit_s - (time.perf_counter() - start))
+        plan.contingencies = survive.contingencies(problem, placement, rule.move_min_gain,
+                                                   machine_shares(plan) or None, left)
         plan.stats["survive_loss"]["worst_case_rate"] = survive.worst_after_loss(plan.input_rate, plan.contingencies,
                                                                               len(plan.machines))
     plan.stats["elapsed_ms"] = (time.perf_counter() - start) * 1000.0

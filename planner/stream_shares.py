@@ -15,7 +15,8 @@ shares the plan will get.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -285,6 +286,45 @@ def machine_shares(evaluation: Evaluation) -> dict[str, dict[str, float]]:
             machine = machine_of[(target, index)]
             per_machine[machine] = per_machine.get(machine, 0.0) + share
         result[entry.stream] = {m: round(v, 6) for m, v in sorted(per_machine.items())}
+    return result
+
+
+def shares_by_machine(problem: Problem, placement: Placement, shares: ShareArrays) -> dict[str, dict[str, float]]:
+    """``machine_shares`` of a placement and its shares (by stream index): stream 'from->to' -> machine id -> share,
+    unrounded."""
+    result: dict[str, dict[str, float]] = {}
+    for s, share in shares.items():
+        stream = problem.topology.streams[s]
+        per_machine: dict[str, float] = {}
+        for machine, part in zip(placement[stream.target], share):
+            per_machine[machine] = per_machine.get(machine, 0.0) + float(part)
+        result[stream_name(stream.source, stream.target)] = dict(sorted(per_machine.items()))
+    return result
+
+
+def kept_shares(problem: Problem, placement: Placement, by_machine: Mapping[str, Mapping[str, float]]) -> ShareArrays:
+    """Machine shares (``machine_shares``, what ``hetsched.grouping.shares`` holds) resolved over ``placement`` as
+    the weighted groupings resolve them (org.hetsched.storm.grouping.GroupingShares): a task's weight is its
+    machine's share split evenly over the stream's receiving tasks on that machine, a task on a machine the shares do
+    not name gets the mean weight of the others (never zero); a stream none of whose tasks runs on a named machine,
+    or whose named weights sum to 0, is split evenly (left out). So after a loss, with the lost machine's tasks
+    re-placed and nothing sent, the survivors keep their relative weights. Pure; bench.placement.placement_shares
+    does the same for a placement Storm reports."""
+    index = {stream_name(s.source, s.target): i for i, s in enumerate(problem.topology.streams)}
+    result: ShareArrays = {}
+    for stream, per_machine in by_machine.items():
+        s = index.get(stream)
+        if s is None or problem.stream_kind[s] != SPLIT:
+            continue
+        machines = placement.get(problem.topology.streams[s].target) or []
+        together = Counter(machines)
+        weights = [float(per_machine[m]) / together[m] if m in per_machine else None for m in machines]
+        named = [w for w in weights if w is not None]
+        if not named or sum(named) <= 0:
+            continue
+        mean = sum(named) / len(named)
+        filled = np.array([mean if w is None else w for w in weights], dtype=float)
+        result[s] = filled / filled.sum()
     return result
 
 

@@ -22,22 +22,23 @@ set of instances: each instance's cost depends only on its machine's type). Wher
 workers a cost, that no longer holds and every step is scored by the simulator's instance-count form instead (slower,
 same figures).
 
-With ``options.weighted_shares`` the plan runs with shares chosen for its placement, so the search and the
-contingencies score every placement as the plan is scored (``stream_shares.weighted_score``): its nominal rate with
-shares chosen for it, the rate after each loss with shares chosen again for the repaired placement. The search first
-makes the survive plan without shares (from the strategy's plan for an even split, which ``fast`` offers before its
-step 7 changes the counts: :func:`offer_start`) and never answers below it in nominal rate, nor, where
-``max_nominal_loss`` admits it, in worst-case rate (:func:`_worst_case_with_shares`). Plans without the option are
-planned exactly as before.
+With ``options.weighted_shares`` the plan runs with shares chosen for its placement and sent to the workers by
+machine; nothing sends others after a loss, so the weighted groupings keep the plan's machine shares over the
+repaired placement (``stream_shares.kept_shares``). The search and the contingencies score every placement so: its
+nominal rate with shares chosen for it (``stream_shares.weighted_score``, as the plan is scored), the rate after each
+loss with those shares kept. The search first makes the survive plan without shares (from the strategy's plan for an
+even split where it gives one: ``fast`` does, in its stats under :data:`EVEN_START_KEY`, which planner.api hands on)
+and never answers below it in nominal rate, nor, where ``max_nominal_loss`` admits it, in worst-case rate: where
+that plan served evenly (sent without shares) survives best, it is the answer (:func:`_worst_case_with_shares`).
+Plans without the option are planned exactly as before.
 """
 from __future__ import annotations
 
 import itertools
-import threading
 import time
-import weakref
-from math import comb
+from collections.abc import Mapping
 from dataclasses import dataclass
+from math import comb
 
 import numpy as np
 
@@ -48,12 +49,13 @@ from planner.simulator import (
     MEMORY_SLACK_MB,
     RATE_REL_TOL,
     HostedModel,
+    ShareArrays,
     instance_rates,
     linear_loads,
     max_rate,
     rate_limits,
 )
-from planner.stream_shares import ScoreBound, WeightedScore, weighted_score
+from planner.stream_shares import ScoreBound, closed_form_rate, kept_shares, shares_by_machine
 
 REPAIR_EXHAUSTIVE_LIMIT = 2_000
 """Most choices of machines for one machine's lost instances tried one by one; above it the greedy repair runs."""
@@ -73,8 +75,6 @@ def check_request(problem: Problem) -> None:
     if problem.n_machines < 2:
         raise PlanningError("options.survive_loss needs at least two machines: losing the only machine leaves "
                             "nowhere to place its instances")
-    if problem.options.weighted_shares and problem.options.time_limit_s is not None:  # the request starts now
-        _session(problem).deadline_at = time.perf_counter() + problem.options.time_limit_s
 
 
 class Loads:
@@ -346,28 +346,23 @@ def contingency(problem: Problem, loads: Loads, lost_machine: int, move_min_gain
                                machine=problem.machine_ids[repaired.mach[k]]) for k in moved])
 
 
-def contingencies(problem: Problem, placement: Placement, move_min_gain: float | None) -> list[Contingency]:
+def contingencies(problem: Problem, placement: Placement, move_min_gain: float | None,
+                  shares: MachineShares | None = None, deadline_s: float | None = None) -> list[Contingency]:
     """One contingency per machine the placement uses, in the cluster's order.
 
-    With ``options.weighted_shares`` each is then made again with every repair and move scored with shares chosen
-    for it, the worst first, until the request's time limit (:data:`SEARCH_DEFAULT_S` without one): one begun by
-    then replaces the even split's, and the rest keep theirs, which shares never score lower.
+    ``shares``: the plan's machine shares (``stream_shares.machine_shares``, what its workers are sent), which the
+    weighted groupings keep after a loss. With them every repair and move is chosen, and every contingency's rate and
+    bottleneck scored, with them kept (``stream_shares.kept_shares``); past ``deadline_s`` seconds from now
+    (:data:`SEARCH_DEFAULT_S` without one) a contingency is the even split's repair (never below it with the shares
+    kept), survivors left where they are.
     """
     loads = loads_of(problem, placement)
-    found = [contingency(problem, loads, int(w), move_min_gain) for w in np.flatnonzero(loads.n > 0)]
-    if not problem.options.weighted_shares:
-        return found
-    session = _session(problem)
-    stop_at = session.deadline_at if session.deadline_at is not None else time.perf_counter() + SEARCH_DEFAULT_S
-    try:
-        for j in sorted(range(len(found)), key=lambda j: found[j].input_rate):
-            if time.perf_counter() > stop_at:
-                break
-            lost = problem.machine_index[found[j].machine]
-            found[j] = _contingency_with_shares(problem, session.scorer, loads, lost, move_min_gain, stop_at)
-    finally:
-        session.scorer.release()
-    return found
+    used = np.flatnonzero(loads.n > 0)
+    if not shares:
+        return [contingency(problem, loads, int(w), move_min_gain) for w in used]
+    stop_at = time.perf_counter() + (SEARCH_DEFAULT_S if deadline_s is None else deadline_s)
+    kept = KeptShares(problem, shares)
+    return [_contingency_kept(problem, kept, loads, int(w), move_min_gain, stop_at) for w in used]
 
 
 def worst_after_loss(nominal: float, answered: list[Contingency], machines: int) -> float:
@@ -426,6 +421,8 @@ class SearchResult:
     placement: Placement
     survival: Survival
     stats: dict
+    serve_evenly: bool = False
+    """With weighted shares: the answer is to run without them (the survive plan, sent without shares)."""
 
 
 def _placements(problem: Problem, loads: Loads) -> tuple[int, list[list[np.ndarray]]]:
@@ -444,21 +441,18 @@ def _placements(problem: Problem, loads: Loads) -> tuple[int, list[list[np.ndarr
     return total, per_component
 
 
-def worst_case(problem: Problem, placement: Placement, rule: SurviveLoss, deadline_s: float | None) -> SearchResult:
+def worst_case(problem: Problem, placement: Placement, rule: SurviveLoss, deadline_s: float | None,
+               even_start: Placement | None = None) -> SearchResult:
     """The placement with the plan's instance counts that best survives a loss (leximin), within the nominal floor.
 
-    With ``options.weighted_shares`` every candidate is scored with shares (:func:`_worst_case_with_shares`).
+    With ``options.weighted_shares`` every candidate is scored as it runs with shares (:func:`_worst_case_with_shares`),
+    and ``even_start`` is the strategy's plan for an even split where it made one (:data:`EVEN_START_KEY`).
     """
     started = time.perf_counter()
     budget = SEARCH_DEFAULT_S if deadline_s is None else deadline_s * SEARCH_SHARE_OF_LIMIT
     if problem.options.weighted_shares:
-        session = _session(problem)
-        if deadline_s is not None:
-            session.deadline_at = started + deadline_s
-        try:
-            return _worst_case_with_shares(problem, placement, rule, started, budget, session)
-        finally:
-            session.scorer.release()
+        deadline_at = None if deadline_s is None else started + deadline_s
+        return _worst_case_with_shares(problem, placement, rule, started, budget, even_start, deadline_at)
     return _worst_case_even(problem, placement, rule, started, started + budget)
 
 
@@ -568,34 +562,76 @@ def _representatives(loads: Loads, machines: set[int]) -> list[int]:
 
 # --- with weighted shares -----------------------------------------------------------------------------------------
 #
-# With ``options.weighted_shares`` the plan is scored with the shares ``stream_shares.weighted_score`` chooses for
-# its placement, so the search and the contingencies score every placement the same way: its nominal rate, and the
-# rate after each loss with shares chosen again for the repaired placement. An LP per placement costs far more than
-# the even closed form, so rates are remembered per placement (instances of a component are alike but for instance
-# 0 where a ``global`` stream feeds it) and a placement that cannot beat the best so far costs one LP.
+# With ``options.weighted_shares`` the plan runs with the shares ``stream_shares.weighted_score`` chooses for its
+# placement, sent to the workers as machine shares (``hetsched.grouping.shares``); nothing sends others after a loss,
+# so the weighted groupings keep them, resolved over the repaired placement (``stream_shares.kept_shares``). The
+# search and the contingencies score every placement so: its nominal rate with shares chosen for it (two LPs,
+# remembered per placement; one where its bound cannot meet the nominal floor), the rate after each loss with its
+# machine shares kept (closed forms, no LP).
 
 REPAIR_SHARES_LIMIT = 32
-"""With weighted shares, the most ways to re-place one machine's lost instances that are scored with shares: the
-best by the even closed form (where the choices are too many to list, the greedy repair's one)."""
+"""With weighted shares, the most ways to re-place one machine's lost instances that are scored with the plan's
+shares kept: the best by the even closed form (where the choices are too many to list, the greedy repair's one)."""
 EVEN_SEARCH_SHARE = 0.4
 """With weighted shares, the share of the search's time the search without them may use (it makes the survive plan
 the answer may not fall below)."""
+EVEN_START_KEY = "even_split_placement"
+"""A strategy's ``stats`` key for its plan for an even split, made before it chose counts and placement for weighted
+shares (``fast``, its step 7): planner.api takes it out of the stats and hands it to :func:`worst_case`, whose search
+with shares makes the survive plan from it."""
+
+MachineShares = Mapping[str, Mapping[str, float]]
+"""Stream 'from->to' -> machine id -> share of the stream: what ``hetsched.grouping.shares`` holds."""
+
+
+class KeptShares:
+    """Rates of placements after a loss with ``by_machine`` (the plan's machine shares) kept, resolved as the
+    weighted groupings resolve them; None (the plan sends no shares): every placement split evenly."""
+
+    def __init__(self, problem: Problem, by_machine: MachineShares | None):
+        self.problem = problem
+        self.by_machine = by_machine or None
+        self.rates: dict[bytes, float] = {}
+
+    def shares(self, placement: Placement) -> ShareArrays | None:
+        if self.by_machine is None:
+            return None
+        return kept_shares(self.problem, placement, self.by_machine) or None
+
+    def rate(self, loads: Loads, mach: np.ndarray) -> float:
+        """R_max of ``loads``' instances on ``mach`` (every one placed), the shares kept."""
+        key = mach.tobytes()
+        found = self.rates.get(key)
+        if found is None:
+            if self.by_machine is None:
+                trial = loads.copy()
+                trial.mach = mach.copy()
+                trial._sum()
+                found = trial.rate()
+            else:
+                placement = _placement_at(self.problem, loads, mach)
+                found = closed_form_rate(self.problem, placement, self.shares(placement))
+            self.rates[key] = found
+        return found
+
+    def contingency_figures(self, placement: Placement) -> tuple[float, str]:
+        """A contingency's rate and bottleneck, the shares kept."""
+        return max_rate(self.problem, linear_loads(self.problem, placement, self.shares(placement)))
 
 
 class SharesScorer:
-    """Rates of placements with the shares ``weighted_score`` chooses for them, remembered over one request: first
-    the shares LP's bound (one LP), the score itself (a second LP) only where the bound does not rule it out."""
+    """Nominal rates of placements with the shares ``weighted_score`` chooses for them, and those shares by machine,
+    remembered over one search: first the shares LP's bound (one LP), the score itself (a second LP) only where the
+    bound does not rule it out."""
 
     def __init__(self, problem: Problem):
         self.first_matters = problem.one_each_shares.first > 0
         """(C,) components fed by a ``global`` stream: only there does instance 0's machine change a rate."""
-        self.rates: dict[bytes, float] = {}
+        self.scored: dict[bytes, tuple[float, MachineShares | None]] = {}
         self.uppers: dict[bytes, float] = {}
         """No shares score the placement above this (``ScoreBound.upper``)."""
         self.pending: dict[bytes, ScoreBound] = {}
-        """Bounds whose score is not asked yet (they hold the problem: :meth:`release` drops them)."""
-        self.scores: dict[bytes, WeightedScore] = {}
-        """Whole scores, shares included, by the exact machine of every instance."""
+        """Bounds whose score is not asked yet."""
         self.solved = 0
         """Placements whose shares LP was solved."""
 
@@ -614,74 +650,39 @@ class SharesScorer:
     def exact_key(loads: Loads, mach: np.ndarray) -> bytes:
         return loads.comp.tobytes() + loads.inst.tobytes() + mach.tobytes()
 
-    def row_keys(self, state: Loads, ks: np.ndarray, rows: np.ndarray) -> list[bytes]:
-        """:meth:`key` of ``state`` with its instances ``ks`` (unplaced) on each row's machines, all rows at once."""
-        problem = state.problem
-        placed = np.flatnonzero(state.mach >= 0)
-        base = np.zeros((problem.n_components, problem.n_machines), dtype=np.int64)
-        np.add.at(base, (state.comp[placed], state.mach[placed]), 1)
-        n = len(rows)
-        hosts = np.repeat(base[None], n, axis=0)
-        np.add.at(hosts, (np.repeat(np.arange(n), ks.size), np.tile(state.comp[ks], n), rows.ravel()), 1)
-        first = np.full(problem.n_components, -1, dtype=np.int64)
-        zero = placed[state.inst[placed] == 0]
-        first[state.comp[zero]] = state.mach[zero]
-        firsts = np.repeat(first[None], n, axis=0)
-        lost_zero = np.flatnonzero(state.inst[ks] == 0)
-        firsts[:, state.comp[ks[lost_zero]]] = rows[:, lost_zero]
-        firsts = np.where(self.first_matters[None, :], firsts, -1)
-        return [h.tobytes() + f.tobytes() for h, f in zip(hosts, firsts)]
-
-    def rate(self, loads: Loads, mach: np.ndarray, beat: float | None = None, key: bytes | None = None
-             ) -> float | None:
-        """R_max of ``loads``' instances on ``mach`` with their shares; None where it cannot beat ``beat``.
-        ``key``: :meth:`key` of them, where the caller has it."""
-        key = self.key(loads, mach) if key is None else key
-        known = self.rates.get(key)
+    def nominal(self, loads: Loads, need: float | None = None) -> tuple[float, MachineShares | None] | None:
+        """``loads``' R_max as placed with its shares, and those shares by machine (None: an even split); None where
+        no shares can reach ``need``."""
+        key = self.key(loads, loads.mach)
+        known = self.scored.get(key)
         if known is not None:
             return known
         bound = self.pending.get(key)
         if key not in self.uppers:
-            bound = self._bound(loads, mach)
+            bound = self._bound(loads)
             if bound is None:  # no finite rate with shares: the even closed form's figure
-                trial = loads.copy()
-                trial.mach = mach.copy()
-                trial._sum()
-                self.rates[key] = trial.rate()
-                return self.rates[key]
+                self.scored[key] = (loads.rate(), None)
+                return self.scored[key]
             self.uppers[key] = bound.upper
-        if beat is not None and self.uppers[key] <= beat * (1.0 + RATE_REL_TOL):
+        if need is not None and self.uppers[key] < need:
             if bound is not None:
                 self.pending[key] = bound
             return None
-        if bound is None:  # released since: solve again
-            bound = self._bound(loads, mach)
+        if bound is None:
+            bound = self._bound(loads)
             assert bound is not None
         score = bound.score()
         self.pending.pop(key, None)
-        self.scores[self.exact_key(loads, mach)] = score
-        self.rates[key] = score.rate
-        return score.rate
+        by_machine = None if score.shares is None else shares_by_machine(loads.problem, bound.placement, score.shares)
+        self.scored[key] = (score.rate, by_machine)
+        return self.scored[key]
 
-    def score(self, loads: Loads) -> WeightedScore:
-        """The whole score of ``loads`` as placed, its shares included (the plan's own: ``weighted_score``)."""
-        exact = self.exact_key(loads, loads.mach)
-        found = self.scores.get(exact)
-        if found is None:
-            found = weighted_score(loads.problem, placement_of(loads.problem, loads))
-            assert found is not None  # no rate to beat
-            self.scores[exact] = found
-        return found
-
-    def _bound(self, loads: Loads, mach: np.ndarray) -> ScoreBound | None:
+    def _bound(self, loads: Loads) -> ScoreBound | None:
         self.solved += 1
         try:
-            return ScoreBound.of(loads.problem, _placement_at(loads.problem, loads, mach))
+            return ScoreBound.of(loads.problem, placement_of(loads.problem, loads))
         except PlanningError:
             return None
-
-    def release(self) -> None:
-        self.pending.clear()
 
 
 def _placement_at(problem: Problem, loads: Loads, mach: np.ndarray) -> Placement:
@@ -693,47 +694,20 @@ def _placement_at(problem: Problem, loads: Loads, mach: np.ndarray) -> Placement
     return out
 
 
-@dataclass
-class _Session:
-    """What the steps of one request with weighted shares hand each other: the rates scored so far, the strategy's
-    plan for an even split, where the time limit ends."""
-
-    scorer: SharesScorer
-    even_start: Placement | None = None
-    deadline_at: float | None = None
-    """perf_counter seconds at which the request's time limit ends; None without one."""
-
-
-_SESSIONS: weakref.WeakKeyDictionary[Problem, _Session] = weakref.WeakKeyDictionary()
-_SESSIONS_LOCK = threading.Lock()
-
-
-def _session(problem: Problem) -> _Session:
-    with _SESSIONS_LOCK:
-        found = _SESSIONS.get(problem)
-        if found is None:
-            found = _SESSIONS[problem] = _Session(SharesScorer(problem))
-        return found
-
-
-def offer_start(problem: Problem, placement: Placement) -> None:
-    """A strategy's plan for an even split, made before it chose counts and placement for weighted shares (``fast``,
-    its step 7): the worst-case search with shares makes the survive plan from it, which its answer does not fall
-    below (:func:`_worst_case_with_shares`)."""
-    _session(problem).even_start = placement
-
-
-def _repair_with_shares(scorer: SharesScorer, loads: Loads, lost_machine: int, beat: float | None = None,
-                        stop_at: float | None = None) -> tuple[Loads, float] | None:
-    """``lost_machine``'s instances re-placed on the others, nothing else moved, where the rate with shares is
-    highest: of every way to place them, the :data:`REPAIR_SHARES_LIMIT` best by the even closed form are scored with
-    shares (the greedy repair's way where they are too many to list), the first of the best kept. None where none
-    beats ``beat``; past ``stop_at`` only the even closed form's best and the ways already scored count."""
+def _repair_kept(kept: KeptShares, loads: Loads, lost_machine: int, stop_at: float | None = None
+                 ) -> tuple[Loads, float]:
+    """``lost_machine``'s instances re-placed on the others, nothing else moved, where the rate with the shares kept
+    is highest: of every way to place them, the :data:`REPAIR_SHARES_LIMIT` best by the even closed form are scored
+    (the greedy repair's way where they are too many to list), the first of the best kept; past ``stop_at`` only the
+    even closed form's best. The first scored is :func:`repair_loss`'s way, so the answer is never below it. Without
+    shares, :func:`repair_loss`."""
+    if kept.by_machine is None:
+        repaired, _ = repair_loss(loads, lost_machine)
+        return repaired, repaired.rate()
     state = loads.copy()
     lost = np.flatnonzero(state.mach == lost_machine)
     if lost.size == 0:
-        rate = scorer.rate(state, state.mach, beat)
-        return None if rate is None else (state, rate)
+        return state, kept.rate(state, state.mach)
     survivors = np.flatnonzero(np.arange(state.problem.n_machines) != lost_machine)
     for k in lost:
         state.move(int(k), -1)
@@ -744,27 +718,16 @@ def _repair_with_shares(scorer: SharesScorer, loads: Loads, lost_machine: int, b
     else:
         greedy, _ = repair_loss(loads, lost_machine)
         ks, rows = lost, greedy.mach[lost][None, :]
-    keys = scorer.row_keys(state, ks, rows)
-    known = [scorer.rates.get(key) for key in keys]
     best: tuple[float, np.ndarray] | None = None
-    for row, scored in zip(rows, known):  # those already scored first: they raise the bar for free
-        if scored is not None and (best is None or scored > best[0] * (1 + RATE_REL_TOL) + 1e-12):
-            best = (scored, row)
-    if best is not None and beat is not None and best[0] <= beat:
-        best = None
-    for j, (row, key) in enumerate(zip(rows, keys)):
-        if known[j] is not None:
-            continue
+    for j, row in enumerate(rows):
         if j and stop_at is not None and time.perf_counter() > stop_at:
             break
         mach = state.mach.copy()
         mach[ks] = row
-        bar = beat if best is None else best[0] if beat is None else max(beat, best[0])
-        rate = scorer.rate(state, mach, bar, key)
-        if rate is not None and (best is None or rate > best[0] * (1 + RATE_REL_TOL) + 1e-12):
+        rate = kept.rate(state, mach)
+        if best is None or rate > best[0] * (1 + RATE_REL_TOL) + 1e-12:
             best = (rate, row)
-    if best is None:
-        return None
+    assert best is not None
     for k, w in zip(ks, best[1]):
         state.move(int(k), int(w))
     return state, best[0]
@@ -772,76 +735,75 @@ def _repair_with_shares(scorer: SharesScorer, loads: Loads, lost_machine: int, b
 
 def _survival_with_shares(scorer: SharesScorer, loads: Loads, stop_at: float | None = None,
                           beat: Survival | None = None, floor: float | None = None) -> Survival | None:
-    """:func:`survival` with every rate scored with shares. None where ``stop_at`` passed first, or where the
-    placement is not :func:`_better` than ``beat`` or its nominal rate is under ``floor``: the machines carrying the
-    most work are lost first, and a nominal rate that cannot matter costs one LP."""
+    """:func:`survival` as the plan runs with weighted shares: the nominal rate with shares chosen for the placement,
+    each loss's with them kept. None where ``stop_at`` passed first, where the nominal rate is under ``floor`` (one
+    LP where no shares reach it) or where a loss falls under ``beat``'s worst rate (the machines carrying the most
+    work are lost first)."""
     problem = loads.problem
-    used = np.flatnonzero(loads.n > 0)
+    need = None if floor is None else floor * (1 - 2 * RATE_REL_TOL)
+    scored = scorer.nominal(loads, need)
+    if scored is None or (need is not None and scored[0] < need):
+        return None
+    nominal, by_machine = scored
+    kept = KeptShares(problem, by_machine)
     bar = None if beat is None else beat.worst * (1 - 4 * RATE_REL_TOL)
-    rates = np.empty(problem.n_machines)
+    rates = np.full(problem.n_machines, nominal)
+    used = np.flatnonzero(loads.n > 0)
     for w in used[np.argsort(-loads.a[used], kind="stable")]:
         if stop_at is not None and time.perf_counter() > stop_at:
             return None
-        repaired = _repair_with_shares(scorer, loads, int(w), bar, stop_at)
-        if repaired is None:
+        rate = _repair_kept(kept, loads, int(w), stop_at)[1]
+        if bar is not None and rate < bar:
             return None
-        rates[w] = repaired[1]
-    need = None if floor is None else floor * (1 - 2 * RATE_REL_TOL)
-    if beat is not None and used.size == problem.n_machines:  # the losses alone may settle it
-        worst = float(rates.min())
-        ties = sum(_same(float(x), worst) for x in rates)
-        beat_ties = sum(_same(x, beat.worst) for x in beat.losses)
-        if _same(worst, beat.worst) and ties == beat_ties:
-            need = beat.nominal if need is None else max(need, beat.nominal)
-        elif not (worst > beat.worst if not _same(worst, beat.worst) else ties < beat_ties):
-            return None
-    nominal = scorer.rate(loads, loads.mach, need)
-    if nominal is None:
-        return None
-    rates[loads.n == 0] = nominal
+        rates[w] = rate
     return Survival(tuple(float(r) for r in np.sort(rates)), int(np.argmin(rates)), nominal)
 
 
 def _worst_case_with_shares(problem: Problem, placement: Placement, rule: SurviveLoss, started: float, budget: float,
-                            session: _Session) -> SearchResult:
-    """:func:`worst_case` with every candidate scored with shares, never below the survive plan without them.
+                            even_start: Placement | None, deadline_at: float | None) -> SearchResult:
+    """:func:`worst_case` as the plan runs with weighted shares (:func:`_survival_with_shares`), never below the
+    survive plan without them.
 
-    First the search without shares makes the survive plan (from the strategy's plan for an even split where the
-    strategy offered one, :func:`offer_start`, else from its plan). Then the strategy's plan, that survive plan and
-    its start are scored with shares, and the placements with each one's instance counts are searched: all of them
-    where they are few, else locally from those starts. The nominal floor is ``max_nominal_loss`` below the best
-    start's nominal rate and never below the survive plan's nominal rate, which the survive plan itself meets (shares
-    never score a placement below its even split): so the answer is below it in neither rate where that plan meets
-    ``max_nominal_loss``'s floor.
-    """
-    scorer = session.scorer
+    First the search without shares makes the survive plan S (from ``even_start``, the strategy's plan for an even
+    split, where it gave one, else from its plan). S served evenly (its plan sent without shares) is the first
+    candidate; then the strategy's plan, S and its start are scored with shares, and the placements with each one's
+    instance counts are searched: locally from those starts, then all of them where they are few. The nominal floor
+    is ``max_nominal_loss`` below the best start's nominal rate and never below S's nominal rate, which S served
+    evenly meets: so where that floor admits it, the answer is below S in neither rate, and where S served evenly
+    has the best worst case, the answer is S, sent without shares (``stats.survive_loss.served``)."""
+    scorer = SharesScorer(problem)
     stop_at = started + budget
-    solved_before = scorer.solved
-    even_start = session.even_start if session.even_start is not None else placement
+    even_start = placement if even_start is None else even_start
     timing: dict = {}
     even = _worst_case_even(problem, even_start, rule, started, started + budget * EVEN_SEARCH_SHARE, timing)
     plan_loads = loads_of(problem, placement)
     clock = time.perf_counter()
-    plan_nominal = scorer.rate(plan_loads, plan_loads.mach)
-    assert plan_nominal is not None  # nothing to beat
-    if session.deadline_at is not None:  # left after the search: the plan's scoring and its contingencies without shares
-        stop_at = min(stop_at, session.deadline_at - (time.perf_counter() - clock) - timing["survival_s"])
+    plan_scored = scorer.nominal(plan_loads)
+    assert plan_scored is not None  # nothing to reach
+    plan_nominal = plan_scored[0]
+    reserve = time.perf_counter() - clock + timing["survival_s"]
+    if deadline_at is not None:  # left after the search: the plan's scoring and its contingencies
+        stop_at = min(stop_at, deadline_at - reserve)
+    survive_plan = {"nominal_rate": even.survival.nominal, "worst_case_rate": even.survival.worst,
+                    "search": even.stats["search"]}
     starts: list[tuple[Loads, Survival]] = []
-    for p in (even.placement, placement, even_start):  # the survive plan first: past the time limit it is the answer
+    for p in (even.placement, placement, even_start):
         loads = loads_of(problem, p)
         if any(SharesScorer.exact_key(loads, loads.mach) == SharesScorer.exact_key(s, s.mach) for s, _ in starts):
             continue
+        clock = time.perf_counter()
         found = _survival_with_shares(scorer, loads, stop_at)
         if found is not None:
             starts.append((loads, found))
-    if not starts:  # out of time: the survive plan, as the search without shares scored it (shares score no lower)
+            if len(starts) == 1 and deadline_at is not None:  # the contingencies take about one such survival
+                stop_at = min(stop_at, deadline_at - reserve - (time.perf_counter() - clock))
+    if not starts:  # out of time: the survive plan, served evenly as without shares
         stats = {**even.stats, "plan_nominal_rate": plan_nominal, "plan_worst_case_rate": None,
                  "scored_with": "an even split (the time limit passed before shares)",
-                 "survive_plan": {"nominal_rate": even.survival.nominal, "worst_case_rate": even.survival.worst,
-                                  "search": even.stats["search"]},
-                 "shares_scored": scorer.solved - solved_before, "stopped_by": "time limit",
+                 "served": "evenly (no shares sent)", "survive_plan": survive_plan,
+                 "shares_scored": scorer.solved, "stopped_by": "time limit",
                  "search_ms": (time.perf_counter() - started) * 1000.0}
-        return SearchResult(even.placement, even.survival, stats)
+        return SearchResult(even.placement, even.survival, stats, serve_evenly=True)
     plan_survival = next((s for loads, s in starts if SharesScorer.exact_key(loads, loads.mach)
                           == SharesScorer.exact_key(plan_loads, plan_loads.mach)), None)
     reference = max([plan_nominal] + [s.nominal for _, s in starts])
@@ -850,12 +812,13 @@ def _worst_case_with_shares(problem: Problem, placement: Placement, rule: Surviv
     def fits(s: Survival) -> bool:
         return s.nominal >= floor * (1 - RATE_REL_TOL)
 
-    best: tuple[Loads, Survival] | None = None
+    evenly = (loads_of(problem, even.placement), even.survival)
+    best: tuple[Loads, Survival] | None = evenly if fits(even.survival) else None
     for loads, s in starts:
         if fits(s) and _better(s, best[1] if best is not None else None):
             best = (loads, s)
-    if best is None:  # the starts that meet the floor ran out of time: the survive plan, as above
-        best = starts[0]
+    if best is None:  # nothing meets the floor: the survive plan, served evenly
+        best = evenly
     steps, complete = 0, True
     groups: dict[bytes, list[tuple[Loads, Survival]]] = {}
     for loads, s in starts:
@@ -865,7 +828,7 @@ def _worst_case_with_shares(problem: Problem, placement: Placement, rule: Surviv
         for loads, s in sorted(group, key=lambda g: (-g[1].worst, -g[1].nominal)):
             (end, end_s), moves = _local_search_with_shares(scorer, loads, s, floor, stop_at)
             steps += moves
-            if end_s.worst > best[1].worst and not _same(end_s.worst, best[1].worst):
+            if fits(end_s) and end_s.worst > best[1].worst and not _same(end_s.worst, best[1].worst):
                 best = (end, end_s)  # a local search's gain counts where it raises the worst rate
     for group in groups.values():
         start = group[0][0]
@@ -892,29 +855,31 @@ def _worst_case_with_shares(problem: Problem, placement: Placement, rule: Surviv
                 best = (trial, found)
     stopped = time.perf_counter() > stop_at
     loads, s = best
+    served_evenly = best is evenly
     stats = {"objective": rule.objective, "search": "exhaustive" if complete else "local",
              "steps": steps, "nominal_reference": reference, "nominal_floor": floor,
              "plan_nominal_rate": plan_nominal,
              "plan_worst_case_rate": None if plan_survival is None else plan_survival.worst,
              "worst_case_rate": s.worst, "worst_machine": problem.machine_ids[s.worst_machine],
              "scored_with": "weighted shares",
-             "survive_plan": {"nominal_rate": even.survival.nominal, "worst_case_rate": even.survival.worst,
-                              "search": even.stats["search"]},
-             "shares_scored": scorer.solved - solved_before, "stopped_by": "time limit" if stopped else "done",
+             "served": "evenly (no shares sent)" if served_evenly else "with the plan's shares",
+             "survive_plan": survive_plan,
+             "shares_scored": scorer.solved, "stopped_by": "time limit" if stopped else "done",
              "search_ms": (time.perf_counter() - started) * 1000.0}
-    return SearchResult(placement_of(problem, loads), s, stats)
+    return SearchResult(placement_of(problem, loads), s, stats, serve_evenly=served_evenly)
 
 
 def _local_search_with_shares(scorer: SharesScorer, start: Loads, start_survival: Survival, floor: float,
                               stop_at: float) -> tuple[tuple[Loads, Survival], int]:
-    """:func:`_local_search` with every candidate scored with shares."""
+    """:func:`_local_search` with every candidate scored as :func:`_survival_with_shares` scores it."""
     current, current_s = start, start_survival
     steps = 0
     while time.perf_counter() < stop_at:
         sources = {current_s.worst_machine}
-        repaired = _repair_with_shares(scorer, current, current_s.worst_machine, None, stop_at)
-        if repaired is not None:
-            sources.add(_bottleneck_machine(repaired[0]))
+        scored = scorer.nominal(current)
+        assert scored is not None  # nothing to reach
+        repaired, _ = _repair_kept(KeptShares(current.problem, scored[1]), current, current_s.worst_machine, stop_at)
+        sources.add(_bottleneck_machine(repaired))
         best: tuple[Loads, Survival] | None = None
         for k in _representatives(current, sources):
             for w in _roomiest(current, TARGETS_PER_MOVE):
@@ -933,19 +898,16 @@ def _local_search_with_shares(scorer: SharesScorer, start: Loads, start_survival
     return (current, current_s), steps
 
 
-def _contingency_with_shares(problem: Problem, scorer: SharesScorer, loads: Loads, lost_machine: int,
-                             move_min_gain: float | None, stop_at: float | None) -> Contingency:
-    """:func:`contingency` with every repair and move scored with shares."""
-    found = _repair_with_shares(scorer, loads, lost_machine, None, stop_at)
-    assert found is not None  # nothing to beat
-    repaired, rate = found
+def _contingency_kept(problem: Problem, kept: KeptShares, loads: Loads, lost_machine: int,
+                      move_min_gain: float | None, stop_at: float | None) -> Contingency:
+    """:func:`contingency` with every repair and move scored with the shares kept."""
+    repaired, rate = _repair_kept(kept, loads, lost_machine, stop_at)
     if move_min_gain is not None:
-        kept = np.flatnonzero(loads.mach != lost_machine)
+        movable = np.flatnonzero(loads.mach != lost_machine)
         survivors = np.flatnonzero(np.arange(problem.n_machines) != lost_machine)
-        _improve_with_shares(scorer, repaired, rate, kept, survivors, move_min_gain, len(kept), stop_at)
+        _improve_kept(kept, repaired, rate, movable, survivors, move_min_gain, len(movable), stop_at)
     moved = np.flatnonzero(repaired.mach != loads.mach)
-    placement = placement_of(problem, repaired)
-    rate, bottleneck = max_rate(problem, linear_loads(problem, placement, scorer.score(repaired).shares))
+    rate, bottleneck = kept.contingency_figures(placement_of(problem, repaired))
     return Contingency(
         machine=problem.machine_ids[lost_machine], input_rate=rate, bottleneck=bottleneck,
         lost=int((loads.mach == lost_machine).sum()), moved=int(moved.size),
@@ -953,10 +915,11 @@ def _contingency_with_shares(problem: Problem, scorer: SharesScorer, loads: Load
                                machine=problem.machine_ids[repaired.mach[k]]) for k in moved])
 
 
-def _improve_with_shares(scorer: SharesScorer, state: Loads, rate: float, movable: np.ndarray, targets: np.ndarray,
-                         min_gain: float, limit: int, stop_at: float | None) -> int:
-    """:func:`_improve` scored with shares: one of ``movable`` at a time (one per component, machine and instance 0
-    or not: the others are alike) to the target where the rate rises most, while it rises by more than ``min_gain``."""
+def _improve_kept(kept: KeptShares, state: Loads, rate: float, movable: np.ndarray, targets: np.ndarray,
+                  min_gain: float, limit: int, stop_at: float | None) -> int:
+    """:func:`_improve` scored with the shares kept: one of ``movable`` at a time (one per component, machine and
+    instance 0 or not: the others are alike) to the target where the rate rises most, while it rises by more than
+    ``min_gain``."""
     moves = 0
     for _ in range(limit):
         bar = rate * (1 + max(min_gain, RATE_REL_TOL)) + 1e-12
@@ -972,8 +935,8 @@ def _improve_with_shares(scorer: SharesScorer, state: Loads, rate: float, movabl
                     continue
                 mach = state.mach.copy()
                 mach[k] = w
-                r = scorer.rate(state, mach, bar if best is None else max(bar, best[0]))
-                if r is not None and r > bar and (best is None or r > best[0]):
+                r = kept.rate(state, mach)
+                if r > bar and (best is None or r > best[0]):
                     best = (r, int(k), int(w))
         if best is None:
             break

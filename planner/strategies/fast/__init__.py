@@ -54,8 +54,9 @@ closed-form ``R_max`` (planner.simulator) repairs.
 7. Weighted shares, with ``options.weighted_shares`` (``joint_shares``): steps 1-6 plan for an even split; a local
    search scored by the shares LP (planner.stream_shares) then drops, moves or adds instances while R with the
    shares rises, so counts and placement are chosen for what the weighted split reaches. With
-   ``options.survive_loss`` too, step 6's plan is offered to the worst-case search (planner.survive.offer_start),
-   which makes the survive plan without shares from it and never answers below it.
+   ``options.survive_loss`` too, step 6's plan goes to the worst-case search in the stats
+   (``planner.survive.EVEN_START_KEY``, which planner.api takes out), which makes the survive plan without shares
+   from it and never answers below it.
 
 Components fed by an ``all`` grouping or by ``global`` streams only keep one
 instance (more would only add load, or get nothing); components without cost

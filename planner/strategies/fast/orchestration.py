@@ -151,10 +151,10 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
             if model.max_rate(blind_polished.hosts, blind_polished.first_machine).rate > \
                     model.max_rate(layout.hosts, layout.first_machine).rate * (1 + RATE_REL_TOL):
                 layout = blind_polished
-    joint = None
+    joint, even_split = None, None
     if problem.options.weighted_shares:  # 7. counts and placement for what weighted shares reach
         if problem.options.survive_loss is not None:  # its worst-case search starts from the even split's plan too
-            survive.offer_start(problem, layout.placement(problem))
+            even_split = layout.placement(problem)
         joint = joint_search(model, layout, free, deadline, tuning)
         layout = joint.layout
     stats: dict[str, Any] = {
@@ -168,6 +168,8 @@ def plan(problem: Problem, tuning: FastTuning = DEFAULT_TUNING) -> StrategyResul
         stats["fluid_bound"] = bound.rate
     if joint is not None:
         stats["joint_shares"] = joint.stats
+    if even_split is not None:
+        stats[survive.EVEN_START_KEY] = even_split
     return StrategyResult(placement=layout.placement(problem), stats=stats)
 
 
