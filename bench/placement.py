@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 
 from planner.model import SYSTEM_PREFIX, Component, InstanceAssignment, Plan, Placement, StreamShares, Topology
+from planner.stream_shares import task_weights
 
 
 @dataclass(frozen=True)
@@ -50,24 +51,15 @@ class ActualPlacement:
 
 def placement_shares(placement: ActualPlacement, shares: Mapping[str, Mapping[str, float]] | None) -> list[StreamShares]:
     """Per weighted stream, each executor's share where Storm really placed them, as the weighted groupings split a
-    stream (org.hetsched.storm.grouping.GroupingShares): a machine's share evenly over the receiver's executors on it,
-    an executor on a machine the shares do not name the others' mean; a stream none of whose executors sits on a
-    named machine is split evenly (left out). ``shares``: ``hetsched.grouping.shares`` by machine id."""
+    stream (planner.stream_shares.task_weights); a stream split evenly is left out. ``shares``:
+    ``hetsched.grouping.shares`` by machine id."""
     result = []
     for stream, per_machine in (shares or {}).items():
         if "->" not in stream:  # the bench names every stream 'from->to'
             continue
-        target = stream.split("->", 1)[1]
-        machines = placement.executors.get(target) or []
-        together = {m: machines.count(m) for m in machines}
-        weights: list[float | None] = [per_machine[m] / together[m] if m in per_machine else None for m in machines]
-        named = [w for w in weights if w is not None]
-        if not named or sum(named) <= 0:
-            continue
-        mean = sum(named) / len(named)
-        filled = [mean if w is None else w for w in weights]
-        total = sum(filled)
-        result.append(StreamShares(stream=stream, shares=[w / total for w in filled]))
+        weights = task_weights(placement.executors.get(stream.split("->", 1)[1]) or [], per_machine)
+        if weights is not None:
+            result.append(StreamShares(stream=stream, shares=weights))
     return result
 
 

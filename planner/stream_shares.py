@@ -16,7 +16,7 @@ shares the plan will get.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -302,29 +302,39 @@ def shares_by_machine(problem: Problem, placement: Placement, shares: ShareArray
     return result
 
 
+def task_weights(machines: Sequence[str], per_machine: Mapping[str, float]) -> list[float] | None:
+    """Each receiving task's share of one stream, ``machines`` naming each task's machine in task order, as the
+    weighted groupings resolve machine shares (org.hetsched.storm.grouping.GroupingShares): a machine's share split
+    evenly over the tasks there, a task on a machine the shares do not name the mean weight of the others (never
+    zero); None (an even split) where no task runs on a named machine or the named weights sum to 0. Pure."""
+    together = Counter(machines)
+    weights = [float(per_machine[m]) / together[m] if m in per_machine else None for m in machines]
+    named = [w for w in weights if w is not None]
+    if not named or sum(named) <= 0:
+        return None
+    mean = sum(named) / len(named)
+    filled = [mean if w is None else w for w in weights]
+    total = sum(filled)
+    return [w / total for w in filled]
+
+
 def kept_shares(problem: Problem, placement: Placement, by_machine: Mapping[str, Mapping[str, float]]) -> ShareArrays:
     """Machine shares (``machine_shares``, what ``hetsched.grouping.shares`` holds) resolved over ``placement`` as
     the weighted groupings resolve them (org.hetsched.storm.grouping.GroupingShares): a task's weight is its
     machine's share split evenly over the stream's receiving tasks on that machine, a task on a machine the shares do
     not name gets the mean weight of the others (never zero); a stream none of whose tasks runs on a named machine,
     or whose named weights sum to 0, is split evenly (left out). So after a loss, with the lost machine's tasks
-    re-placed and nothing sent, the survivors keep their relative weights. Pure; bench.placement.placement_shares
-    does the same for a placement Storm reports."""
+    re-placed and nothing sent, the survivors keep their relative weights. Pure (:func:`task_weights`, as
+    bench.placement.placement_shares for a placement Storm reports)."""
     index = {stream_name(s.source, s.target): i for i, s in enumerate(problem.topology.streams)}
     result: ShareArrays = {}
     for stream, per_machine in by_machine.items():
         s = index.get(stream)
         if s is None or problem.stream_kind[s] != SPLIT:
             continue
-        machines = placement.get(problem.topology.streams[s].target) or []
-        together = Counter(machines)
-        weights = [float(per_machine[m]) / together[m] if m in per_machine else None for m in machines]
-        named = [w for w in weights if w is not None]
-        if not named or sum(named) <= 0:
-            continue
-        mean = sum(named) / len(named)
-        filled = np.array([mean if w is None else w for w in weights], dtype=float)
-        result[s] = filled / filled.sum()
+        weights = task_weights(placement.get(problem.topology.streams[s].target) or [], per_machine)
+        if weights is not None:
+            result[s] = np.array(weights, dtype=float)
     return result
 
 
