@@ -68,7 +68,8 @@ def make_plan(
             remaining = None if options.time_limit_s is None else max(0.0, options.time_limit_s - (time.perf_counter() - start))
             found = survive.worst_case(problem, placement, rule, remaining, even_start)
             placement = found.placement
-        stats["survive_loss"] = found.stats if found is not None else {"objective": rule.objective}
+        stats["survive_loss"] = {**(found.stats if found is not None else {"objective": rule.objective}),
+                                 "rule": rule.model_dump(mode="json")}  # a repair keeps the whole rule
     weighted = options.weighted_shares and not (found is not None and found.serve_evenly)
     evaluation = (evaluate_weighted(problem, placement, stats) if weighted
                   else evaluate_problem(problem, placement, stats))

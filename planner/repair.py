@@ -204,9 +204,8 @@ def repair_contingencies(problem: Problem, placement: Placement, rate: float, ru
 def survive_rule_of(plan: Plan | None) -> SurviveLoss | None:
     """The ``survive_loss`` a stored plan was made with, as far as it tells: None for a plan without contingencies.
 
-    A repair plan records its whole rule (``stats.survive_loss.rule``); a plan made by ``POST /v1/plans`` records its
-    objective only (``stats.survive_loss.objective``), so its ``move_min_gain`` and ``max_nominal_loss`` are not
-    known and the defaults stand (survivors never move).
+    Every plan records its whole rule (``stats.survive_loss.rule``); a plan stored before plans did records its
+    objective only (``stats.survive_loss.objective``), and the defaults stand for the rest (survivors never move).
     """
     if plan is None or plan.contingencies is None:
         return None

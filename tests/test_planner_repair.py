@@ -198,9 +198,12 @@ def test_the_repair_keeps_the_survive_loss_of_the_plan_it_ran_by_unless_the_requ
     assert repair_options(PlanOptions(), None) == (PlanOptions(), None)
 
 
-def test_the_rule_is_read_whole_from_a_repair_plan_and_as_its_objective_from_a_plan():
+def test_the_rule_is_read_whole_from_a_plan_or_a_repair_and_as_its_objective_from_an_older_plan():
     plan, topology, cluster, entries, keep = _survivable_loss(SurviveLoss(objective="nominal", move_min_gain=0.3))
-    assert survive_rule_of(plan) == SurviveLoss(objective="nominal"), "a plan does not record its move_min_gain"
+    assert survive_rule_of(plan) == SurviveLoss(objective="nominal", move_min_gain=0.3)
+    older = {**plan.stats["survive_loss"]}
+    del older["rule"]
+    assert survive_rule_of(plan.model_copy(update={"stats": {"survive_loss": older}})) == SurviveLoss(objective="nominal")
     rule = SurviveLoss(objective="worst_case", max_nominal_loss=0.1, move_min_gain=0.3)
     repaired = make_repair(topology, cluster, entries, keep, PlanOptions(survive_loss=rule), "request")
     assert survive_rule_of(repaired) == rule
