@@ -33,7 +33,8 @@ from hetsched.submit_checks import read_storm_yaml
 from observe.nimbus import ClusterSummary, NimbusAddress, connect
 from planner.client import TOKEN_ENV, URL_ENV
 from planner.events import TopologyEvent
-from planner.model import Contingency, ContingencyMove
+from planner.model import Contingency, ContingencyMove, StreamShares
+from planner.stream_shares import CONF_KEY as SHARES_KEY, task_weights
 from planner.service.overview import RunningContingency, placement_now
 from topologies import conf as keys
 from topologies.errors import TopologyError
@@ -197,7 +198,7 @@ def placement(
     loads, predicted_rate = predicted(loads, places, rows, name, topology_conf, user_topology, url, notes,
                                       token or found_token)
     loads = measured(loads, local, measure, notes)
-    shares = executor_shares(places, topology_conf.get("hetsched.grouping.shares"))
+    shares = executor_shares(places, topology_conf.get(SHARES_KEY))
     recent = recent_input_rate(parse_topology_info(info))
     if recent is None:
         notes.append("no measured rate: no spout reports its counts of Nimbus's last 10 minutes yet")
@@ -303,6 +304,24 @@ def executor_shares(places: list[ExecutorPlace], conf_value: Any) -> list[dict[s
     return result
 
 
+def running_shares(places: list[ExecutorPlace], conf_value: Any) -> list[StreamShares]:
+    """The shares the workers run with (``hetsched.grouping.shares`` resolved over where the executors run, as the
+    weighted groupings do: planner.stream_shares.task_weights), per ``from->to`` stream, in the order of ``places``;
+    a stream split evenly, or named by its receiver alone, is left out (scored evenly)."""
+    if not isinstance(conf_value, dict):
+        return []
+    result = []
+    for stream, per_machine in conf_value.items():
+        if "->" not in str(stream) or not isinstance(per_machine, dict):
+            continue
+        numbers = {str(k): float(v) for k, v in per_machine.items() if isinstance(v, (int, float)) and v >= 0}
+        targets = [p for p in places if p.component == str(stream).split("->", 1)[1]]
+        weights = task_weights([p.host if p.host in numbers else (p.machine or "") for p in targets], numbers)
+        if weights is not None:
+            result.append(StreamShares(stream=str(stream), shares=weights))
+    return result
+
+
 def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[SupervisorRow], name: str,
               topology_conf: dict[str, Any], user_topology: Any, planner_url: str | None,
               notes: list[str], token: str | None = None) -> tuple[list[MachineLoad], float | None]:
@@ -335,6 +354,7 @@ def predicted(loads: list[MachineLoad], places: list[ExecutorPlace], rows: list[
             cluster=declared_cluster(rows),
             profiles=ProfileRef(name=profiles),
             assignments=[InstanceAssignment(component=p.component, machine=p.machine) for p in user],
+            shares=running_shares(user, topology_conf.get(SHARES_KEY)) or None,
         )
         with PlannerClient(url, token, timeout_s=30.0) as client:
             if client.get_profile_set(profiles).source.get("kind") == "hetsched.tune.placement":
