@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import getpass
 import os
 import platform
@@ -180,7 +181,8 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
             if loaded is None:
                 if not isinstance(cluster, LocalCluster):
                     raise BenchError("profiling now (--profile-now) needs the local cluster (--cluster local)")
-                measure = measure_profiles or measure_profiles_now
+                reporter.status(f"profiling {', '.join(settings.topologies)} on every machine type (--profile-now)")
+                measure = measure_profiles or functools.partial(measure_profiles_now, reporter=reporter)
                 loaded = measure(cluster, planner_at, out / "profiling", list(settings.topologies))
                 result.profile_set, result.profile_origin = loaded
                 _require_profiles(loaded[0], settings, spec, result.profile_origin)
@@ -394,7 +396,8 @@ def plan_of(result: BenchResult, spec: RunSpec) -> Plan | None:
     return result.plans.get(spec.topology)
 
 
-def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path, topologies: list[str]) -> tuple[ProfileSet, str]:
+def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path, topologies: list[str],
+                         reporter: Reporter | None = None) -> tuple[ProfileSet, str]:
     """Profile every kind of work of the bench's topologies on this cluster (spark_profiling's collector + Spark)."""
     from spark_profiling.collector.runner import ExperimentOptions
     from spark_profiling.collector.workflow import profile
@@ -410,7 +413,8 @@ def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path,
         if not kinds:
             continue
         try:
-            done = profile(LocalClusterHandle(cluster), planner_url, out_dir, ExperimentOptions(topology=topology, kinds=kinds))
+            done = profile(LocalClusterHandle(cluster), planner_url, out_dir, ExperimentOptions(topology=topology, kinds=kinds),
+                           reporter=reporter)
         except ProfilingError as exc:
             raise BenchError(f"profiling {topology} failed: {exc}") from None
         if done.profile_set is None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
+from topologies.catalog import CATALOG
 
 SCHEDULERS = ("default", "default-naive", "resource_aware", "planned")
 """
@@ -25,6 +26,9 @@ KNOWN_SCHEDULERS = SCHEDULERS + ("planned-weighted", "sps", "dps", "ras-priority
 - ``ras-priority``: Storm's RAS with ``topology.priority`` and a user pool.
 """
 TOPOLOGIES = ("linear", "diamond", "star")
+"""What a bench runs unless told: the paper's micro topologies, which the shipped profile set covers."""
+KNOWN_TOPOLOGIES = tuple(CATALOG)
+"""Every catalog topology; RollingCount and UniqueVisitor need profiles of their own (``--profile-now``)."""
 CLUSTERS = ("local", "compose")
 """Where the bench runs: the local cgroup cluster, or the same machines as docker-compose containers."""
 DEFAULT_PROFILES = "default-cluster"

@@ -93,7 +93,7 @@ def _print(data: dict) -> None:
 
 
 def bench(
-    topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated: linear,diamond,star [default: all three]."),
+    topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated catalog topologies [default: linear,diamond,star]; rolling_count and unique_visitor need --profile-now."),
     schedulers: Optional[str] = typer.Option(
         None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four], "
                              "also planned-weighted (a plan made with weighted shares, on the weighted groupings, issue 33) and sps,dps,ras-priority (docs/baselines.md)."),
@@ -137,7 +137,7 @@ def bench(
     from bench import report
     from bench.errors import BenchError
     from bench.profiles import load_profile_set
-    from bench.settings import KNOWN_SCHEDULERS, TOPOLOGIES, BenchSettings, SCHEDULERS, parse_names
+    from bench.settings import KNOWN_SCHEDULERS, KNOWN_TOPOLOGIES, TOPOLOGIES, BenchSettings, SCHEDULERS, parse_names
 
     if scenario is not None and cluster != "local":
         raise fail(f"the {scenario} scenario runs on the local cluster only (--cluster local)")
@@ -164,7 +164,7 @@ def bench(
             return
         settings = BenchSettings(
             out_dir=out or _default_out("bench"),
-            topologies=parse_names(topologies, TOPOLOGIES, "topology"),
+            topologies=parse_names(topologies, KNOWN_TOPOLOGIES, "topology") if topologies else TOPOLOGIES,
             schedulers=parse_names(schedulers, KNOWN_SCHEDULERS, "scheduler") if schedulers else SCHEDULERS,
             profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup, settle_max_s=settle_max,
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,

@@ -13,7 +13,7 @@ from bench.errors import BenchError
 from bench.placement import from_topology_info, plan_mismatches
 from bench.profiles import fill_pass_through_alphas, load_profile_set, missing_pairs, require_pairs
 from bench.schedulers import CPU_POINTS, DISABLE_LOAD_AWARE, ras_cpu_points, run_specs
-from bench.settings import SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
+from bench.settings import KNOWN_TOPOLOGIES, SCHEDULERS, TOPOLOGIES, BenchSettings, parse_names
 from cluster.spec import load_spec
 from hetsched.cli import _register, app
 from observe.rates import ComponentRate
@@ -324,6 +324,7 @@ def test_names_parse_and_unknown_ones_are_refused():
         parse_names("planned,fifo", SCHEDULERS, "scheduler")
     with pytest.raises(BenchError, match="no topology given"):
         parse_names(" , ", TOPOLOGIES, "topology")
+    assert parse_names("rolling_count", KNOWN_TOPOLOGIES, "topology") == ("rolling_count",)
 
 
 @pytest.mark.parametrize("kw, message", [
