@@ -52,6 +52,8 @@ class FakeThriftNimbus:
     def __init__(self, topology_conf: dict | None = None, nimbus_conf: dict | None = None):
         self.topology_conf = topology_conf or {}
         self.nimbus_conf = nimbus_conf or {}
+        self.name = "linear"
+        """The running topology's name, which the planner binds plans to."""
         self.spout_recent: tuple[int, int] | None = None
         """(emits in the 10-minute window, uptime seconds) of the spout's executor; None: no stats."""
 
@@ -59,7 +61,7 @@ class FakeThriftNimbus:
         return st.NimbusSummary(host="127.0.0.1", port=6627, uptime_secs=1, isLeader=True, version="2.8.3")
 
     def getClusterInfo(self):
-        topology = st.TopologySummary(id="linear-1-1", name="linear", num_tasks=5, num_executors=5, num_workers=2,
+        topology = st.TopologySummary(id="linear-1-1", name=self.name, num_tasks=5, num_executors=5, num_workers=2,
                                       uptime_secs=20, status="ACTIVE", sched_status="hetsched: placed by planner (plan p1)")
         return st.ClusterSummary(supervisors=[supervisor(h, capacity=c) for h, (*_, c) in HOSTS.items()],
                                  topologies=[topology], nimbuses=[self.getLeader()])
@@ -70,7 +72,7 @@ class FakeThriftNimbus:
     def getTopologyInfo(self, topology_id):
         if topology_id != "linear-1-1":
             raise st.NotAliveException(msg=topology_id)
-        return st.TopologyInfo(id=topology_id, name="linear", uptime_secs=20, status="ACTIVE",
+        return st.TopologyInfo(id=topology_id, name=self.name, uptime_secs=20, status="ACTIVE",
                                executors=[executor(*e, *(self.spout_recent if e[0] == "spout" and self.spout_recent
                                                          else ())) for e in LINEAR_PLACEMENT], errors={},
                                sched_status="hetsched: placed by planner (plan p1)")
@@ -275,20 +277,28 @@ def test_placement_measures_the_rate_over_nimbus_last_ten_minutes(fake_nimbus, s
         " ".join(result.output.split()))
 
 
-def test_placement_shows_the_contingency_of_each_machine_and_the_last_events(fake_nimbus, supervisor_files,
-                                                                               start_planner_service):
-    service = start_planner_service()
+def _surviving_linear_plan(service, fake_nimbus, supervisor_files) -> tuple[dict, list[str]]:
+    """A plan of linear with contingencies, stored on ``service`` but not bound (each test binds it its own way),
+    and the arguments of ``hetsched placement`` that read it there."""
     profiles = json.loads((EXAMPLES / "micro-profiles.json").read_text())
     request = json.loads((EXAMPLES / "linear-plan.json").read_text())
     request["options"] = {"survive_loss": {"objective": "nominal"}}
     with service.http() as http:
         http.put(f"/v1/profiles/{profiles['name']}", json=profiles).raise_for_status()
         plan = http.post("/v1/plans", json=request).json()
-        for n in range(7):
-            http.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": f"bind {n}"}).raise_for_status()
     fake_nimbus.topology_conf = {"hetsched.profiles": profiles["name"], "hetsched.topology": "linear"}
     args = ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--planner", service.url,
             *supervisor_files]
+    return plan, args
+
+
+def test_placement_shows_the_contingency_of_each_machine_and_the_last_events(fake_nimbus, supervisor_files,
+                                                                               start_planner_service):
+    service = start_planner_service()
+    plan, args = _surviving_linear_plan(service, fake_nimbus, supervisor_files)
+    with service.http() as http:
+        for n in range(7):
+            http.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": f"bind {n}"}).raise_for_status()
     answer = json.loads(runner.invoke(app, [*args, "--json", "--events", "3"]).output)
     assert answer["plan"] == {"id": plan["id"], "source": "bound"}
     assert answer["contingencies"] == plan["contingencies"]
@@ -307,19 +317,12 @@ def test_placement_shows_the_contingency_of_each_machine_and_the_last_events(fak
 def test_placement_after_a_contingency_shows_it_running_and_not_the_plan_s_contingencies(
         fake_nimbus, supervisor_files, start_planner_service):
     service = start_planner_service()
-    profiles = json.loads((EXAMPLES / "micro-profiles.json").read_text())
-    request = json.loads((EXAMPLES / "linear-plan.json").read_text())
-    request["options"] = {"survive_loss": {"objective": "nominal"}}
+    plan, args = _surviving_linear_plan(service, fake_nimbus, supervisor_files)
+    large = next(c for c in plan["contingencies"] if c["machine"] == "large-1")
     with service.http() as http:
-        http.put(f"/v1/profiles/{profiles['name']}", json=profiles).raise_for_status()
-        plan = http.post("/v1/plans", json=request).json()
-        large = next(c for c in plan["contingencies"] if c["machine"] == "large-1")
         bound = http.put("/v1/assignments/linear", json={"plan_id": plan["id"], "reason": (
             f"hetsched plugin, contingency for large-1 lost: kept 2 executors where they run, moved {large['moved']}, "
             f"predicted {large['input_rate']:.2f} tuples/s")}).json()
-    fake_nimbus.topology_conf = {"hetsched.profiles": profiles["name"], "hetsched.topology": "linear"}
-    args = ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--planner", service.url,
-            *supervisor_files]
     answer = json.loads(runner.invoke(app, [*args, "--json"]).output)
     assert answer["plan"] == {"id": plan["id"], "source": "bound"}
     assert answer["contingencies"] is None, "the plan's contingencies are for its placement before the loss"
@@ -350,11 +353,13 @@ def _by_target(moves: list[dict]) -> dict[str, list[tuple[str, int]]]:
 
 
 def test_placement_without_a_plan_bound_or_in_its_conf_says_so(fake_nimbus, supervisor_files, planner_service):
+    """Runs under a name of its own: other tests bind plans to "linear" on the session's planner service."""
+    fake_nimbus.name = "linear-unbound"
     fake_nimbus.topology_conf = {"hetsched.topology": "linear"}
-    result = runner.invoke(app, ["placement", "linear", "--nimbus", "127.0.0.1:6627", "--measure", "0", "--json",
-                                 "--planner", planner_service.url, *supervisor_files])
+    result = runner.invoke(app, ["placement", "linear-unbound", "--nimbus", "127.0.0.1:6627", "--measure", "0",
+                                 "--json", "--planner", planner_service.url, *supervisor_files])
     notes = json.loads(result.output)["notes"]
-    assert "no contingencies: no plan is bound to linear and its conf names none (hetsched.plan.id)" in notes
+    assert "no contingencies: no plan is bound to linear-unbound and its conf names none (hetsched.plan.id)" in notes
 
 
 # --- hetsched counts: the window ---------------------------------------------------------------------------------
