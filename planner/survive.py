@@ -39,6 +39,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from math import comb
+from typing import Protocol
 
 import numpy as np
 
@@ -300,24 +301,49 @@ def repair_loss(loads: Loads, lost_machine: int) -> tuple[Loads, str]:
     heaviest = lost[np.argsort(-state.slope[lost].mean(axis=1), kind="stable")]
     for k in heaviest:
         state.move(int(k), _best_target(state, int(k), survivors)[0])
-    _improve(state, heaviest, survivors)
+    _improve(EvenMoves(), state, heaviest, survivors)
     return state, "greedy"
 
 
-def _improve(state: Loads, movable: np.ndarray, targets: np.ndarray, min_gain: float = 0.0,
+class MoveScoring(Protocol):
+    """How :func:`_improve` scores a placement after a loss: as split evenly (:class:`EvenMoves`) or with the plan's
+    machine shares kept (:class:`KeptMoves`)."""
+
+    def rate(self, loads: Loads) -> float:
+        """R_max of ``loads`` as placed."""
+        ...
+
+    def best_target(self, loads: Loads, k: int, targets: np.ndarray) -> tuple[int, float] | None:
+        """The best of ``targets`` (none of them instance k's machine) to move instance k to, and the rate there;
+        None where none was scored in time."""
+        ...
+
+
+class EvenMoves:
+    """Every placement split evenly: one vectorized closed form per instance, ties to the target with the most room."""
+
+    def rate(self, loads: Loads) -> float:
+        return loads.rate()
+
+    def best_target(self, loads: Loads, k: int, targets: np.ndarray) -> tuple[int, float] | None:
+        return _best_target(loads, k, targets)
+
+
+def _improve(scoring: MoveScoring, state: Loads, movable: np.ndarray, targets: np.ndarray, min_gain: float = 0.0,
              limit: int | None = None) -> int:
-    """Moves one of ``movable`` at a time to its best target while R rises by more than ``min_gain``; returns the moves."""
+    """Moves one of ``movable`` at a time to its best target while the rate rises by more than ``min_gain``; returns
+    the moves. Instances alike (:func:`_one_of_each_kind`) are scored once: each would score the same."""
     moves = 0
-    rate = state.rate()
+    rate = scoring.rate(state)
     for _ in range(MAX_GREEDY_ROUNDS if limit is None else limit):
         best: tuple[float, int, int] | None = None
-        for k in movable:
+        for k in _one_of_each_kind(state, movable):
             allowed = targets[targets != state.mach[k]]
             if allowed.size == 0:
                 continue
-            w, r = _best_target(state, int(k), allowed)
-            if best is None or r > best[0]:
-                best = (r, int(k), w)
+            found = scoring.best_target(state, k, allowed)
+            if found is not None and (best is None or found[1] > best[0]):
+                best = (found[1], k, found[0])
         if best is None or not best[0] > rate * (1 + max(min_gain, RATE_REL_TOL)) + 1e-12:
             break
         state.move(best[1], best[2])
@@ -335,7 +361,7 @@ def contingency(problem: Problem, loads: Loads, lost_machine: int, move_min_gain
     survivors_machines = np.flatnonzero(np.arange(problem.n_machines) != lost_machine)
     if move_min_gain is not None:
         kept = np.flatnonzero(loads.mach != lost_machine)
-        _improve(repaired, kept, survivors_machines, min_gain=move_min_gain, limit=len(kept))
+        _improve(EvenMoves(), repaired, kept, survivors_machines, min_gain=move_min_gain, limit=len(kept))
     moved = np.flatnonzero(repaired.mach != loads.mach)
     placement = placement_of(problem, repaired)
     rate, bottleneck = max_rate(problem, linear_loads(problem, placement))
@@ -490,7 +516,7 @@ def _worst_case_even(problem: Problem, placement: Placement, rule: SurviveLoss, 
     else:
         reference = start_survival.nominal
         floor = _floor(rule, reference)
-        best, steps = _local_search(problem, start, start_survival, floor, stop_at)
+        best, steps = _local_search(EvenSurvival(), start, start_survival, floor, stop_at)
         search = "local"
         if best[1].worst <= start_survival.worst or _same(best[1].worst, start_survival.worst):
             # no worst-case gain: nothing is worth the nominal rate the search may have given up
@@ -508,15 +534,40 @@ def _floor(rule: SurviveLoss, reference: float) -> float:
     return 0.0 if rule.max_nominal_loss is None else reference * (1.0 - rule.max_nominal_loss) * (1 - RATE_REL_TOL)
 
 
-def _local_search(problem: Problem, start: Loads, start_survival: Survival, floor: float, stop_at: float
+class SurvivalScoring(Protocol):
+    """How :func:`_local_search` scores a placement: split evenly (:class:`EvenSurvival`) or as it runs with weighted
+    shares (:class:`SharesSurvival`)."""
+
+    def repaired(self, loads: Loads, lost_machine: int, stop_at: float) -> Loads:
+        """``loads`` after ``lost_machine``'s loss, repaired as this scoring repairs it."""
+        ...
+
+    def survival(self, loads: Loads, floor: float, stop_at: float, beat: Survival) -> Survival | None:
+        """The placement's :class:`Survival`; None where its nominal rate is under ``floor`` or ``stop_at`` passed
+        first, and may be None where it cannot be better than ``beat`` (found out early)."""
+        ...
+
+
+class EvenSurvival:
+    """Every placement split evenly, as :func:`survival` scores it."""
+
+    def repaired(self, loads: Loads, lost_machine: int, stop_at: float) -> Loads:
+        return repair_loss(loads, lost_machine)[0]
+
+    def survival(self, loads: Loads, floor: float, stop_at: float, beat: Survival) -> Survival | None:
+        if loads.rate() < floor:
+            return None
+        return survival(loads, stop_at)
+
+
+def _local_search(scoring: SurvivalScoring, start: Loads, start_survival: Survival, floor: float, stop_at: float
                   ) -> tuple[tuple[Loads, Survival], int]:
     """Moves one instance at a time off the worst machine (or off the bottleneck of its loss) while the leximin rises."""
     current, current_s = start, start_survival
     steps = 0
     while time.perf_counter() < stop_at:
         sources = {current_s.worst_machine}
-        repaired, _ = repair_loss(current, current_s.worst_machine)
-        sources.add(_bottleneck_machine(repaired))
+        sources.add(_bottleneck_machine(scoring.repaired(current, current_s.worst_machine, stop_at)))
         best: tuple[Loads, Survival] | None = None
         for k in _representatives(current, sources):
             for w in _roomiest(current, TARGETS_PER_MOVE):
@@ -524,9 +575,7 @@ def _local_search(problem: Problem, start: Loads, start_survival: Survival, floo
                     continue
                 trial = current.copy()
                 trial.move(int(k), w)
-                if trial.rate() < floor:
-                    continue
-                s = survival(trial, stop_at)
+                s = scoring.survival(trial, floor, stop_at, current_s if best is None else best[1])
                 if s is not None and _better(s, current_s) and (best is None or _better(s, best[1])):
                     best = (trial, s)
         if best is None:
@@ -550,9 +599,14 @@ def _bottleneck_machine(loads: Loads) -> int:
 
 def _representatives(loads: Loads, machines: set[int]) -> list[int]:
     """One instance per (component, machine, is instance 0) on the given machines: the others are alike."""
+    return _one_of_each_kind(loads, np.flatnonzero(np.isin(loads.mach, list(machines))))
+
+
+def _one_of_each_kind(loads: Loads, ks: np.ndarray) -> list[int]:
+    """The first of ``ks`` per (component, machine, is instance 0): moving any other of a kind scores the same."""
     seen: set[tuple[int, int, bool]] = set()
     out = []
-    for k in np.flatnonzero(np.isin(loads.mach, list(machines))):
+    for k in ks:
         key = (int(loads.comp[k]), int(loads.mach[k]), bool(loads.inst[k] == 0))
         if key not in seen:
             seen.add(key)
@@ -826,7 +880,7 @@ def _worst_case_with_shares(problem: Problem, placement: Placement, rule: Surviv
     # first locally from every start (cheap, most of the gain), then every placement of the counts that have few
     for group in groups.values():
         for loads, s in sorted(group, key=lambda g: (-g[1].worst, -g[1].nominal)):
-            (end, end_s), moves = _local_search_with_shares(scorer, loads, s, floor, stop_at)
+            (end, end_s), moves = _local_search(SharesSurvival(scorer), loads, s, floor, stop_at)
             steps += moves
             if fits(end_s) and end_s.worst > best[1].worst and not _same(end_s.worst, best[1].worst):
                 best = (end, end_s)  # a local search's gain counts where it raises the worst rate
@@ -869,43 +923,31 @@ def _worst_case_with_shares(problem: Problem, placement: Placement, rule: Surviv
     return SearchResult(placement_of(problem, loads), s, stats, serve_evenly=served_evenly)
 
 
-def _local_search_with_shares(scorer: SharesScorer, start: Loads, start_survival: Survival, floor: float,
-                              stop_at: float) -> tuple[tuple[Loads, Survival], int]:
-    """:func:`_local_search` with every candidate scored as :func:`_survival_with_shares` scores it."""
-    current, current_s = start, start_survival
-    steps = 0
-    while time.perf_counter() < stop_at:
-        sources = {current_s.worst_machine}
-        scored = scorer.nominal(current)
+@dataclass(frozen=True)
+class SharesSurvival:
+    """Every placement scored as it runs with weighted shares (:func:`_survival_with_shares`), repaired with its
+    machine shares kept."""
+
+    scorer: SharesScorer
+
+    def repaired(self, loads: Loads, lost_machine: int, stop_at: float) -> Loads:
+        scored = self.scorer.nominal(loads)
         assert scored is not None  # nothing to reach
-        repaired, _ = _repair_kept(KeptShares(current.problem, scored[1]), current, current_s.worst_machine, stop_at)
-        sources.add(_bottleneck_machine(repaired))
-        best: tuple[Loads, Survival] | None = None
-        for k in _representatives(current, sources):
-            for w in _roomiest(current, TARGETS_PER_MOVE):
-                if w == current.mach[k] or time.perf_counter() >= stop_at:
-                    continue
-                trial = current.copy()
-                trial.move(int(k), w)
-                s = _survival_with_shares(scorer, trial, stop_at, current_s if best is None else best[1], floor)
-                if s is not None and s.nominal >= floor * (1 - RATE_REL_TOL) and _better(s, current_s) \
-                        and (best is None or _better(s, best[1])):
-                    best = (trial, s)
-        if best is None:
-            break
-        current, current_s = best
-        steps += 1
-    return (current, current_s), steps
+        return _repair_kept(KeptShares(loads.problem, scored[1]), loads, lost_machine, stop_at)[0]
+
+    def survival(self, loads: Loads, floor: float, stop_at: float, beat: Survival) -> Survival | None:
+        found = _survival_with_shares(self.scorer, loads, stop_at, beat, floor)
+        return found if found is not None and found.nominal >= floor * (1 - RATE_REL_TOL) else None
 
 
 def _contingency_kept(problem: Problem, kept: KeptShares, loads: Loads, lost_machine: int,
                       move_min_gain: float | None, stop_at: float | None) -> Contingency:
     """:func:`contingency` with every repair and move scored with the shares kept."""
-    repaired, rate = _repair_kept(kept, loads, lost_machine, stop_at)
+    repaired, _ = _repair_kept(kept, loads, lost_machine, stop_at)
     if move_min_gain is not None:
         movable = np.flatnonzero(loads.mach != lost_machine)
         survivors = np.flatnonzero(np.arange(problem.n_machines) != lost_machine)
-        _improve_kept(kept, repaired, rate, movable, survivors, move_min_gain, len(movable), stop_at)
+        _improve(KeptMoves(kept, stop_at), repaired, movable, survivors, move_min_gain, len(movable))
     moved = np.flatnonzero(repaired.mach != loads.mach)
     rate, bottleneck = kept.contingency_figures(placement_of(problem, repaired))
     return Contingency(
@@ -915,32 +957,25 @@ def _contingency_kept(problem: Problem, kept: KeptShares, loads: Loads, lost_mac
                                machine=problem.machine_ids[repaired.mach[k]]) for k in moved])
 
 
-def _improve_kept(kept: KeptShares, state: Loads, rate: float, movable: np.ndarray, targets: np.ndarray,
-                  min_gain: float, limit: int, stop_at: float | None) -> int:
-    """:func:`_improve` scored with the shares kept: one of ``movable`` at a time (one per component, machine and
-    instance 0 or not: the others are alike) to the target where the rate rises most, while it rises by more than
-    ``min_gain``."""
-    moves = 0
-    for _ in range(limit):
-        bar = rate * (1 + max(min_gain, RATE_REL_TOL)) + 1e-12
-        best: tuple[float, int, int] | None = None
-        seen: set[tuple[int, int, bool]] = set()
-        for k in movable:
-            kind = (int(state.comp[k]), int(state.mach[k]), bool(state.inst[k] == 0))
-            if kind in seen:
-                continue
-            seen.add(kind)
-            for w in targets:
-                if w == state.mach[k] or (stop_at is not None and time.perf_counter() > stop_at):
-                    continue
-                mach = state.mach.copy()
-                mach[k] = w
-                r = kept.rate(state, mach)
-                if r > bar and (best is None or r > best[0]):
-                    best = (r, int(k), int(w))
-        if best is None:
-            break
-        state.move(best[1], best[2])
-        rate = best[0]
-        moves += 1
-    return moves
+@dataclass(frozen=True)
+class KeptMoves:
+    """Placements scored with the plan's machine shares kept (a closed form per target, remembered), none scored
+    past ``stop_at``."""
+
+    kept: KeptShares
+    stop_at: float | None
+
+    def rate(self, loads: Loads) -> float:
+        return self.kept.rate(loads, loads.mach)
+
+    def best_target(self, loads: Loads, k: int, targets: np.ndarray) -> tuple[int, float] | None:
+        best: tuple[int, float] | None = None
+        for w in targets:
+            if self.stop_at is not None and time.perf_counter() > self.stop_at:
+                break
+            mach = loads.mach.copy()
+            mach[k] = w
+            r = self.kept.rate(loads, mach)
+            if best is None or r > best[1]:
+                best = (int(w), r)
+        return best
