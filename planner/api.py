@@ -27,6 +27,7 @@ from planner.simulator import evaluate_problem, instance_cpu_pct, linear_loads
 from planner.stream_shares import compile_shares, evaluate_weighted, machine_shares
 from planner.strategies import DEFAULT_STRATEGY, STRATEGIES
 from planner.validation import (
+    budgeted,
     validate,
     validate_cluster,
     validate_profiles,
@@ -55,12 +56,14 @@ def make_plan(
         raise PlanningError(f"unknown strategy {name}; known strategies: {', '.join(sorted(STRATEGIES))}")
     profiles = ProfileTable.from_entries(entries)
     validate(topology, cluster, profiles, options)
-    problem = compile_problem(topology, cluster, profiles, options)
+    problem, budget = budgeted(compile_problem(topology, cluster, profiles, options))
     rule = options.survive_loss
     if rule is not None:
         survive.check_request(problem)
     result = plan_fn(problem)
     stats = {"iterations": 0, **result.stats}
+    if budget is not None:
+        stats["max_workers"] = budget
     even_start = stats.pop(survive.EVEN_START_KEY, None)  # fast's plan for an even split, for the survive search
     placement, found = result.placement, None
     if rule is not None:

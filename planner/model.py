@@ -79,6 +79,12 @@ class Topology(_Model):
         description="Memory of the topology's worker JVM itself, MB, charged once on every machine that hosts an "
         "instance of the topology (one worker per machine); none: 0.",
     )
+    max_workers: int | None = Field(
+        default=None, ge=1, le=100_000,
+        description="The topology's worker budget: its plan uses at most this many machines (one worker each), the "
+        "ones with the most free capacity for it (Storm's topology.workers packs a topology so); none: every "
+        "machine may host one of its workers. Evaluations ignore it.",
+    )
 
     def component(self, component_id: str) -> Component:
         for c in self.components:

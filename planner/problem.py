@@ -8,7 +8,7 @@ so an instance fed ``r`` tuples/s uses ``cost * r + met`` percent
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -243,3 +243,46 @@ def compile_problem(topology: Topology, cluster: Cluster, profiles: ProfileTable
         stream_kind=_read_only(np.array([stream_kind(s.grouping) for s in topology.streams], dtype=np.int64)),
         has_remote_cost=has_remote_cost,
     )
+
+
+def machine_strength(problem: Problem) -> np.ndarray:
+    """(M,) the input rate R, tuples/s, each machine would carry with the whole topology on it alone, one instance
+    of each component: its limit (the free share a tenant is planned on) less the instances' MET, over what one tuple/s
+    of R costs on its type. Ranks the machines a worker budget keeps; thread caps and memory are left to the plan."""
+    shares = problem.one_each_shares.total(np.ones(problem.n_components))
+    per_rate = shares @ problem.cost  # (T,) percent per tuple/s of R
+    fixed = problem.met.sum(axis=0)  # (T,) percent at any rate
+    t = problem.machine_type
+    room = np.maximum(0.0, problem.limit - fixed[t])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(per_rate[t] > 0, room / per_rate[t], np.where(room > 0, np.inf, 0.0))
+
+
+def budget_machines(problem: Problem, budget: int, first: Collection[str] = ()) -> tuple[str, ...]:
+    """The ``budget`` machines a topology's workers may use: those in ``first`` (where its instances run already),
+    then the strongest for it (``machine_strength``), ties in cluster order; in cluster order."""
+    strength = machine_strength(problem)
+    ranked = sorted(range(problem.n_machines),
+                    key=lambda w: (problem.machine_ids[w] not in first, -strength[w], w))
+    kept = sorted(ranked[:max(budget, sum(1 for m in problem.machine_ids if m in first))])
+    return tuple(problem.machine_ids[w] for w in kept)
+
+
+def within_worker_budget(problem: Problem, first: Collection[str] = ()) -> tuple[Problem, dict | None]:
+    """The problem on only the machines the topology's worker budget (``topology.max_workers``) keeps, so every
+    strategy, the simulator and the ledger see those alone, and what ``stats.max_workers`` says of it; the problem
+    itself and None without a budget. ``first`` are machines kept whatever their strength (a repair's survivors)."""
+    budget = problem.topology.max_workers
+    if budget is None:
+        return problem, None
+    if budget >= problem.n_machines:
+        return problem, {"budget": budget, "restricted": False}
+    kept = budget_machines(problem, budget, first)
+    kept_set = set(kept)
+    machines = [m for m in problem.cluster.machines if m.id in kept_set]
+    used_types = {m.type for m in machines}
+    cluster = Cluster(machine_types=[t for t in problem.cluster.machine_types if t.name in used_types],
+                      machines=machines)
+    restricted = compile_problem(problem.topology, cluster, problem.profiles, problem.options)
+    return restricted, {"budget": budget, "restricted": True, "machines": list(kept),
+                        "of_machines": problem.n_machines}

@@ -41,7 +41,7 @@ from planner.model import (
 from planner.problem import Problem, compile_problem
 from planner.profiles import ProfileTable
 from planner.simulator import evaluate_problem, linear_loads, max_rate
-from planner.validation import validate
+from planner.validation import budgeted, validate
 
 EXHAUSTIVE_LIMIT = 20_000
 """Most placements of the lost instances tried one by one; above it the greedy search runs."""
@@ -158,8 +158,10 @@ def make_repair(topology: Topology, cluster: Cluster, entries: Iterable[ProfileE
     options = options or PlanOptions()
     profiles = ProfileTable.from_entries(entries)
     validate(topology, cluster, profiles, options)
-    problem = compile_problem(topology, cluster, profiles, options)
+    problem, budget = budgeted(compile_problem(topology, cluster, profiles, options), {k.machine for k in keep})
     placement, stats = repair(problem, keep)
+    if budget is not None:
+        stats["max_workers"] = budget
     evaluation = evaluate_problem(problem, placement, stats)
     plan = Plan(**evaluation.model_dump(), strategy=STRATEGY)
     if options.survive_loss is not None:

@@ -7,10 +7,11 @@ profiles, cluster, then whether the cluster can host the topology at all.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from planner.errors import MissingProfile, PlanningError, ProfilesMissing
 from planner.model import Cluster, PlanOptions, ProfileEntry, Topology
+from planner.problem import Problem, within_worker_budget
 from planner.profiles import ProfileTable
 from planner.rates import find_cycle, unit_rates
 from planner.simulator import entry_cpu_pct, fits_within
@@ -191,3 +192,17 @@ def validate(topology: Topology, cluster: Cluster, profiles: ProfileTable, optio
     validate_profiles(topology, cluster, profiles)
     validate_capacity(topology, cluster, profiles, options)
     validate_memory(topology, cluster)
+
+
+def budgeted(problem: Problem, first: Collection[str] = ()) -> tuple[Problem, dict | None]:
+    """The problem on the machines the topology's worker budget keeps (``within_worker_budget``), checked that those
+    can host it, so a budget too small is refused in one sentence that names it, before any strategy runs."""
+    kept, budget = within_worker_budget(problem, first)
+    if kept is not problem:
+        try:
+            validate_capacity(kept.topology, kept.cluster, kept.profiles, kept.options)
+            validate_memory(kept.topology, kept.cluster)
+        except PlanningError as exc:
+            raise PlanningError(f"{exc} within the topology's worker budget, max_workers {kept.topology.max_workers} "
+                                f"(the {kept.n_machines} machines with the most free capacity for it)") from None
+    return kept, budget

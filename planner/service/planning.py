@@ -195,9 +195,13 @@ def stored_plan_fits(request: PlanRequest, stored: Plan) -> bool:
     for (``stored.machines`` records each machine's type; a machine id now on another, perhaps
     smaller, type would keep a placement sized for the old one), and, for a plan made with a
     stored profile set, the request names that set without a version or with the plan's version
-    (the reused plan is evaluated with its own version, see ``reuse_profiles``).
+    (the reused plan is evaluated with its own version, see ``reuse_profiles``), and it uses no more machines than
+    the topology's worker budget (``topology.max_workers``) allows.
     """
     if stored.topology != request.topology.name:
+        return False
+    budget = request.topology.max_workers
+    if budget is not None and len({a.machine for a in stored.assignments}) > budget:
         return False
     if stored.profiles is not None:
         asked = request.profiles
