@@ -15,7 +15,8 @@ import java.util.TreeMap;
  * along as {@code plan_id}: the planner reuses that plan where it still fits. Each machine type's
  * capacity is the whole machine less the profile set's machine base load for that type, its memory the least
  * {@code supervisor.memory.capacity.mb} of its supervisors. Components' memory and the worker's go along only where
- * the topology sets {@code hetsched.worker.memory.mb} (TopologySettings.plansMemory).
+ * the topology sets {@code hetsched.worker.memory.mb} (TopologySettings.plansMemory); its worker budget
+ * ({@code hetsched.max.workers}) where set, as {@code topology.max_workers}.
  */
 public final class PlanRequests {
     /** Every machine is its whole self: the API's CPU unit is percent of one machine. */
@@ -51,6 +52,9 @@ public final class PlanRequests {
         }
         if (settings.plansMemory()) {
             topology.put("worker_memory_mb", settings.workerMemoryMb());
+        }
+        if (settings.maxWorkers() != null) {
+            topology.put("max_workers", settings.maxWorkers());
         }
         ArrayNode streams = topology.putArray("streams");
         for (TopologyGraph.Stream s : graph.streams()) {

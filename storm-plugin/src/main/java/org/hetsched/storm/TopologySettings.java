@@ -24,6 +24,8 @@ import java.util.Map;
  *                              (its workers restarted) once the planner answers
  * @param workerMemoryMb        the memory of one worker JVM of the topology ({@code hetsched.worker.memory.mb}), MB;
  *                              where set, memory is planned as a hard limit (docs/plugin.md), else null
+ * @param maxWorkers            the most machines (one worker each) the topology's plan may use
+ *                              ({@code hetsched.max.workers}), or null for no budget
  */
 public record TopologySettings(
         String profiles,
@@ -34,7 +36,8 @@ public record TopologySettings(
         Map<String, Object> options,
         Integer maxExecutorsPerWorker,
         boolean replanAfterFallback,
-        Double workerMemoryMb) {
+        Double workerMemoryMb,
+        Integer maxWorkers) {
 
     public static final String PROFILES = "hetsched.profiles";
     public static final String STRATEGY = "hetsched.strategy";
@@ -50,6 +53,14 @@ public record TopologySettings(
      * the planner keeps every machine within its {@code supervisor.memory.capacity.mb}.
      */
     public static final String WORKER_MEMORY_MB = "hetsched.worker.memory.mb";
+    /**
+     * The topology's worker budget: its plan uses at most this many machines, one worker each, those with the most free
+     * capacity for it, as Storm's {@code topology.workers} packs a topology. Set it in Nimbus's storm.yaml (merged into
+     * every topology's conf) so many topologies fit the cluster's worker slots; a topology's own conf overrides it.
+     */
+    public static final String MAX_WORKERS = "hetsched.max.workers";
+    /** The largest budget the planner accepts ({@code topology.max_workers}). */
+    static final int MAX_WORKERS_LIMIT = 100_000;
     /** The input rate (tuples/s) a topology sharing the cluster is guaranteed; see {@link TenantSettings}. */
     public static final String MIN_RATE = "hetsched.min.rate";
     /** The most input rate (tuples/s) a topology sharing the cluster wants; see {@link TenantSettings}. */
@@ -99,7 +110,22 @@ public record TopologySettings(
                 objectMap(conf, OPTIONS),
                 maxPerWorker,
                 flag(conf, REPLAN_AFTER_FALLBACK, true),
-                memoryOf(conf));
+                memoryOf(conf),
+                maxWorkersOf(conf));
+    }
+
+    /** {@link #MAX_WORKERS}: a whole number of machines, at least 1, null where unset, else a fault naming the key. */
+    static Integer maxWorkersOf(Map<String, Object> conf) throws PlanFault {
+        Object value = conf.get(MAX_WORKERS);
+        if (value == null) {
+            return null;
+        }
+        double d = parsedNumber(value);
+        if (!Double.isFinite(d) || d < 1 || d != Math.rint(d) || d > MAX_WORKERS_LIMIT) {
+            throw PlanFault.topologyConf(MAX_WORKERS + " must be a whole number of workers from 1 to "
+                    + MAX_WORKERS_LIMIT + ", got '" + value + "'");
+        }
+        return (int) d;
     }
 
     /** {@link #WORKER_MEMORY_MB}: a non-negative finite number of MB, null where unset, else a fault naming the key. */

@@ -671,6 +671,26 @@ class HetschedSchedulerTest {
                 cluster.getStatus("linear-1"));
     }
 
+    @Test
+    void aBadWorkerBudgetFallsBackNamingTheKeyAndAGoodOneGoesToThePlanner() {
+        Map<String, Object> bad = new HashMap<>(ASKS_PLANNER);
+        bad.put(TopologySettings.MAX_WORKERS, 0);
+        TopologyDetails linear = linearTopology("linear-1", bad);
+        Cluster cluster = cluster(supervisors, linear);
+
+        scheduler().schedule(new Topologies(linear), cluster);
+
+        assertTrue(planner.calls().isEmpty());
+        assertEquals(linear.getExecutors(), placement(cluster, "linear-1").keySet());
+        assertTrue(cluster.getStatus("linear-1").contains(
+                "hetsched.max.workers must be a whole number of workers from 1 to 100000, got '0'"), cluster.getStatus("linear-1"));
+
+        Map<String, Object> good = new HashMap<>(ASKS_PLANNER);
+        good.put(TopologySettings.MAX_WORKERS, "2");
+        assertEquals(2, requestFor(linearTopology("linear-2", good)).get("topology").get("max_workers").asInt());
+        assertFalse(requestFor(linearTopology("linear-3", ASKS_PLANNER)).get("topology").has("max_workers"));
+    }
+
     /** The PlanRequest the plugin would send for a topology on this test's cluster. */
     private JsonNode requestFor(TopologyDetails td) {
         try {

@@ -177,6 +177,23 @@ class PlanRequestContractTest {
     }
 
     @Test
+    void theWorkerBudgetGoesAlongAsTheTopologysMaxWorkers() throws Exception {
+        Map<String, Object> conf = new HashMap<>();
+        conf.put(TopologySettings.PROFILES, "micro");
+        conf.put(TopologySettings.MAX_WORKERS, 2);
+        conf.put(TopologySettings.COMPONENT_PROFILES, Map.of(
+                "spout", "spout", "low", "lowCompute", "high", "highCompute", "sink", "sink"));
+        TopologyDetails topology = topology("budget-1", StormFixtures.linear(2, 3), Map.of("__acker", 1), conf);
+        Map<String, SupervisorDetails> supervisors = byId(
+                supervisor("sup-a", "small-1", "host-1", "small", 1, 2),
+                supervisor("sup-b", "small-2", "host-2", "small", 1, 2),
+                supervisor("sup-c", "large-1", "host-3", "large", 4, 4));
+        JsonNode request = sent("linear-worker-budget", topology, supervisors, Map.of());
+
+        assertEquals(2, request.get("topology").get("max_workers").asInt());
+    }
+
+    @Test
     void noComponentMemoryWhereTheTopologyDeclaresNoWorkerMemory() throws Exception {
         TopologyDetails topology = topology("linear-2", StormFixtures.linear(1, 2), Map.of("__acker", 1),
                 Map.of(TopologySettings.PROFILES, "micro"));

@@ -17,7 +17,7 @@ import java.util.Set;
  */
 final class PlanRequestSchema {
     private static final Set<String> REQUEST = Set.of("topology", "cluster", "profiles", "strategy", "options", "plan_id", "tenant");
-    private static final Set<String> TOPOLOGY = Set.of("name", "components", "streams", "worker_memory_mb");
+    private static final Set<String> TOPOLOGY = Set.of("name", "components", "streams", "worker_memory_mb", "max_workers");
     private static final Set<String> COMPONENT = Set.of("id", "kind", "profile", "parallelism", "weight", "memory_mb");
     private static final Set<String> STREAM = Set.of("from", "to", "grouping");
     private static final Set<String> GROUPINGS = Set.of(
@@ -50,6 +50,10 @@ final class PlanRequestSchema {
         JsonNode topology = request.get("topology");
         fields(topology, "topology", TOPOLOGY, Set.of("name", "components"));
         name(topology, "name", "topology");
+        if (topology.has("max_workers")) {
+            require(topology.get("max_workers").isIntegralNumber() && topology.get("max_workers").asLong() >= 1,
+                    "topology has max_workers " + topology.get("max_workers") + ", not a whole number of at least 1");
+        }
         Set<String> components = new HashSet<>();
         for (JsonNode c : nonEmptyArray(topology, "components", "topology")) {
             fields(c, "a component", COMPONENT, Set.of("id", "kind"));

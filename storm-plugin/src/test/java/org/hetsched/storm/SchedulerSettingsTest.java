@@ -54,6 +54,19 @@ class SchedulerSettingsTest {
     }
 
     @Test
+    void theWorkerBudgetIsAWholeNumberOfAtLeastOneOrUnset() throws PlanFault {
+        assertNull(TopologySettings.fromConf(Map.of()).maxWorkers());
+        assertEquals(3, TopologySettings.fromConf(Map.of("hetsched.max.workers", 3)).maxWorkers());
+        assertEquals(8, TopologySettings.fromConf(Map.of("hetsched.max.workers", " 8 ")).maxWorkers(),
+                "storm.yaml or a -c option may give it as text");
+        for (Object bad : new Object[] {0, -2, 1.5, "two", 100_001}) {
+            PlanFault fault = assertThrows(PlanFault.class, () -> TopologySettings.fromConf(Map.of("hetsched.max.workers", bad)));
+            assertEquals("hetsched.max.workers must be a whole number of workers from 1 to 100000, got '" + bad + "'",
+                    fault.reason());
+        }
+    }
+
+    @Test
     void theReplanFlagIsTrueByDefaultAndMustBeABoolean() throws PlanFault {
         assertTrue(TopologySettings.fromConf(Map.of()).replanAfterFallback());
         assertFalse(TopologySettings.fromConf(Map.of("hetsched.replan.after.fallback", "false")).replanAfterFallback());
