@@ -75,9 +75,10 @@ def profile_set(types: list[tuple[str, int, float]]) -> ProfileSet:
 
 
 def scenario(size: Size, seed: int) -> dict:
-    """Supervisors of ``size.types`` types and topologies 60% small, 30% medium, 10% large; a fifth of them tenants
-    with a priority (0-10) and a minimum rate, a tenth of the small ones with a stored plan (``stored_plan`` names
-    the four supervisors it is made for)."""
+    """Supervisors of ``size.types`` types and topologies 60% small, 30% medium, 10% large, each with its shape's
+    workers as its worker budget (``hetsched.max.workers``); a fifth of them tenants with a priority (0-10) and a
+    minimum rate, a tenth of the small ones with a stored plan (``stored_plan`` names the four supervisors it is made
+    for)."""
     rng = random.Random(seed)
     types = machine_types(size.types)
     supervisors = [{"id": f"sup-{i:04d}", "type": types[i % len(types)][0], "cores": types[i % len(types)][1], "slots": 4}
@@ -86,7 +87,8 @@ def scenario(size: Size, seed: int) -> dict:
     for i in range(size.topologies):
         shape = rng.choices(list(SHAPES), weights=(6, 3, 1))[0]
         spout, low, mid, high, ackers, workers = SHAPES[shape]
-        conf: dict = {"hetsched.profiles": PROFILE_SET, "hetsched.component.profiles": COMPONENT_PROFILES}
+        conf: dict = {"hetsched.profiles": PROFILE_SET, "hetsched.component.profiles": COMPONENT_PROFILES,
+                      "hetsched.max.workers": workers}  # an operator at scale budgets workers as topology.workers does
         if rng.random() < 0.2:
             conf |= {"topology.priority": rng.randint(0, 10), "hetsched.min.rate": 0.5}
         topology = {"id": f"scale-{i:04d}-1", "name": f"scale-{i:04d}", "shape": shape, "spout": spout, "low": low,
@@ -133,6 +135,8 @@ def tenant_request(topology: dict, supervisors: list[dict]) -> dict:
     for t in request["cluster"]["machine_types"]:
         t["capacity"] = 95.0
     conf = topology["conf"]
+    if "hetsched.max.workers" in conf:
+        request["topology"]["max_workers"] = conf["hetsched.max.workers"]
     request["tenant"] = {"priority": conf.get("topology.priority", 29), "min_rate": conf.get("hetsched.min.rate", 0.0)}
     return request
 

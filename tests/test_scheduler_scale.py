@@ -19,6 +19,13 @@ def test_the_scenario_mixes_sizes_stored_plans_and_priorities():
     assert len(request["cluster"]["machines"]) == 300 and request["tenant"]["priority"] in range(0, 30)
 
 
+def test_every_topology_is_budgeted_its_shapes_workers_as_an_operator_at_scale_would():
+    plan = scenario(Size(100, 50, 3), seed=1)
+    for topology in plan["topologies"]:
+        assert topology["conf"]["hetsched.max.workers"] == SHAPES[topology["shape"]][5] == topology["workers"]
+        assert tenant_request(topology, plan["supervisors"])["topology"]["max_workers"] == topology["workers"]
+
+
 @pytest.mark.slow  # builds the plugin's test classes and starts a planner: half a minute
 @pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None, reason="needs mvn and java")
 def test_every_topology_is_placed_and_every_executor_where_its_plan_says(tmp_path):
