@@ -75,6 +75,7 @@ final class PlanAsker {
             if (wanted.planId() != null) {
                 try {
                     Plan stored = calls.ask(() -> planner.fetchPlan(wanted.planId()), true);
+                    withinWorkerBudget(stored, wanted);
                     PlanPlacement.place(stored, in.graph(), in.machines(), in.knownSupervisors(), wanted.maxExecutorsPerWorker());
                     return new PlanAnswer(stored, null, Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
                 } catch (PlanFault fault) {
@@ -104,6 +105,21 @@ final class PlanAsker {
             LOG.warn("hetsched: asking the planner for topology {} failed unexpectedly", in.topologyId(), e);
             return new PlanAnswer(null, PlanFault.plannerFailed("asking the planner failed unexpectedly: " + e),
                     Map.of(), nowMillis.getAsLong() - started, Source.PLANNED);
+        }
+    }
+
+    /**
+     * A stored plan on more machines than the topology's worker budget ({@code hetsched.max.workers}) is not used, so
+     * the planner plans it afresh within the budget, as it would not reuse that plan either.
+     */
+    static void withinWorkerBudget(Plan stored, TopologySettings wanted) throws PlanFault {
+        if (wanted.maxWorkers() == null) {
+            return;
+        }
+        long machines = stored.assignments().stream().map(Plan.InstanceAssignment::machine).distinct().count();
+        if (machines > wanted.maxWorkers()) {
+            throw PlanFault.planDoesNotFit("it uses " + machines + " machines, over " + TopologySettings.MAX_WORKERS
+                    + " (" + wanted.maxWorkers() + ")");
         }
     }
 

@@ -561,6 +561,26 @@ class HetschedSchedulerTest {
                 cluster.getStatus("linear-1"));
     }
 
+    @Test
+    void storedPlanOnMoreMachinesThanTheWorkerBudgetIsReplacedByANewPlanWithinIt() {
+        JsonNode request = requestFor(linearTopology("linear-1", ASKS_PLANNER));
+        planner.answerWith(call -> call.method().equals("GET")
+                ? FakePlanner.Answer.json(200, FakePlanner.planFor(request, "p-5", HIGH_ON_FAST, false))
+                : FakePlanner.Answer.json(201, FakePlanner.planFor(call.body(), "p-6", (c, i, m) -> "sup-fast-1", true)));
+        Map<String, Object> conf = new HashMap<>(ASKS_PLANNER);
+        conf.put(TopologySettings.PLAN_ID, "p-5");
+        conf.put(TopologySettings.MAX_WORKERS, 1);
+        TopologyDetails linear = linearTopology("linear-1", conf);
+        Cluster cluster = cluster(supervisors, linear);
+
+        scheduler().schedule(new Topologies(linear), cluster);
+
+        assertEquals(List.of("GET", "POST"), planner.calls().stream().map(FakePlanner.Call::method).toList());
+        assertEquals(1, planner.calls().get(1).body().get("topology").get("max_workers").asInt());
+        assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: placed by planner (plan p-6"),
+                cluster.getStatus("linear-1"));
+    }
+
     private Path tokenFile(String text, String mode) throws IOException {
         Path file = Files.createTempFile(folder, "token", "");
         Files.writeString(file, text);
