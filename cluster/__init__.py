@@ -23,7 +23,9 @@ The Python API others use::
     cluster.machine_cpu_seconds("small-1")    # cpuacct.usage of the machine's cgroup, in seconds
     cluster.machine_of_pid(pid)               # "small-1", or None if the pid is not in this cluster
     cluster.cgroup_path("small-1")            # /sys/fs/cgroup/cpu/hetsched/<key>/small-1
-    cluster.nimbus_address                    # observe.nimbus.NimbusAddress, for observe.nimbus.Nimbus
+    cluster.nimbus_address                    # observe.nimbus.NimbusAddress, for observe.nimbus.Nimbus (standby as a seed)
+    cluster.leader_daemon()                   # "nimbus", or "nimbus-standby" with nimbus_standby in the spec
+    cluster.kill_daemon("nimbus")             # a fault: stop one daemon; cluster.restart_daemon("nimbus") starts it again
     LocalClusterHandle(cluster)               # cluster.handle: the observe.machines.ClusterHandle of it
     cluster.spec.planner_cluster()            # planner.model.Cluster of the same machines
     cluster.down(purge=False)

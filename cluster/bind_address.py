@@ -1,8 +1,9 @@
-"""The bind-address shim for a supervisor and its workers (cluster/native/bind_address.c).
+"""The bind-address shim for a supervisor and its workers, and for two Nimbus daemons (cluster/native/bind_address.c).
 
 Storm 2.8 offers no setting for the address of a worker's Netty server, so each supervisor of the
 local cluster runs with ``LD_PRELOAD`` of a small shared library that turns a wildcard bind into a
-bind to the machine's own 127.0.0.x; its workers inherit the environment. The library is compiled
+bind to the machine's own 127.0.0.x; its workers inherit the environment. A leader and a standby
+Nimbus share one Thrift port, so each runs with it too, bound to its own address. The library is compiled
 once with the host's C compiler into the cache; without a compiler the workers listen on every
 address and :func:`shim_library` says why.
 """
@@ -39,6 +40,6 @@ def shim_library() -> tuple[Path | None, str]:
 
 
 def machine_environment(env: dict[str, str], host: str, library: Path) -> dict[str, str]:
-    """``env`` for a supervisor on ``host`` whose wildcard binds (its workers' too) go to ``host``."""
+    """``env`` for a daemon on ``host`` whose wildcard binds (a supervisor's workers' too) go to ``host``."""
     preload = " ".join(p for p in (str(library), env.get("LD_PRELOAD", "")) if p)
     return {**env, "LD_PRELOAD": preload, BIND_ADDRESS_ENV: host}

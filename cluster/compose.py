@@ -171,6 +171,9 @@ def deployment(
     Nimbus's storm.yaml only: a running cluster's own copy (``hetsched bench`` restarts Nimbus with
     Storm's Resource Aware Scheduler); the committed files are the plugin's.
     """
+    if spec.nimbus_standby:
+        raise ClusterError(f"The cluster spec {spec.name!r} asks for a standby Nimbus, which only the local cluster runs; "
+                           "leave nimbus_standby out of a spec for the compose cluster.")
     layout = make_layout(spec, _PLACEHOLDER_HOME, spec.port_base)
     extra = dict(spec.storm_conf)
     local_only = _local_only_keys(layout)

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import psutil
 
@@ -37,8 +38,8 @@ class LocalClusterHandle:
 
     @property
     def nimbus(self) -> NimbusAddress:
-        layout = self.cluster.layout
-        return NimbusAddress(layout.nimbus_host, layout.nimbus_port, self.name)
+        """The first Nimbus, with the standby (where there is one) as a seed, so readers follow a leader change."""
+        return replace(self.cluster.nimbus_address, source=self.name)
 
     def machines(self) -> list[Machine]:
         return [Machine(m.id, m.type, m.cpu_cores, m.host) for m in self.cluster.layout.machines]

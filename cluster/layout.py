@@ -15,12 +15,18 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from cluster.errors import ClusterError
-from cluster.spec import MAX_SLOTS_PER_MACHINE, ClusterSpec
+from cluster.spec import MAX_MACHINES, MAX_SLOTS_PER_MACHINE, ClusterSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CGROUP_ROOT_NAME = "hetsched"
 
 ZOOKEEPER, NIMBUS, UI = "zookeeper", "nimbus", "ui"
+NIMBUS_STANDBY = "nimbus-standby"
+NIMBUSES = (NIMBUS, NIMBUS_STANDBY)
+"""The daemons that run ``org.apache.storm.daemon.nimbus.Nimbus``: the first, and the standby where the spec asks for one."""
+NON_MACHINE_DAEMONS = (ZOOKEEPER, *NIMBUSES, UI)
+STANDBY_NIMBUS_HOST = f"127.0.0.{2 + MAX_MACHINES}"
+"""The standby Nimbus's own loopback address: the first past every machine's (127.0.0.2 on), so no supervisor has it."""
 _SUPERVISOR_THRIFT_OFFSET = 10
 _SLOT_OFFSET = 60
 _HIGHEST_PORT = 65535
@@ -61,6 +67,8 @@ class ClusterLayout(BaseModel):
     ui_port: int
     other_ports: dict[str, int]
     nimbus_host: str = "127.0.0.1"
+    standby_nimbus_host: str | None = None
+    """Where the standby Nimbus listens, on the same ``nimbus_port``; None: one Nimbus."""
     daemons_cgroup: str
     machines: list[MachineLayout]
 
@@ -76,8 +84,28 @@ class ClusterLayout(BaseModel):
         raise ClusterError(f"No machine {machine_id!r} in cluster {self.name!r}; its machines are {known}.")
 
     def daemon_names(self) -> list[str]:
-        """Start order: ZooKeeper, Nimbus, the UI, then one supervisor per machine."""
-        return [ZOOKEEPER, NIMBUS, UI] + [m.id for m in self.machines]
+        """ZooKeeper, Nimbus (and its standby), the UI, then one supervisor per machine."""
+        return [ZOOKEEPER, *self.nimbus_daemons(), UI] + [m.id for m in self.machines]
+
+    def nimbus_daemons(self) -> list[str]:
+        return [NIMBUS, NIMBUS_STANDBY] if self.standby_nimbus_host is not None else [NIMBUS]
+
+    def nimbus_hosts(self) -> list[str]:
+        """``nimbus.seeds``: every Nimbus's address, so clients find whichever leads."""
+        return [self.nimbus_host_of(daemon) for daemon in self.nimbus_daemons()]
+
+    def nimbus_host_of(self, daemon: str) -> str:
+        """The loopback address a Nimbus daemon listens on and names itself by (``storm.local.hostname``)."""
+        if daemon == NIMBUS_STANDBY and self.standby_nimbus_host is not None:
+            return self.standby_nimbus_host
+        if daemon == NIMBUS:
+            return self.nimbus_host
+        raise ClusterError(f"{daemon!r} is no Nimbus of cluster {self.name!r}; its Nimbus daemons are "
+                           f"{', '.join(self.nimbus_daemons())}.")
+
+    def daemon_of_nimbus(self, host_port: str) -> str | None:
+        """The Nimbus daemon that Nimbus names ``host:port`` (as its leader), or None if it is none of this cluster's."""
+        return next((d for d in self.nimbus_daemons() if f"{self.nimbus_host_of(d)}:{self.nimbus_port}" == host_port), None)
 
     def conf_file(self, daemon: str) -> Path:
         return self.home / "conf" / f"{daemon}.yaml"
@@ -193,6 +221,7 @@ def make_layout(spec: ClusterSpec, home: Path, port_base: int) -> ClusterLayout:
             "drpc.http.port": port_base + 6,
             "pacemaker.port": port_base + 7,
         },
+        standby_nimbus_host=STANDBY_NIMBUS_HOST if spec.nimbus_standby else None,
         daemons_cgroup=f"{CGROUP_ROOT_NAME}/{key}/daemons",
         machines=machines,
     )

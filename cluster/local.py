@@ -9,6 +9,10 @@ ZooKeeper, Nimbus, the UI and the supervisors listen on loopback addresses
 only (Nimbus and the supervisors when the plugin jar is built, see
 :func:`cluster.storm_config.listen_conf`); the workers' Netty servers listen
 on every address, which Storm 2.8 offers no setting to change.
+
+With ``nimbus_standby`` in the spec a second Nimbus (daemon ``nimbus-standby``) runs beside the
+first on its own loopback address and the same Thrift port, both in ``nimbus.seeds``: killing the
+leader (:meth:`LocalCluster.kill_daemon`) makes the standby lead, as on a highly available cluster.
 """
 from __future__ import annotations
 
@@ -30,7 +34,19 @@ import yaml
 from cluster import cgroups, preflight, processes
 from cluster.bind_address import machine_environment, shim_library
 from cluster.errors import ClusterError
-from cluster.layout import CGROUP_ROOT_NAME, NIMBUS, UI, ZOOKEEPER, ClusterLayout, make_layout, resolve_home, resolve_port_base
+from cluster.layout import (
+    CGROUP_ROOT_NAME,
+    NIMBUS,
+    NIMBUS_STANDBY,
+    NIMBUSES,
+    NON_MACHINE_DAEMONS,
+    UI,
+    ZOOKEEPER,
+    ClusterLayout,
+    make_layout,
+    resolve_home,
+    resolve_port_base,
+)
 from cluster.spec import ClusterSpec, load_spec
 from cluster.storm_config import (
     PLUGIN_JAR,
@@ -83,6 +99,8 @@ class ClusterStatus:
     topologies: list[nimbus.TopologySummary] = field(default_factory=list)
     stopped_daemons: list[str] = field(default_factory=list)
     already_running: bool = False
+    nimbus_standby_host: str | None = None
+    """The standby Nimbus's address (same port), None without one; ``nimbus_leader`` says which of the two leads."""
 
 
 @dataclass(frozen=True)
@@ -120,16 +138,20 @@ class LocalCluster:
         timeout_s: float = 300.0,
         report: Report = log.info,
     ) -> ClusterStatus:
-        """Start the cluster and wait until Nimbus leads and every supervisor has registered.
+        """Start the cluster and wait until Nimbus leads and every supervisor has registered (and the standby
+        Nimbus, where the spec has one, is listed beside the leader).
 
         On a cluster that already runs, changes nothing but restarting supervisors that
-        stopped, and returns its status with ``already_running`` set.
+        stopped (and a Nimbus of two that stopped), and returns its status with ``already_running`` set.
         """
         live, dead = self._daemon_states()
         if live and not dead:
             return replace(self.status(), already_running=True)
         machine_ids = {m.id for m in self.layout.machines}
-        if live and {ZOOKEEPER, NIMBUS} <= set(live) and set(dead) <= machine_ids:
+        nimbuses = set(self.layout.nimbus_daemons())
+        if ZOOKEEPER in live and nimbuses & set(live) and set(dead) <= machine_ids | nimbuses:
+            for daemon in sorted(nimbuses & set(dead)):
+                self.restart_daemon(daemon, timeout_s, report)
             self.restart_stopped_supervisors(timeout_s, report)
             return replace(self.status(), already_running=True)
         if live:
@@ -146,6 +168,9 @@ class LocalCluster:
         if not heterogeneous:
             report("WARNING: no CPU quotas: every machine gets the whole host; this cluster is NOT heterogeneous.")
         preflight.check_ports_free(self.layout)
+        if self.layout.standby_nimbus_host is not None and (why_not := shim_library()[1]):
+            raise ClusterError(f"A standby Nimbus cannot run here: {why_not}, which keeps each Nimbus on its own address "
+                               "of the Thrift port they share.")
         storm_home = ensure_storm_home()
         extra = {**self.spec.storm_conf, **(conf or {})}
         self._prepare_home(scheduler, extra, storm_home)
@@ -155,6 +180,9 @@ class LocalCluster:
                 self._make_cgroups()
             self._start_daemons(storm_home, heterogeneous, report, timeout_s)
             self._wait_until_registered(timeout_s, report)
+            if self.layout.standby_nimbus_host is not None:
+                # Started once the first leads, so the standby is the standby; it copies the topologies' code from the leader.
+                self._start_nimbus(NIMBUS_STANDBY, storm_home, heterogeneous, report, timeout_s)
         except BaseException:
             report("Start failed; stopping what was started (logs kept in the cluster's home).")
             self.down()
@@ -165,7 +193,7 @@ class LocalCluster:
         """What runs now: supervisors (with Nimbus' view where it answers), topologies, stopped daemons."""
         live, dead = self._daemon_states()
         summary = None
-        if NIMBUS in live:
+        if set(self.layout.nimbus_daemons()) & set(live):
             summary = nimbus.try_summary(self.nimbus_address)
         registered = {s.host: s for s in summary.supervisors} if summary else {}
         state = self._saved or {}
@@ -202,6 +230,7 @@ class LocalCluster:
             supervisors=supervisors,
             topologies=summary.topologies if summary else [],
             stopped_daemons=dead if live else [],
+            nimbus_standby_host=self.layout.standby_nimbus_host,
         )
 
     def down(self, purge: bool = False) -> DownReport:
@@ -233,10 +262,10 @@ class LocalCluster:
         Storm's daemons are fail-fast and meant to run under supervision: a supervisor halts on some
         errors and expects to be restarted (its workers and local state survive). Storm 2.8's does so,
         for one, when a topology is killed while its worker's files are still being localized. Returns
-        the machines restarted; ZooKeeper and Nimbus are not restarted here.
+        the machines restarted; ZooKeeper and Nimbus are not restarted here (:meth:`restart_daemon` does).
         """
-        live, _dead = self._daemon_states()
-        if NIMBUS not in live or ZOOKEEPER not in live:
+        live, dead = self._daemon_states()
+        if ZOOKEEPER not in live or not set(self.layout.nimbus_daemons()) & set(live):
             raise ClusterError(f"cluster {self.layout.name!r} is not running (ZooKeeper and Nimbus must be); cannot restart supervisors.")
         stopped = [m.id for m in self.layout.machines if m.id not in live]
         if not stopped:
@@ -248,7 +277,7 @@ class LocalCluster:
             report(f"Supervisor {machine_id} had stopped ({self._last_error(machine_id)}); restarting it.")
             process = self._start_daemon(machine_id, storm_home, env, bool(state.get("heterogeneous", False)))
             report(f"Started {machine_id} again (pid {process.pid}).")
-        self._wait_until_registered(timeout_s, report)
+        self._wait_until_registered(timeout_s, report, stopped=set(dead) - set(stopped))
         return stopped
 
     def kill_machine(self, machine_id: str, grace_s: float = 2.0) -> list[int]:
@@ -258,6 +287,62 @@ class LocalCluster:
         killed = processes.stop(self.layout.pid_file(machine.id), grace_s=grace_s)
         left = [p for p in psutil.process_iter(["pid"]) if self.machine_of_pid(p.info["pid"]) == machine.id]
         return killed + processes.terminate(left, grace_s=grace_s)
+
+    def kill_daemon(self, daemon: str, grace_s: float = 2.0) -> list[int]:
+        """Stop one daemon as a fault would, for fault scripts (the leader Nimbus: ``kill_daemon(leader_daemon())``).
+
+        SIGTERM, then SIGKILL after ``grace_s``; ``grace_s=0`` is SIGKILL at once, a crash: a killed Nimbus then
+        keeps its ZooKeeper session, and the standby leads only once the session times out
+        (``storm.zookeeper.session.timeout``, 20 s). A machine goes as :meth:`kill_machine` takes it; any other
+        daemon keeps its pid file, so ``status()`` lists it as stopped and :meth:`restart_daemon` (or ``up``)
+        starts it again. Returns the pids signalled.
+        """
+        if daemon not in self.layout.daemon_names():
+            raise ClusterError(f"No daemon {daemon!r}; choose one of {', '.join(self.layout.daemon_names())}.")
+        if daemon not in NON_MACHINE_DAEMONS:
+            return self.kill_machine(daemon, grace_s)
+        victims = processes.process_tree(self.layout.pid_file(daemon))
+        if not victims:
+            raise ClusterError(f"{daemon} of cluster {self.layout.name!r} is not running; there is nothing to kill.")
+        if grace_s > 0:
+            return processes.terminate(victims, grace_s)
+        for process in victims:
+            try:
+                process.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(list(victims), timeout=5)
+        return sorted(p.pid for p in victims)
+
+    def restart_daemon(self, daemon: str, timeout_s: float = 180.0, report: Report = log.info) -> int:
+        """Start one stopped daemon again with the storm.yaml it had, and wait until it serves: ZooKeeper its port,
+        a Nimbus until Nimbus lists it beside the leader, a machine until its supervisor registers. A daemon that
+        runs is left alone. Returns its pid."""
+        if daemon not in self.layout.daemon_names():
+            raise ClusterError(f"No daemon {daemon!r}; choose one of {', '.join(self.layout.daemon_names())}.")
+        running = processes.running(self.layout.pid_file(daemon))
+        if running is not None:
+            return running.pid
+        live, _dead = self._daemon_states()
+        if daemon != ZOOKEEPER and ZOOKEEPER not in live:
+            raise ClusterError(f"ZooKeeper of cluster {self.layout.name!r} is not running; restart it before {daemon}.")
+        state = self._saved or {}
+        storm_home = Path(state.get("storm_home") or ensure_storm_home())
+        heterogeneous = bool(state.get("heterogeneous", False))
+        if daemon in NIMBUSES:
+            return self._start_nimbus(daemon, storm_home, heterogeneous, report, timeout_s).pid
+        process = self._start_daemon(daemon, storm_home, _daemon_environment(self._cluster_jar()), heterogeneous)
+        report(f"Started {daemon} again (pid {process.pid}).")
+        if daemon == ZOOKEEPER:
+            self._wait_for_port(ZOOKEEPER, self.layout.zookeeper_port, min(timeout_s, 120.0))
+        elif daemon != UI:
+            self._wait_until_registered(timeout_s, report, stopped=set(self._daemon_states()[1]))
+        return process.pid
+
+    def leader_daemon(self) -> str | None:
+        """The Nimbus daemon that leads now (``nimbus`` or ``nimbus-standby``), None while none does."""
+        summary = nimbus.try_summary(self.nimbus_address)
+        return self.layout.daemon_of_nimbus(summary.leader) if summary is not None and summary.leader else None
 
     # ---- helpers other parts use ----------------------------------------------------------
 
@@ -305,8 +390,9 @@ class LocalCluster:
 
     @property
     def nimbus_address(self) -> nimbus.NimbusAddress:
+        """The first Nimbus, with the standby as a seed: the client connects to whichever leads."""
         return nimbus.NimbusAddress(self.layout.nimbus_host, self.layout.nimbus_port,
-                                    f"the local cluster at {self.layout.home}")
+                                    f"the local cluster at {self.layout.home}", seeds=tuple(self.layout.nimbus_hosts()[1:]))
 
     def log_file(self, daemon: str) -> Path:
         if daemon not in self.layout.daemon_names():
@@ -399,18 +485,45 @@ class LocalCluster:
     def _start_daemon(self, daemon: str, storm_home: Path, env: dict[str, str], heterogeneous: bool) -> psutil.Process:
         cgroup = None
         if heterogeneous:
-            cgroup = self.layout.daemons_cgroup if daemon in (ZOOKEEPER, NIMBUS, UI) else self.layout.machine(daemon).cgroup
-        if daemon not in (ZOOKEEPER, NIMBUS, UI):
-            library, _why_not = shim_library()
-            if library is not None:
-                env = machine_environment(env, self.layout.machine(daemon).host, library)
+            cgroup = self.layout.daemons_cgroup if daemon in NON_MACHINE_DAEMONS else self.layout.machine(daemon).cgroup
         return processes.start(
             java_command(storm_home, self.layout, daemon, self.spec.daemon_heap_mb),
-            env=env,
+            env=self._bound_environment(daemon, env),
             cwd=self.layout.local_dir(daemon),
             console_file=self.layout.console_file(daemon),
             pid_file=self.layout.pid_file(daemon),
             before_exec=_joiner(self._require_cgroups(), cgroup) if cgroup else None,
+        )
+
+    def _bound_environment(self, daemon: str, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with the bind-address shim where a daemon must not bind the wildcard address: a supervisor (its
+        workers' Netty servers), and each Nimbus where there are two, as both listen on one port (each on its own address)."""
+        if daemon in NIMBUSES:
+            host = self.layout.nimbus_host_of(daemon) if self.layout.standby_nimbus_host is not None else None
+        else:
+            host = None if daemon in NON_MACHINE_DAEMONS else self.layout.machine(daemon).host
+        if host is None:
+            return env
+        library, _why_not = shim_library()
+        return machine_environment(env, host, library) if library is not None else env
+
+    def _start_nimbus(self, daemon: str, storm_home: Path, heterogeneous: bool, report: Report, timeout_s: float) -> psutil.Process:
+        """Start one Nimbus daemon and wait until Nimbus lists it (registered in ZooKeeper) while some Nimbus leads."""
+        process = self._start_daemon(daemon, storm_home, _daemon_environment(self._cluster_jar()), heterogeneous)
+        report(f"Started {daemon} (pid {process.pid}).")
+        listed = f"{self.layout.nimbus_host_of(daemon)}:{self.layout.nimbus_port}"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self._require_alive(daemon)
+            summary = nimbus.try_summary(self.nimbus_address)
+            if summary is not None and summary.leader and listed in summary.nimbuses:
+                role = "leads" if summary.leader == listed else f"stands by (leader: {summary.leader})"
+                report(f"{daemon} is listed at {listed} and {role}.")
+                return process
+            time.sleep(1.0)
+        raise ClusterError(
+            f"{daemon} was not listed by Nimbus at {listed} within {timeout_s:.0f} s. Last lines of "
+            f"{self.layout.log_file(daemon)}:\n{self._log_tail(daemon)}"
         )
 
     def _wait_for_port(self, daemon: str, port: int, timeout_s: float) -> None:
@@ -427,14 +540,16 @@ class LocalCluster:
             f"{self.layout.log_file(daemon)}:\n{self._log_tail(daemon)}"
         )
 
-    def _wait_until_registered(self, timeout_s: float, report: Report) -> None:
+    def _wait_until_registered(self, timeout_s: float, report: Report, stopped: set[str] | frozenset[str] = frozenset()) -> None:
+        """Wait until some Nimbus leads and lists every machine; a daemon that dies meanwhile fails it, except those
+        ``stopped`` before (a killed Nimbus of two, left stopped)."""
         expected = {m.host: m.id for m in self.layout.machines}
         deadline = time.monotonic() + timeout_s
         leader_seen = False
         registered: set[str] = set()
         while time.monotonic() < deadline:
             for daemon in self.layout.daemon_names():
-                if self.layout.pid_file(daemon).exists():
+                if self.layout.pid_file(daemon).exists() and daemon not in stopped:
                     self._require_alive(daemon)
             summary = nimbus.try_summary(self.nimbus_address)
             if summary is not None:

@@ -14,7 +14,8 @@ A spec is a small YAML file (``cluster/specs/default.yaml`` is the default)::
 ``memory_mb`` is Storm's ``supervisor.memory.capacity.mb`` (and the planner's
 machine type memory); an optional ``memory_limit_mb`` holds the machine's
 cgroup (supervisor and workers) to that much memory, so a worker placed past
-it is really OOM-killed.
+it is really OOM-killed. ``nimbus_standby: true`` runs a second Nimbus that
+takes over when the leader dies, as on a highly available Storm cluster.
 """
 from __future__ import annotations
 
@@ -89,6 +90,11 @@ class ClusterSpec(_Spec):
         description="cpu.shares of the cluster's cgroup against the host's other processes (1024 = one busy process). "
         "Default 32768: the machines get their quotas even on a busy host. Lower it to let other work on the host "
         "go first (the machines then get less than their quotas when the host is busy).",
+    )
+    nimbus_standby: bool = Field(
+        default=False, strict=True,
+        description="Run a second, standby Nimbus on its own loopback address beside the leader, both in nimbus.seeds, so "
+        "killing the leader makes the standby lead, as on a highly available Storm cluster. Local cluster only.",
     )
 
     @field_validator("storm_conf")

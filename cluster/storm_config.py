@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cluster.layout import NIMBUS, UI, ZOOKEEPER, ClusterLayout, MachineLayout
+from cluster.layout import NIMBUS, NIMBUS_STANDBY, NIMBUSES, NON_MACHINE_DAEMONS, UI, ZOOKEEPER, ClusterLayout, MachineLayout
 from cluster.spec import DaemonHeaps
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +30,7 @@ MAIN_CLASSES = {
     # which listens on every address with no setting to change it.
     ZOOKEEPER: "org.apache.storm.shade.org.apache.zookeeper.server.ZooKeeperServerMain",
     NIMBUS: "org.apache.storm.daemon.nimbus.Nimbus",
+    NIMBUS_STANDBY: "org.apache.storm.daemon.nimbus.Nimbus",
     UI: "org.apache.storm.daemon.ui.UIServer",
 }
 SUPERVISOR_MAIN = "org.apache.storm.daemon.supervisor.Supervisor"
@@ -48,6 +49,11 @@ _TIMEOUTS = {
     "nimbus.task.timeout.secs": 60,
     "nimbus.supervisor.timeout.secs": 60,
 }
+
+
+STANDBY_CODE_SYNC_SECS = 10
+"""``nimbus.code.sync.freq.secs`` with a standby Nimbus: it copies a new topology's code from the leader this often
+(Storm's default is 120 s), and takes the lead only when it holds every active topology's code."""
 
 
 _IDLE_SPIN = {
@@ -73,13 +79,14 @@ def daemon_conf(
         "storm.zookeeper.port": layout.zookeeper_port,
         "storm.zookeeper.root": "/storm",
         "dev.zookeeper.path": str(layout.local_dir(ZOOKEEPER)),
-        "nimbus.seeds": [layout.nimbus_host],
+        "nimbus.seeds": layout.nimbus_hosts(),
         "nimbus.thrift.port": layout.nimbus_port,
         "ui.port": layout.ui_port,
         "ui.host": "127.0.0.1",
         "storm.local.dir": str(layout.local_dir(daemon)),
-        # Nimbus's metrics store defaults to STORM_HOME/storm_rocks, shared by every cluster using that STORM_HOME.
-        "storm.metricstore.rocksdb.location": str(layout.local_dir(NIMBUS) / "storm_rocks"),
+        # Nimbus's metrics store defaults to STORM_HOME/storm_rocks, shared by every cluster using that STORM_HOME
+        # (and RocksDB locks it: a standby Nimbus has its own).
+        "storm.metricstore.rocksdb.location": str(layout.local_dir(daemon if daemon == NIMBUS_STANDBY else NIMBUS) / "storm_rocks"),
         "storm.local.hostname": layout.nimbus_host,
         "storm.scheduler": SCHEDULERS[scheduler],
         "worker.childopts": WORKER_CHILDOPTS,
@@ -89,7 +96,11 @@ def daemon_conf(
         **_TIMEOUTS,
         **_IDLE_SPIN,
     }
-    if daemon not in (ZOOKEEPER, NIMBUS, UI):
+    if layout.standby_nimbus_host is not None:
+        conf["nimbus.code.sync.freq.secs"] = STANDBY_CODE_SYNC_SECS
+    if daemon == NIMBUS_STANDBY:
+        conf["storm.local.hostname"] = layout.nimbus_host_of(daemon)
+    if daemon not in NON_MACHINE_DAEMONS:
         machine = layout.machine(daemon)
         conf.update(
             {
@@ -110,10 +121,10 @@ def listen_conf(layout: ClusterLayout, daemon: str) -> dict[str, Any]:
 
     Storm 2.8 has no bind-address setting: Nimbus and supervisors listen on every address unless their
     transport is :data:`LOCAL_ADDRESS_TRANSPORT`, which binds to ``storm.local.hostname`` (127.0.0.1 for
-    Nimbus, 127.0.0.x for a machine). Workers read the supervisor's setting as clients, so they must have
+    Nimbus, its own address for a standby Nimbus, 127.0.0.x for a machine). Workers read the supervisor's setting as clients, so they must have
     the jar on their class path too (``STORM_EXT_CLASSPATH``).
     """
-    if daemon == NIMBUS:
+    if daemon in NIMBUSES:
         return {"nimbus.thrift.transport": LOCAL_ADDRESS_TRANSPORT}
     if daemon in (ZOOKEEPER, UI):
         return {}
@@ -144,13 +155,13 @@ def class_path(storm_home: Path, layout: ClusterLayout, daemon: str) -> str:
         folders.insert(0, storm_home / "lib-webapp")
     folders += [storm_home / "extlib", storm_home / "extlib-daemon", layout.extlib_daemon]
     # Nimbus finds user-resource-pools.yaml (RAS's user pools) in the cluster's own conf folder first.
-    conf_dirs = [layout.conf_file(daemon).parent] if daemon == NIMBUS else []
+    conf_dirs = [layout.conf_file(daemon).parent] if daemon in NIMBUSES else []
     return ":".join([f"{folder}/*" for folder in folders] + [str(d) for d in conf_dirs] + [str(storm_home / "conf")])
 
 
 def java_command(storm_home: Path, layout: ClusterLayout, daemon: str, heaps: DaemonHeaps) -> list[str]:
     """``java ... <MainClass>`` for one daemon, as Storm's own launcher would build it."""
-    heap = getattr(heaps, daemon) if daemon in (ZOOKEEPER, NIMBUS, UI) else heaps.supervisor
+    heap = heaps.nimbus if daemon in NIMBUSES else getattr(heaps, daemon) if daemon in (ZOOKEEPER, UI) else heaps.supervisor
     main = MAIN_CLASSES.get(daemon, SUPERVISOR_MAIN)
     return [
         "java",

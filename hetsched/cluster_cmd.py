@@ -29,16 +29,20 @@ ComposeOption = typer.Option(
 )
 
 
-def _open(spec: Optional[Path], home: Optional[Path], port_base: Optional[int], compose: bool = False):
+def _open(spec: Optional[Path], home: Optional[Path], port_base: Optional[int], compose: bool = False,
+          standby_nimbus: bool = False):
     from cluster.spec import load_spec
 
+    loaded = load_spec(spec)
+    if standby_nimbus:
+        loaded = loaded.model_copy(update={"nimbus_standby": True})
     if compose:
         from cluster.compose_cluster import ComposeCluster
 
-        return ComposeCluster(load_spec(spec), home=home, port_base=port_base)
+        return ComposeCluster(loaded, home=home, port_base=port_base)
     from cluster.local import LocalCluster
 
-    return LocalCluster(load_spec(spec), home=home, port_base=port_base)
+    return LocalCluster(loaded, home=home, port_base=port_base)
 
 
 def _progress_logging() -> None:
@@ -58,6 +62,9 @@ def up(
     port_base: Optional[int] = PortBaseOption,
     allow_homogeneous: bool = typer.Option(False, "--allow-homogeneous", help="Start even where CPU quotas cannot be set."),
     timeout: float = typer.Option(300.0, "--timeout", min=10, help="Seconds to wait for Nimbus and every supervisor."),
+    standby_nimbus: bool = typer.Option(
+        False, "--standby-nimbus",
+        help="Also run a standby Nimbus on its own loopback address, which leads when the leader dies (the spec's nimbus_standby)."),
     compose: bool = ComposeOption,
 ) -> None:
     """Start ZooKeeper, Nimbus and one supervisor per machine, each machine in its own CPU-quota cgroup.
@@ -80,7 +87,7 @@ def up(
 
             known = ComposeCluster(load_spec(spec), home=home)
             port_base = known.port_base if known.containers() else free_port_base(PORTS_NEEDED)
-        cluster = _open(spec, home, port_base, compose)
+        cluster = _open(spec, home, port_base, compose, standby_nimbus)
         with console.status(f"Starting cluster {cluster.layout.name!r} in {cluster.layout.home} ..."):
             status = cluster.up(
                 scheduler=scheduler or ("plugin" if compose else "default"), conf=parse_conf_overrides(conf or []),
@@ -149,7 +156,8 @@ def down(
 
 @cluster_app.command("logs")
 def logs(
-    daemon: Optional[str] = typer.Argument(None, help="zookeeper, nimbus, ui or a machine id (its supervisor); none: list the logs."),
+    daemon: Optional[str] = typer.Argument(
+        None, help="zookeeper, nimbus, nimbus-standby, ui or a machine id (its supervisor); none: list the logs."),
     lines: int = typer.Option(40, "--lines", "-n", min=1, help="How many lines from the end."),
     workers: bool = typer.Option(False, "--workers", help="For a machine: its workers' logs instead of the supervisor's."),
     spec: Optional[Path] = SpecOption, home: Optional[Path] = HomeOption, port_base: Optional[int] = PortBaseOption,
@@ -204,7 +212,8 @@ def _print_status(current) -> None:
         table.add_row(s.machine_id, s.machine_type, s.host, f"{s.cpu_cores:g}", free, used,
                       s.supervisor_id or "[red]not registered[/red]")
     console.print(table)
-    console.print(f"Nimbus Thrift: {current.nimbus_host}:{current.nimbus_port}"
+    standby = f", standby {current.nimbus_standby_host}:{current.nimbus_port}" if current.nimbus_standby_host else ""
+    console.print(f"Nimbus Thrift: {current.nimbus_host}:{current.nimbus_port}{standby}"
                   f" (leader: {current.nimbus_leader or 'none'})")
     console.print(f"Storm UI: {current.ui_url or 'not running (storm-webapp is not on Maven Central)'}")
     console.print(f"Home: {current.home}")

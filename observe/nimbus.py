@@ -4,6 +4,9 @@ streamparse's ``get_nimbus_client`` is ``thriftpy2.rpc.make_client`` over ``stre
 with a framed binary transport; importing it would pull in fabric and paramiko, so the same call is
 made here, and only here. A dropped connection or a timeout is retried on a fresh connection (reads,
 uploads); submit and kill are not repeated, as Nimbus may have acted before the connection broke.
+An address may name standby Nimbus hosts (``seeds``) as Storm's ``nimbus.seeds`` does: a connection goes to
+whichever of them leads (only the leader takes uploads, submits, kills and rebalances), and a fresh one after a
+drop finds the new leader.
 Every failure becomes a :class:`NimbusError`: one sentence that says where Nimbus was looked for.
 """
 from __future__ import annotations
@@ -79,9 +82,16 @@ class NimbusAddress:
     port: int
     source: str = "the command line"
     """Where the address came from, for error messages."""
+    seeds: tuple[str, ...] = ()
+    """Other Nimbus hosts on the same port (standbys of a highly available cluster), tried after ``host``."""
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def hosts(self) -> list[str]:
+        """``host`` then the seeds: Storm's ``nimbus.seeds`` for this address."""
+        return list(dict.fromkeys((self.host, *self.seeds)))
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,8 @@ class ClusterSummary:
     """``host:port`` of the leader Nimbus, None while there is none."""
     supervisors: list[SupervisorSummary]
     topologies: list[TopologySummary]
+    nimbuses: list[str] = field(default_factory=list)
+    """``host:port`` of every Nimbus registered in ZooKeeper, the leader and its standbys."""
 
 
 def parse_address(text: str, source: str = "--nimbus") -> NimbusAddress:
@@ -147,26 +159,45 @@ class Nimbus:
         self.address = address
         self.timeout_ms = timeout_ms
         self.retries = retries
+        self.host = address.host
+        """The host of the connection (of the last one, when closed): the leader's, where one of the seeds leads."""
         self._client: Any = None
         self._connect()
 
     @property
     def where(self) -> str:
-        return f"Nimbus at {self.address} (from {self.address.source})"
+        others = "".join(f" or {host}:{self.address.port}" for host in self.address.hosts[1:])
+        return f"Nimbus at {self.address}{others} (from {self.address.source})"
 
     def _connect(self) -> Any:
-        try:
-            self._client = make_client(
-                NimbusService,
-                host=self.address.host,
-                port=self.address.port,
-                proto_factory=TBinaryProtocolFactory(),
-                trans_factory=TFramedTransportFactory(),
-                timeout=self.timeout_ms,
-            )
-        except _TRANSIENT as exc:
-            raise NimbusError(f"cannot reach {self.where}: {_reason(exc)}") from None
-        return self._client
+        """A connection to the first host that answers, or to the leader where it is another of the seeds."""
+        hosts = self.address.hosts
+        faults = []
+        for host in hosts:
+            try:
+                client = self._open(host)
+            except _TRANSIENT as exc:
+                faults.append(f"{host}: {_reason(exc)}" if len(hosts) > 1 else _reason(exc))
+                continue
+            leader = _leader_host(client) if len(hosts) > 1 else None
+            if leader is not None and leader != host and leader in hosts:
+                try:
+                    client, host = self._open(leader), leader
+                except _TRANSIENT:
+                    pass  # the leader does not answer here: keep the Nimbus that does (reads work on a standby)
+            self._client, self.host = client, host
+            return client
+        raise NimbusError(f"cannot reach {self.where}: {'; '.join(faults)}")
+
+    def _open(self, host: str) -> Any:
+        return make_client(
+            NimbusService,
+            host=host,
+            port=self.address.port,
+            proto_factory=TBinaryProtocolFactory(),
+            trans_factory=TFramedTransportFactory(),
+            timeout=self.timeout_ms,
+        )
 
     def close(self) -> None:
         if self._client is not None:
@@ -214,6 +245,8 @@ class Nimbus:
             try:
                 leader = self._call("ask for the leader", lambda c: c.getLeader())
                 if leader is not None and leader.isLeader:
+                    if leader.host != self.host and leader.host in self.address.hosts:
+                        self.close()  # a standby answered: the next call goes to the leader among the seeds
                     return f"{leader.host}:{leader.port}"
                 last = "no Nimbus is leader yet"
             except NimbusError as exc:
@@ -365,7 +398,17 @@ def cluster_summary(info: Any) -> ClusterSummary:
                         t.sched_status or "")
         for t in info.topologies or []
     ]
-    return ClusterSummary(leader=leader, supervisors=supervisors, topologies=topologies)
+    nimbuses = [f"{n.host}:{n.port}" for n in info.nimbuses or []]
+    return ClusterSummary(leader=leader, supervisors=supervisors, topologies=topologies, nimbuses=nimbuses)
+
+
+def _leader_host(client: Any) -> str | None:
+    """The host the Nimbus on ``client`` names as leader; None when it names none or does not say (no leader yet)."""
+    try:
+        leader = client.getLeader()
+    except (*_TRANSIENT, TException):
+        return None
+    return leader.host if leader is not None and leader.isLeader else None
 
 
 def _reason(exc: BaseException) -> str:

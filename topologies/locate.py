@@ -37,4 +37,4 @@ def _local_cluster_nimbus() -> NimbusAddress:
             )
     except ClusterError as exc:
         raise TopologyError(f"no Nimbus address: give --nimbus host:port or set ${NIMBUS_ENV} ({exc})") from None
-    return NimbusAddress(local.layout.nimbus_host, local.layout.nimbus_port, f"the local cluster at {local.layout.home}")
+    return local.nimbus_address  # with the standby Nimbus as a seed, where the cluster has one

@@ -61,7 +61,7 @@ def storm_options(conf: dict[str, Any]) -> str:
 
 def client_storm_yaml(address: NimbusAddress) -> dict[str, Any]:
     """The client's storm.yaml: this cluster's Nimbus, as the streamparse path names it (``--nimbus`` or the local cluster)."""
-    return {"nimbus.seeds": [address.host], "nimbus.thrift.port": address.port}
+    return {"nimbus.seeds": address.hosts, "nimbus.thrift.port": address.port}
 
 
 def client_class_path(storm_home: Path, run: ClientRun) -> str:
