@@ -182,7 +182,8 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 if not isinstance(cluster, LocalCluster):
                     raise BenchError("profiling now (--profile-now) needs the local cluster (--cluster local)")
                 reporter.status(f"profiling {', '.join(settings.topologies)} on every machine type (--profile-now)")
-                measure = measure_profiles or functools.partial(measure_profiles_now, reporter=reporter)
+                measure = measure_profiles or functools.partial(measure_profiles_now, reporter=reporter,
+                                                                conf=settings.topology_conf)
                 loaded = measure(cluster, planner_at, out / "profiling", list(settings.topologies))
                 result.profile_set, result.profile_origin = loaded
                 _require_profiles(loaded[0], settings, spec, result.profile_origin)
@@ -397,7 +398,7 @@ def plan_of(result: BenchResult, spec: RunSpec) -> Plan | None:
 
 
 def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path, topologies: list[str],
-                         reporter: Reporter | None = None) -> tuple[ProfileSet, str]:
+                         reporter: Reporter | None = None, conf: dict | None = None) -> tuple[ProfileSet, str]:
     """Profile every kind of work of the bench's topologies on this cluster (spark_profiling's collector + Spark)."""
     from spark_profiling.collector.runner import ExperimentOptions
     from spark_profiling.collector.workflow import profile
@@ -413,7 +414,7 @@ def measure_profiles_now(cluster: LocalCluster, planner_url: str, out_dir: Path,
         if not kinds:
             continue
         try:
-            done = profile(LocalClusterHandle(cluster), planner_url, out_dir, ExperimentOptions(topology=topology, kinds=kinds),
+            done = profile(LocalClusterHandle(cluster), planner_url, out_dir, ExperimentOptions(topology=topology, kinds=kinds, conf=dict(conf or {})),
                            reporter=reporter)
         except ProfilingError as exc:
             raise BenchError(f"profiling {topology} failed: {exc}") from None

@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -92,6 +92,17 @@ def _print(data: dict) -> None:
         console.print(line, highlight=False)
 
 
+def _topology_conf(items: Optional[List[str]]) -> dict:
+    from bench.errors import BenchError
+    from topologies.errors import TopologyError
+    from topologies.submission import parse_conf
+
+    try:
+        return parse_conf(items)
+    except TopologyError as exc:
+        raise BenchError(str(exc)) from None
+
+
 def bench(
     topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated catalog topologies [default: linear,diamond,star]; rolling_count and unique_visitor need --profile-now."),
     schedulers: Optional[str] = typer.Option(
@@ -130,6 +141,9 @@ def bench(
     down: float = typer.Option(150.0, "--down", help="machine-loss: seconds the machine stays down."),
     victim: Optional[str] = typer.Option(None, "--victim", help="machine-loss: the machine killed [default: the largest]."),
     repeats: int = typer.Option(1, "--repeats", help="machine-loss: rounds, the schedulers alternated; median and range."),
+    conf: Optional[List[str]] = typer.Option(
+        None, "--conf", "-c", help="Topology config key=value for every run and for --profile-now's rounds (JSON "
+                                   "values), e.g. hetsched.cpu.ms.rollingCount=0.5; repeatable."),
     cluster: str = typer.Option("local", "--cluster", help="local: the cgroup cluster of processes; compose: the same "
                                                            "machines as docker-compose containers (docs/docker-compose.md)."),
 ) -> None:
@@ -169,6 +183,7 @@ def bench(
             profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup, settle_max_s=settle_max,
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
             start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base, cluster=cluster,
+            topology_conf=_topology_conf(conf),
         )
         if not profile_now:
             load_profile_set(settings.profiles)

@@ -458,3 +458,20 @@ def test_a_python_float_can_cross_workers_storm_is_told_how_to_serialize_it():
     mine = [{"java.math.BigDecimal": "my.Serializer"}, "my.Event"]
     assert with_multilang_numbers(mine) == mine + ["java.math.BigInteger"]
     assert KRYO_REGISTER == "topology.kryo.register"
+
+
+@pytest.mark.parametrize("cpu_ms, least_s", [(None, 0.0), (4.0, 0.004)])
+def test_rolling_count_spends_the_cpu_its_conf_adds_per_tuple(cpu_ms, least_s):
+    """storm-benchmark's count does next to no work; hetsched.cpu.ms.rollingCount makes the counting the bottleneck."""
+    import time
+
+    from topologies.bolts import RollingCount
+
+    bolt = object.__new__(RollingCount)
+    bolt.is_sink, bolt.processed, bolt.log_interval_s, bolt.last_log = True, 0, 0.0, 0.0
+    bolt.setup({} if cpu_ms is None else {keys.cpu_ms_key("rollingCount"): cpu_ms})
+    start = time.thread_time()
+    bolt.process(SimpleNamespace(values=["the"]))
+    spent = time.thread_time() - start
+    assert spent >= least_s and bolt.processed == 1
+    assert (spent < 0.004) == (cpu_ms is None)
