@@ -49,7 +49,7 @@ from observe.progress import QuietReporter, Reporter
 from planner.client import TOKEN_ENV, PlannerClient, PlannerClientError
 from planner.model import Plan, ProfileSet
 from planner.errors import PlanningError
-from planner.profiles import MACHINE_BASE_LOAD, machine_base_load
+from planner.profiles import MACHINE_BASE_LOAD, fill_by_machine_speed, machine_base_load
 from topologies.catalog import lookup
 from topologies.errors import TopologyError
 
@@ -187,7 +187,7 @@ def run_bench(settings: BenchSettings, reporter: Reporter | None = None,
                 loaded = measure(cluster, planner_at, out / "profiling", list(settings.topologies))
                 result.profile_set, result.profile_origin = loaded
                 _require_profiles(loaded[0], settings, spec, result.profile_origin)
-            profile_set = result.profile_set = _adjust_profiles(loaded[0], settings, reporter)
+            profile_set = result.profile_set = _adjust_profiles(loaded[0], settings, spec, result.profile_origin or "", reporter)
             specs = _plan(settings, spec, result, profile_set, planner_at, reporter)
             result.expected_runs = [(s.topology, s.scheduler) for s in _in_run_order(specs)]
             save(result, started)
@@ -337,16 +337,28 @@ def _load_profiles(settings: BenchSettings, spec: ClusterSpec) -> tuple[ProfileS
 
 
 def _require_profiles(profile_set: ProfileSet, settings: BenchSettings, spec: ClusterSpec, origin: str) -> None:
-    kinds = {k for t in settings.topologies for k in lookup(t).profiles().values()}
-    require_pairs(profile_set, kinds, {t.name for t in spec.machine_types}, origin)
+    if not settings.fill_by_speed:  # else checked once filled (_adjust_profiles)
+        require_pairs(profile_set, _kinds(settings), {t.name for t in spec.machine_types}, origin)
     try:
         machine_base_load(profile_set)
     except PlanningError as exc:
         raise BenchError(f"{origin}: {exc}") from None
 
 
-def _adjust_profiles(profile_set: ProfileSet, settings: BenchSettings, reporter: Reporter) -> ProfileSet:
-    """Alpha of pass-through kinds profiled only as sinks (see bench.profiles.fill_pass_through_alphas), said aloud."""
+def _kinds(settings: BenchSettings) -> set[str]:
+    return {k for t in settings.topologies for k in lookup(t).profiles().values()}
+
+
+def _adjust_profiles(profile_set: ProfileSet, settings: BenchSettings, spec: ClusterSpec, origin: str,
+                     reporter: Reporter) -> ProfileSet:
+    """Lacking pairs estimated by machine speed (``--fill-by-speed``) and alpha of pass-through kinds profiled only
+    as sinks (see bench.profiles.fill_pass_through_alphas), each said aloud."""
+    if settings.fill_by_speed:
+        machine_types = {t.name for t in spec.machine_types}
+        profile_set, filled = fill_by_machine_speed(profile_set, _kinds(settings), machine_types)
+        for note in filled:
+            reporter.log(f"[yellow]profile set {profile_set.name}: {note}[/yellow]")
+        require_pairs(profile_set, _kinds(settings), machine_types, origin)
     adjusted, notes = fill_pass_through_alphas(profile_set, list(settings.topologies))
     for note in notes:
         reporter.log(f"[yellow]profile set {adjusted.name}: {note}[/yellow]")

@@ -101,6 +101,7 @@ def result_dict(result: BenchResult, plots: list[Path] | None = None) -> dict[st
             "message_timeout_s": s.message_timeout_s, "load_aware_shuffle": s.load_aware,
             "strategy": s.strategy or "planner default", "start_timeout_s": s.start_timeout_s,
             "profile_now": s.profile_now, "profiles": s.profiles, "topology_conf": s.topology_conf,
+            "fill_by_speed": s.fill_by_speed,
         },
         "versions": result.versions,
         "load_average": result.load_average,

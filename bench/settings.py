@@ -48,6 +48,9 @@ class BenchSettings:
     """A shipped set's name (``profiles/<name>.json``) or a file (JSON/YAML ProfileSet)."""
     profile_now: bool = False
     """Measure a profile set on the cluster first (``hetsched profile``) instead of using ``profiles``."""
+    fill_by_speed: bool = False
+    """Estimate the (profile, machine type) pairs the set lacks from the other machine types, scaled by the types'
+    measured speed (``planner.profiles.fill_by_machine_speed``), instead of refusing the set."""
     window_s: float = 60.0
     warmup_s: float = 30.0
     settle_max_s: float = 300.0

@@ -110,6 +110,10 @@ def bench(
                              "also planned-weighted (a plan made with weighted shares, on the weighted groupings, issue 33) and sps,dps,ras-priority (docs/baselines.md)."),
     profiles: str = typer.Option("default-cluster", "--profiles", help="A shipped profile set's name (profiles/NAME.json) or a ProfileSet file."),
     profile_now: bool = typer.Option(False, "--profile-now", help="Measure the profile set on the cluster first (hetsched profile) instead."),
+    fill_by_speed: bool = typer.Option(
+        False, "--fill-by-speed", help="Estimate the (profile, machine type) pairs the set lacks from the same profile on "
+                                       "the other machine types, scaled by their measured speed (said in the report), "
+                                       "instead of refusing the set."),
     window: float = typer.Option(60.0, "--window", help="Measurement window per run, seconds."),
     warmup: float = typer.Option(30.0, "--warmup", help="Seconds after every component handles tuples, before the window."),
     settle_max: float = typer.Option(300.0, "--settle-max", help="After the warm-up, the longest a run waits for a steady "
@@ -183,7 +187,7 @@ def bench(
             profiles=profiles, profile_now=profile_now, window_s=window, warmup_s=warmup, settle_max_s=settle_max,
             max_spout_pending=max_spout_pending, load_aware=load_aware, strategy=strategy,
             start_timeout_s=start_timeout, spec_path=spec, home=home, port_base=port_base, cluster=cluster,
-            topology_conf=_topology_conf(conf),
+            topology_conf=_topology_conf(conf), fill_by_speed=fill_by_speed,
         )
         if not profile_now:
             load_profile_set(settings.profiles)

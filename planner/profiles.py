@@ -5,7 +5,9 @@ A ProfileSet arrives as a flat list of entries; the planner looks them up by
 """
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
+from typing import Any
 
 from planner.errors import PlanningError
 from planner.model import ProfileEntry, ProfileSet
@@ -121,3 +123,56 @@ def with_idle_met(profile_set: ProfileSet, idle_met: dict[str, float], measured_
     source = {**profile_set.source, IDLE_MET: {"percent_of_machine": {t: round(v, 4) for t, v in sorted(idle_met.items())},
                                                "measured_in": measured_in}}
     return profile_set.model_copy(update={"entries": entries, "source": source})
+
+
+FILLED_BY_SPEED = "filled_by_machine_speed"
+"""Key of a ProfileSet's ``source``: the pairs :func:`fill_by_machine_speed` estimated, each with where it came from."""
+
+
+def fill_by_machine_speed(profile_set: ProfileSet, profiles: set[str], machine_types: set[str]
+                          ) -> tuple[ProfileSet, list[str]]:
+    """The set with each lacking (profile, machine type) pair estimated from the same profile on the other machine
+    types, each scaled by how much slower the lacking type is than it on the profiles measured on both (the median
+    ratio of their ``e``), the estimates' median taken; and one note per pair filled.
+
+    A profiling run can leave a pair out (a kind that saturates a small machine at the lowest rate gives too few
+    intervals; a poor fit): rather than no plan at all, the planner gets the kind's cost where it was measured,
+    moved by the machines' relative speed. ``e``, ``met``, ``idle_met`` and the remote costs scale; ``alpha`` is the
+    kind's own. A pair with no profile measured on both types stays lacking.
+    """
+    entries = {(e.profile, e.machine_type): e for e in profile_set.entries}
+    kinds = {p for p, _ in entries}
+    scaled = ("e", "met", "idle_met", "remote_send", "remote_receive")
+    filled: list[ProfileEntry] = []
+    notes: list[str] = []
+    record: dict[str, list[dict[str, Any]]] = {}
+    for profile in sorted(profiles):
+        for machine_type in sorted(machine_types):
+            if (profile, machine_type) in entries:
+                continue
+            estimates: list[tuple[ProfileEntry, float, list[str]]] = []
+            for reference in sorted(machine_types):
+                if reference == machine_type or (profile, reference) not in entries:
+                    continue
+                shared = sorted(k for k in kinds if (k, machine_type) in entries and (k, reference) in entries
+                                and entries[(k, reference)].e > 0)
+                if shared:
+                    ratio = statistics.median(entries[(k, machine_type)].e / entries[(k, reference)].e for k in shared)
+                    estimates.append((entries[(profile, reference)], ratio, shared))
+            if not estimates:
+                continue
+            values = {f: statistics.median(getattr(src, f) * ratio for src, ratio, _ in estimates) for f in scaled}
+            values["idle_met"] = min(100.0, values["idle_met"])
+            filled.append(estimates[0][0].model_copy(update={
+                **values, "machine_type": machine_type, "alpha": statistics.median(src.alpha for src, _, _ in estimates),
+                "r2": None, "samples": None, "rate_range": None}))
+            record[f"{profile}@{machine_type}"] = [
+                {"from": f"{profile}@{src.machine_type}", "ratio": round(ratio, 4), "profiles": shared}
+                for src, ratio, shared in estimates]
+            notes.append(f"({profile}, {machine_type}) estimated at e {values['e'] * 1000:.3f} ms from "
+                         + "; ".join(f"({profile}, {src.machine_type}) x {ratio:.2f} (speed on {', '.join(shared)})"
+                                     for src, ratio, shared in estimates))
+    if not filled:
+        return profile_set, []
+    source = {**profile_set.source, FILLED_BY_SPEED: record}
+    return profile_set.model_copy(update={"entries": [*profile_set.entries, *filled], "source": source}), notes
