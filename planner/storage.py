@@ -481,6 +481,15 @@ class Storage:
                     released.append(topology)
         return renewed, released
 
+    def renew_all_tenants(self, now: float) -> int:
+        """Give every registration a heartbeat at ``now``; the number renewed.
+
+        Called at service start: heartbeats missed while the service itself was down say nothing of the tenants,
+        so the ledger is not emptied by a restart; the plugin's next heartbeat releases those no longer running.
+        """
+        with self._transaction() as db:
+            return db.execute("UPDATE tenants SET heartbeat_at = ? WHERE heartbeat_at < ?", (now, now)).rowcount
+
     # --- events: what happened to each topology --------------------------------------------------
 
     def add_event(self, topology: str, kind: EventKind, sentence: str, at: float | None = None) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,11 @@ def create_app(settings: ServiceSettings | None = None, storage: Storage | None 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        renewed = storage.renew_all_tenants(time.time())
+        if renewed:
+            log.info("kept %d tenant registration%s across the restart (heartbeats missed while the service was "
+                     "down do not release them; the plugin's next heartbeat does what is gone)",
+                     renewed, "s" if renewed > 1 else "")
         dropped = storage.apply_retention()
         if dropped.plans or dropped.profile_versions:
             log.info("retention at start: deleted %d plans and %d profile set versions", dropped.plans, dropped.profile_versions)
