@@ -63,8 +63,8 @@ import org.slf4j.LoggerFactory;
  * call through the circuit breaker), {@link PlanAsker} (one topology's request: repair, bound, stored or new plan),
  * {@link PlanJobs} (requests in flight), {@link Fallbacks} (fallback and re-planning after it), {@link ProfileWaits}
  * (topologies waiting for profiles), {@link MachineChanges} (machines joining and leaving), {@link Upgrades}
- * (re-planning after joins), {@link Tenancy} (topologies re-placed or evicted beside a newcomer) and
- * {@link AliveHeartbeat}.
+ * (re-planning after joins), {@link Tenancy} (topologies re-placed or evicted beside a newcomer), {@link Refusals}
+ * (topologies not admitted, left unscheduled while the planner is unavailable) and {@link AliveHeartbeat}.
  *
  * <p>Nimbus holds its scheduling lock during {@code schedule()}, so the planner is never asked on
  * Nimbus's thread: each round starts a background request per topology that needs a plan (one per
@@ -116,6 +116,8 @@ public class HetschedScheduler implements IScheduler {
     private final Map<String, Plan> contingencyPlans = new HashMap<>();
     /** When each topology was last placed by plan (plugin clock): a ledger refusal asked before that is stale. */
     private final Map<String, Long> placedAtMillis = new HashMap<>();
+    /** Topologies the planner last answered "not admitted": left unscheduled, not placed evenly, while it is unavailable. */
+    private final Refusals refusals = new Refusals();
 
     public HetschedScheduler() {
         this(System::currentTimeMillis, null);
@@ -258,9 +260,7 @@ public class HetschedScheduler implements IScheduler {
         });
         for (Tenancy.Eviction e : Tenancy.refused(refused.topologies(), refused.askedMillis(), cluster, placedAtMillis,
                 planning, nowMillis.getAsLong())) {
-            cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(e.topologyId())));
-            cluster.setStatus(e.topologyId(), STATUS + e.status());
-            LOG.info("hetsched: topology {}: {}", e.topologyId(), e.status());
+            evict(e, cluster);
         }
     }
 
@@ -432,6 +432,7 @@ public class HetschedScheduler implements IScheduler {
         profileWaits.retainOnly(id -> topologies.getById(id) != null);
         contingencyPlans.keySet().removeIf(id -> topologies.getById(id) == null);
         placedAtMillis.keySet().removeIf(id -> topologies.getById(id) == null);
+        refusals.retainOnly(id -> topologies.getById(id) != null);
     }
 
     /**
@@ -580,6 +581,7 @@ public class HetschedScheduler implements IScheduler {
             return false;
         }
         PlanAnswer answer = jobs.take(topology.getId());
+        refusals.answered(topology.getId(), answer.fault(), nowMillis.getAsLong());
         try {
             if (answer.fault() != null) {
                 throw answer.fault();
@@ -606,6 +608,7 @@ public class HetschedScheduler implements IScheduler {
             return false;
         }
         PlanAnswer answer = jobs.take(topology.getId());
+        refusals.answered(topology.getId(), answer.fault(), nowMillis.getAsLong());
         String evenly = "placed evenly at " + clockTime(fell.atMillis()) + ": " + fell.reason();
         if (answer.fault() != null && answer.fault().plannerUnavailable()) {
             LOG.debug("hetsched: topology {} still runs evenly; asking the planner again failed: {}",
@@ -689,11 +692,17 @@ public class HetschedScheduler implements IScheduler {
             LOG.info("hetsched: topology {}: {}", r.topologyId(), r.status());
         }
         for (Tenancy.Eviction e : actions.evictions()) {
-            cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(e.topologyId())));
-            cluster.setStatus(e.topologyId(), STATUS + e.status());
-            LOG.info("hetsched: topology {}: {}", e.topologyId(), e.status());
+            evict(e, cluster);
         }
         return actions.newcomerStatus();
+    }
+
+    /** Frees an evicted topology's slots; the refusal is remembered, as the planner's latest answer for it. */
+    private void evict(Tenancy.Eviction e, Cluster cluster) {
+        cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(e.topologyId())));
+        refusals.refused(e.topologyId(), nowMillis.getAsLong(), e.reason());
+        cluster.setStatus(e.topologyId(), STATUS + e.status());
+        LOG.info("hetsched: topology {}: {}", e.topologyId(), e.status());
     }
 
     /**
@@ -814,9 +823,18 @@ public class HetschedScheduler implements IScheduler {
         cluster.setStatus(topology.getId(), STATUS + "waiting for its plan: " + why);
     }
 
-    /** A fault of the planner for this topology: placed evenly this round, or left unscheduled; said once in the log. */
+    /**
+     * A fault of the planner for this topology: placed evenly this round, or left unscheduled; said once in the log.
+     * One the planner last refused stays unscheduled while the planner is unavailable ({@link Refusals}).
+     */
     private void fallBack(TopologyDetails topology, Cluster cluster, PlanFault fault,
                           Map<TopologyDetails, Fallbacks.Even> evenWithReason) {
+        String stillRefused = refusals.whileUnavailable(topology.getId(), fault);
+        if (stillRefused != null) {
+            LOG.warn("hetsched: topology {} left unscheduled: {}", topology.getId(), stillRefused);
+            cluster.setStatus(topology.getId(), STATUS + stillRefused);
+            return;
+        }
         ProfileWaits.Wait wait = fault.profileGap() == null ? null : profileWait(topology, cluster, fault.profileGap());
         Fallbacks.Decision decision = fallbacks.decide(fault, replanAllowed(topology), wait);
         if (wait != null) {

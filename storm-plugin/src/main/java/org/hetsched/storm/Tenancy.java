@@ -22,8 +22,8 @@ final class Tenancy {
                        String status) {
     }
 
-    /** A running topology whose slots are freed; {@code status} is its new one. */
-    record Eviction(String topologyId, String status) {
+    /** A running topology whose slots are freed, not admitted for {@code reason}; {@code status} is its new one. */
+    record Eviction(String topologyId, String reason, String status) {
     }
 
     /** Everything to do beside the newcomer, and what its own status adds. */
@@ -50,7 +50,7 @@ final class Tenancy {
                     || placedAtMillis.getOrDefault(running.getId(), Long.MIN_VALUE) >= askedMillis) {
                 continue;
             }
-            evictions.add(new Eviction(running.getId(), "not admitted at " + HetschedScheduler.clockTime(nowMillis)
+            evictions.add(new Eviction(running.getId(), e.reason(), "not admitted at " + HetschedScheduler.clockTime(nowMillis)
                     + " (" + e.reason() + "): evicted, its slots freed; the next round asks again"));
         }
         return evictions;
@@ -83,7 +83,7 @@ final class Tenancy {
             if (running == null) {
                 continue;
             }
-            evictions.add(new Eviction(running.getId(), "not admitted beside " + newcomer + " at " + at + " ("
+            evictions.add(new Eviction(running.getId(), e.reason(), "not admitted beside " + newcomer + " at " + at + " ("
                     + e.reason() + "): evicted, its slots freed; the next round asks again"));
             evictedSaid.add(e.topology());
         }

@@ -115,7 +115,7 @@ class CollaboratorsTest {
                 "planned again beside mt-diamond: plan p-9, 17.93 -> 20.33 tuples/s",
                 "planned again beside mt-diamond at 00:00:00 UTC (plan p-9, 17.93 -> 20.33 tuples/s): re-placing it "
                         + "drained (rebalanced after 45 s)")), actions.replacements());
-        assertEquals(List.of(new Tenancy.Eviction("mt-star-1", "not admitted beside mt-diamond at 00:00:00 UTC (its "
+        assertEquals(List.of(new Tenancy.Eviction("mt-star-1", "its minimum does not fit", "not admitted beside mt-diamond at 00:00:00 UTC (its "
                 + "minimum does not fit): evicted, its slots freed; the next round asks again")), actions.evictions());
         assertEquals("; re-placing mt-linear (plan p-9, 17.93 -> 20.33 tuples/s) beside it; evicted mt-star (not "
                 + "admitted beside it)", actions.newcomerStatus());
@@ -174,6 +174,33 @@ class CollaboratorsTest {
         assertFalse(waits.versionReadDue("t", ProfileWaits.VERSION_CHECK_MS - 1));
         waits.versionReadStarted("t", CompletableFuture.completedFuture(1L), ProfileWaits.VERSION_CHECK_MS);
         assertEquals("profile set lab is now stored (version 1)", waits.changed("t", Set.of("small")));
+    }
+
+    @Test
+    void refusalsAreKeptUntilThePlannerAnswersOtherwise() {
+        Refusals refusals = new Refusals();
+        PlanFault down = PlanFault.plannerFailed("planner unreachable");
+        refusals.answered("t-1", PlanFault.notAdmitted("no room"), 60_000);
+
+        assertEquals("not admitted at 00:01:00 UTC (no room); the planner is unavailable (planner unreachable), so it "
+                + "stays unscheduled until the planner answers", refusals.whileUnavailable("t-1", down));
+        assertEquals("not admitted at 00:01:00 UTC (no room); the planner is unavailable (planner skipped: open), so it "
+                + "stays unscheduled until the planner answers",
+                refusals.whileUnavailable("t-1", PlanFault.plannerSkipped("planner skipped: open")));
+        assertNull(refusals.whileUnavailable("t-1", PlanFault.planDoesNotFit("no free slot")),
+                "only the planner's unavailability keeps it so");
+        assertNull(refusals.whileUnavailable("t-2", down), "never refused: falls back as before");
+
+        refusals.answered("t-1", down, 120_000);
+        assertEquals(new Refusals.Refusal(60_000, "no room"), refusals.get("t-1"), "no answer: still refused");
+        refusals.answered("t-1", PlanFault.plannerRefused("HTTP 422"), 120_000);
+        assertNull(refusals.get("t-1"), "the planner answered otherwise");
+        refusals.refused("t-1", 0, "evicted");
+        refusals.answered("t-1", null, 120_000);
+        assertNull(refusals.get("t-1"), "admitted: placed by plan");
+        refusals.refused("t-1", 0, "evicted");
+        refusals.retainOnly(id -> false);
+        assertNull(refusals.get("t-1"), "gone");
     }
 
     @Test

@@ -103,6 +103,109 @@ class TenancyPluginTest {
         assertFalse(status.contains("evenly"), status);
     }
 
+    /** The planner refuses {@code star} (its minimum does not fit) and plans every other topology. */
+    private static FakePlanner.Answer refusingStar(FakePlanner.Call call) {
+        if (call.body() != null && "star".equals(call.body().path("topology").path("name").asText())) {
+            return FakePlanner.Answer.raw(409, "{\"detail\": \"topology star is not admitted: its minimum rate 30 "
+                    + "tuples/s needs 120.0% of machine sup-fast-1\", \"error\": \"admission_refused\"}");
+        }
+        return FakePlanner.planning("p-1", HetschedSchedulerTest.HIGH_ON_FAST).answer(call);
+    }
+
+    private HetschedScheduler scheduler(Map<String, Object> extra) {
+        Map<String, Object> yaml = new HashMap<>();
+        yaml.put(SchedulerSettings.PLANNER_URL, planner.url().toString());
+        yaml.put(SchedulerSettings.PLANNER_TIMEOUT_MS, 60_000);
+        yaml.putAll(extra);
+        return StormFixtures.scheduler(yaml, clock::get);
+    }
+
+    /** The next Nimbus round on the last one's assignments. */
+    private static Cluster nextRound(HetschedScheduler scheduler, Topologies topologies, Cluster last) {
+        Cluster cluster = StormFixtures.cluster(last.getSupervisors(), topologies, last.getAssignments());
+        scheduler.schedule(topologies, cluster);
+        return cluster;
+    }
+
+    @Test
+    void aRefusedTopologyStaysUnscheduledWhileThePlannerIsUnreachableOrTheBreakerOpen() {
+        planner.answerWith(TenancyPluginTest::refusingStar);
+        TopologyDetails star = topology("star-3", linear(1, 1), 1, 2, ASKS_PLANNER);
+        Topologies topologies = new Topologies(star);
+        HetschedScheduler scheduler = scheduler(Map.of(SchedulerSettings.BREAKER_FAILURES, 2));
+        Cluster cluster = cluster(supervisors, star);
+        scheduler.schedule(topologies, cluster);
+        assertTrue(cluster.getStatus("star-3").startsWith("hetsched: not admitted (planner did not admit it: "),
+                cluster.getStatus("star-3"));
+
+        String url = planner.url().toString();
+        planner.close(); // the planning service is killed
+        clock.addAndGet(5_000);
+        cluster = nextRound(scheduler, topologies, cluster);
+
+        assertNull(cluster.getAssignmentById("star-3"), "not placed evenly on the machines the admitted ones need");
+        String status = cluster.getStatus("star-3");
+        assertTrue(status.startsWith("hetsched: not admitted at 00:16:40 UTC (planner did not admit it: topology star is "
+                + "not admitted: its minimum rate 30 tuples/s needs 120.0% of machine sup-fast-1); the planner is "
+                + "unavailable (planner unreachable at " + url), status);
+        assertTrue(status.endsWith("), so it stays unscheduled until the planner answers"), status);
+
+        clock.addAndGet(5_000);
+        cluster = nextRound(scheduler, topologies, cluster); // the second failure in a row opens the breaker
+        clock.addAndGet(1_000);
+        cluster = nextRound(scheduler, topologies, cluster);
+
+        assertNull(cluster.getAssignmentById("star-3"));
+        assertTrue(cluster.getStatus("star-3").matches("hetsched: not admitted at 00:16:40 UTC \\(planner did not admit "
+                + "it: .*\\); the planner is unavailable \\(planner skipped: 2 calls failed in a row, circuit open .*\\), "
+                + "so it stays unscheduled until the planner answers"), cluster.getStatus("star-3"));
+    }
+
+    @Test
+    void aTopologyNeverRefusedFallsBackEvenlyAsBeforeWhenThePlannerIsUnreachable() {
+        planner.answerWith(TenancyPluginTest::refusingStar);
+        TopologyDetails star = topology("star-3", linear(1, 1), 1, 2, ASKS_PLANNER);
+        HetschedScheduler scheduler = scheduler();
+        Cluster cluster = cluster(supervisors, star);
+        scheduler.schedule(new Topologies(star), cluster);
+
+        planner.close();
+        TopologyDetails linear = topology("linear-1", linear(2, 3), 2, 4, ASKS_PLANNER);
+        Topologies both = new Topologies(star, linear);
+        cluster = nextRound(scheduler, both, cluster);
+
+        assertNull(cluster.getAssignmentById("star-3"));
+        assertFalse(cluster.getAssignmentById("linear-1").getExecutors().isEmpty(), "placed evenly");
+        String status = cluster.getStatus("linear-1");
+        assertTrue(status.startsWith("hetsched: planner not used (planner unreachable at "), status);
+        assertTrue(status.endsWith("); scheduled evenly by Storm's DefaultScheduler at 00:16:40 UTC; planned again once "
+                + "the planner answers (hetsched.replan.after.fallback)"), status);
+    }
+
+    @Test
+    void aRefusedTopologyAdmittedLaterIsPlacedAndItsRefusalForgotten() {
+        planner.answerWith(TenancyPluginTest::refusingStar);
+        TopologyDetails star = topology("star-3", linear(1, 1), 1, 2, ASKS_PLANNER);
+        Topologies topologies = new Topologies(star);
+        HetschedScheduler scheduler = scheduler();
+        Cluster cluster = cluster(supervisors, star);
+        scheduler.schedule(topologies, cluster);
+        assertNull(cluster.getAssignmentById("star-3"));
+
+        planner.answerWith(FakePlanner.planning("p-2", HetschedSchedulerTest.HIGH_ON_FAST)); // room now: admitted
+        cluster = nextRound(scheduler, topologies, cluster);
+        assertFalse(cluster.getAssignmentById("star-3").getExecutors().isEmpty());
+        assertTrue(cluster.getStatus("star-3").startsWith("hetsched: placed by planner (plan p-2"),
+                cluster.getStatus("star-3"));
+
+        planner.close(); // then it loses its workers while the planner is down: a fallback as for any topology
+        cluster = StormFixtures.cluster(supervisors, topologies, Map.of());
+        scheduler.schedule(topologies, cluster);
+        assertFalse(cluster.getAssignmentById("star-3").getExecutors().isEmpty(), "placed evenly: no refusal is kept");
+        assertTrue(cluster.getStatus("star-3").startsWith("hetsched: planner not used (planner unreachable at "),
+                cluster.getStatus("star-3"));
+    }
+
     @Test
     void aTopologyTheLedgerRefusesAfterAPriorityChangeIsEvictedAtTheNextHeartbeat() throws InterruptedException {
         TopologyDetails linear = topology("linear-1", linear(2, 3), 2, 4, ASKS_PLANNER);
@@ -125,13 +228,21 @@ class TenancyPluginTest {
         clock.addAndGet(AliveHeartbeat.INTERVAL_MS); // the next heartbeat is asked after the placement
         cluster = roundsUntil(scheduler, both, cluster, c -> planner.heartbeats().size() >= 2);
         cluster = roundsUntil(scheduler, both, cluster, c -> c.getAssignmentById("linear-1").getExecutors().isEmpty());
-        scheduler.cleanup();
 
         assertTrue(cluster.getAssignmentById("linear-1").getExecutors().isEmpty(),
                 "its slots are freed without waiting for a plan answer");
         assertEquals("hetsched: not admitted at 00:16:45 UTC (its minimum rate 5 tuples/s needs 80.0% of machine "
                 + "sup-fast-1): evicted, its slots freed; the next round asks again", cluster.getStatus("linear-1"));
         assertFalse(cluster.getAssignmentById("other-1").getExecutors().isEmpty(), "the others keep running");
+
+        planner.close(); // the eviction is remembered: with the planner gone it is not placed evenly
+        cluster = nextRound(scheduler, both, cluster);
+        scheduler.cleanup();
+        assertTrue(cluster.getAssignmentById("linear-1") == null
+                || cluster.getAssignmentById("linear-1").getExecutors().isEmpty(), "still evicted");
+        assertTrue(cluster.getStatus("linear-1").startsWith("hetsched: not admitted at 00:16:45 UTC (its minimum rate 5 "
+                + "tuples/s needs 80.0% of machine sup-fast-1); the planner is unavailable (planner unreachable at "),
+                cluster.getStatus("linear-1"));
     }
 
     @Test
