@@ -415,3 +415,25 @@ def test_a_waiting_small_request_takes_whichever_lane_frees_first_and_large_ones
         return served
 
     assert anyio.run(scenario) == [("small request", "small worker"), ("large request", "large worker")]
+
+
+def test_a_pipe_reset_by_a_dying_worker_is_a_crash_not_an_unhandled_error():
+    """Seen at 1,000 machines: the worker died while answering, and recv raised ConnectionResetError (a 500 with a
+    traceback in the log); it is now the worker crash the pool already answers and replaces."""
+    from types import SimpleNamespace
+
+    from planner.service.workers import Worker
+
+    class ResetPipe:
+        def send(self, _task):
+            pass
+
+        def poll(self, _timeout):
+            return True
+
+        def recv(self):
+            raise ConnectionResetError(104, "Connection reset by peer")
+
+    worker = Worker(SimpleNamespace(join=lambda _timeout: None, exitcode=-9), ResetPipe())
+    kind, sentence = worker.call(len, ((),), 1.0)
+    assert kind == "crash" and "exit code -9" in sentence

@@ -91,7 +91,7 @@ class Worker:
             raise TimeoutError
         try:
             return self.conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # OSError: the pipe reset by a process that died mid-answer (seen at 1,000 machines)
             self.process.join(JOIN_TIMEOUT_S)
             return ("crash", f"the planning process ended without an answer (exit code {self.process.exitcode})")
 
