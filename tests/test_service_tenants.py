@@ -121,8 +121,12 @@ def test_a_tenant_a_priority_change_refuses_is_named_to_the_plugins_heartbeat(tm
         first = c.post("/v1/tenants/alive", json={"topologies": ["running", "waiting"]}).json()["evicted"]
         assert [(e["topology"], e["fits_rate"]) for e in first] == ([("waiting", pytest.approx(2 / 3, abs=1e-3))]
                                                                     if evict else [])
+        stored = plan(c, small_plan_request(machines=4))
+        assert c.put("/v1/assignments/running", json={"plan_id": stored["id"]}).status_code in (200, 201)
         changed = c.put("/v1/tenants/waiting/priority", json={"priority": 0}).json()
         alive = c.post("/v1/tenants/alive", json={"topologies": ["running", "waiting"]}).json()
+        # evicted at the heartbeat, it loses the binding the plugin would otherwise place it by again
+        assert c.get("/v1/assignments/running").status_code == (404 if evict else 200)
     assert set(changed["affected"]) == {"running", "waiting"}
     if evict:
         assert [e["topology"] for e in changed["evicted"]] == ["running"], "admitted before, refused after"
@@ -371,10 +375,15 @@ def test_a_running_tenant_a_more_important_newcomer_leaves_without_its_minimum_i
     settings = ServiceSettings(db_path=tmp_path / "db.sqlite", tenant_ttl_s=3600, evict_refused=evict)
     with TestClient(create_app(settings)) as c:
         alone = plan(c, small_plan_request(machines=4))["input_rate"]
-        plan(c, tenant_request("first", priority=5, min_rate=alone * 0.7))
+        first_plan = plan(c, tenant_request("first", priority=5, min_rate=alone * 0.7))
+        bound = c.put("/v1/assignments/first", json={"plan_id": first_plan["id"]})
+        assert bound.status_code in (200, 201), bound.text
         second = plan(c, tenant_request("second", priority=0, min_rate=alone * 0.7))
         ledger = {t["topology"]: t for t in c.get("/v1/ledger").json()["tenants"]}
+        first_bound = c.get("/v1/assignments/first").status_code
     tenancy = second["stats"]["tenancy"]
+    # evicted, it loses the binding the plugin would place it by again without admission
+    assert first_bound == (404 if evict else 200)
     if evict:
         assert [e["topology"] for e in tenancy["evicted"]] == ["first"]
         assert "its minimum rate" in tenancy["evicted"][0]["reason"] and tenancy["evicted"][0]["fits_rate"] >= 0

@@ -277,6 +277,8 @@ async def _register(chosen: _Chosen, storage: Storage, settings: ServiceSettings
         log.info("tenant %s: plan %s bound (%s); the plugin re-places it", j.topology, stored.id, reason)
     for name, refusal in chosen.evicted.items():
         await anyio.to_thread.run_sync(storage.delete_tenant, name)
+        # its binding would place it again without admission (seen live: evicted, then back by its bound plan a round later)
+        await anyio.to_thread.run_sync(storage.unbind, name)
         log.info("tenant %s evicted beside %s: %s", name, record.topology, refusal.reason)
     tenancy = {**plan.stats["tenancy"]}
     if summaries:

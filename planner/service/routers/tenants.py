@@ -93,6 +93,8 @@ def alive(body: AliveTopologies, storage: Storage = Depends(get_storage),
         log.info("tenants released (no longer running): %s", ", ".join(released))
     evicted = evictions(current_tenants(storage, settings, now), settings.share_mode, renewed) \
         if settings.evict_refused and renewed else []
+    for refusal in evicted:  # its next plan goes through admission, not through the binding it ran by
+        storage.unbind(refusal.topology)
     history.record_each(storage, [(name, "released", "Released from the ledger: the plugin's heartbeat no longer lists "
                                    "it as running.") for name in released])
     history.record_each(storage, [(e.topology, "evicted", f"Evicted: the ledger refuses it beside the tenants running now "
