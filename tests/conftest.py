@@ -27,3 +27,21 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.live)
+
+
+@pytest.fixture
+def sleepers(tmp_path):
+    """Stand-in daemons (``sleep``) started through the local cluster's real start path; stopped after the test."""
+    from cluster import processes
+
+    started = []
+
+    def start(cluster, daemon: str):
+        pid_file = cluster.layout.pid_file(daemon)
+        started.append(pid_file)
+        return processes.start(["sleep", "120"], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path,
+                               console_file=cluster.layout.console_file(daemon), pid_file=pid_file)
+
+    yield start
+    for pid_file in started:
+        processes.stop(pid_file, grace_s=2)

@@ -34,22 +34,6 @@ def idle_cluster(tmp_path) -> LocalCluster:
     return LocalCluster(parse_spec(SPEC), home=tmp_path / "home", port_base=24000)
 
 
-@pytest.fixture
-def sleepers(tmp_path):
-    """Start stand-in daemons (``sleep``) through the real start path; stop them after the test."""
-    started: list[Path] = []
-
-    def start(cluster: LocalCluster, daemon: str) -> psutil.Process:
-        pid_file = cluster.layout.pid_file(daemon)
-        started.append(pid_file)
-        return processes.start(["sleep", "120"], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path,
-                               console_file=cluster.layout.console_file(daemon), pid_file=pid_file)
-
-    yield start
-    for pid_file in started:
-        processes.stop(pid_file, grace_s=2)
-
-
 def _fake_tool(folder: Path, name: str, script: str) -> None:
     tool = folder / name
     tool.write_text(f"#!/bin/sh\n{script}\n")

@@ -64,22 +64,6 @@ def cluster(tmp_path) -> LocalCluster:
     return LocalCluster(spec(), home=tmp_path / "home", port_base=PORT_BASE)
 
 
-@pytest.fixture
-def sleepers(tmp_path):
-    """Stand-in daemons (``sleep``) started through the real start path; stopped after the test."""
-    started: list[Path] = []
-
-    def start(cluster: LocalCluster, daemon: str) -> psutil.Process:
-        pid_file = cluster.layout.pid_file(daemon)
-        started.append(pid_file)
-        return processes.start(["sleep", "120"], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path,
-                               console_file=cluster.layout.console_file(daemon), pid_file=pid_file)
-
-    yield start
-    for pid_file in started:
-        processes.stop(pid_file, grace_s=2)
-
-
 def summary(leader: str | None, *nimbuses: str) -> nimbus.ClusterSummary:
     return nimbus.ClusterSummary(leader=leader, supervisors=[], topologies=[], nimbuses=list(nimbuses))
 
