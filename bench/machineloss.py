@@ -1,7 +1,8 @@
 """``hetsched bench --scenario machine-loss``: one machine lost and returned under each scheduler in turn.
 
 Linear runs on the default cluster as the ordinary bench submits it for each scheduler (``planned``:
-the hetsched plugin and its plan; ``default``: Storm's DefaultScheduler with the plan's instance
+the hetsched plugin and its plan; ``planned-contingency``: the same plan with a contingency per machine, applied by
+the plugin without asking the planner; ``default``: Storm's DefaultScheduler with the plan's instance
 counts; ``resource_aware``: Storm's RAS with CPU points). After the warm-up and a window, one
 supervisor machine (``--victim``, the largest by default) is killed with its workers, as a power cut
 would; it stays down (``--down``), comes back, and the bench watches (``--after``). Throughout, every
@@ -17,6 +18,8 @@ executor's counts are read every second. From them:
   best plan (a fresh ``POST /v1/plans`` without the victim);
 - ``moved_back_s``: when executors ran on the returned machine again (only a scheduler that re-plans
   moves a running topology);
+- where the seconds from the kill went, from Storm's logs (:mod:`bench.recovery`): declared dead, assigned, the
+  new workers created, their JVMs up, their executors ready;
 - the spouts' tuple trees: failed (replayed by the spout) from the kill to the return and from the
   return to the end, the tuples the spout gave up on (its log), and after the end a drain
   (deactivated until every tuple tree emitted is acked or failed) that says none is left in flight.
@@ -40,13 +43,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from bench import scenario_files, scenario_run
+from bench import recovery, scenario_files, scenario_run
 from bench.errors import BenchError
 from bench.experiment import _cluster_up, _load_profiles, versions
 from bench.planner_service import PlannerService
 from bench.profiles import fill_pass_through_alphas
 from bench.run import RunContext, submit
-from bench.schedulers import RunSpec, run_specs
+from bench.schedulers import RunSpec, plan_counts, run_specs
 from bench.settings import BenchSettings
 from cluster.errors import ClusterError
 from cluster.local import LocalCluster
@@ -57,7 +60,8 @@ from observe.nimbus import Nimbus, NimbusError, connect
 from observe.progress import QuietReporter, Reporter
 from observe.rates import CountSample
 from planner.client import PlannerClient, PlannerClientError
-from planner.model import Cluster, EvaluationRequest, InstanceAssignment, PlanRequest, ProfileRef
+from planner.model import (Cluster, EvaluationRequest, InstanceAssignment, Plan, PlanOptions, PlanRequest, ProfileRef,
+                           SurviveLoss)
 from planner.profiles import machine_base_load
 from topologies import conf as keys
 from topologies.catalog import lookup, planner_topology
@@ -65,7 +69,10 @@ from topologies.errors import TopologyError
 
 RESULT_FILE = "machine-loss.json"
 TOPOLOGY = "linear"
-SCHEDULERS = ("planned", "default", "resource_aware")
+SCHEDULERS = ("planned", "planned-contingency", "default", "resource_aware")
+CONTINGENCY = "planned-contingency"
+"""``planned``'s plan with a contingency per machine (``options.survive_loss``, objective ``nominal``: the same counts
+and placement), which the plugin applies in the round it learns of the loss without asking the planner."""
 MESSAGE_TIMEOUT_S = 30
 """Storm's default: a tuple lost with the victim fails (and is replayed) within the down phase."""
 NIMBUS_CONF = {
@@ -246,12 +253,19 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         done = [{**r, "replaced_s": None, "recovered_s": None} if unplaced_while_down(r) else r
                 for r in runs if r["scheduler"] == scheduler and not r.get("error")]
         row: dict[str, Any] = {"runs": len(done)}
-        for name in figures:
-            values = [r[name] for r in done if isinstance(r.get(name), (int, float))]
+        for name in figures + recovery.STEPS:
+            values = [v for v in (_figure(r, name) for r in done) if isinstance(v, (int, float))]
             row[name] = ({"median": round(statistics.median(values), 3), "min": min(values), "max": max(values),
                           "n": len(values)} if values else None)
         out[scheduler] = row
     return out
+
+
+def _figure(run: dict[str, Any], name: str) -> Any:
+    """A run's figure by name; the recovery steps are kept together under ``recovery_steps``."""
+    if name in recovery.STEPS:
+        return (run.get("recovery_steps") or {}).get(name)
+    return run.get(name)
 
 
 # ---- the live run ----------------------------------------------------------------------------------------
@@ -323,11 +337,14 @@ def run_once(scheduler: str, spec: RunSpec, cluster: LocalCluster, planner_url: 
                 watch.for_(launch_left, f"{scheduler}: until Nimbus's launch grace has passed", reporter)
             before = placement(watch.samples[-1].counts, machines)
             killed = cluster.kill_machine(victim)
+            killed_wall = time.time()
             killed_at = watch.event(f"{scheduler}: killed {victim} ({len(killed)} processes)", reporter)
             watch.for_(settings.down_s, f"{scheduler}: {victim} down", reporter)
             down = placement(watch.samples[-1].counts, machines)
             cluster.restart_stopped_supervisors(timeout_s=300, report=reporter.log)
             returned_at = watch.event(f"{scheduler}: {victim} back, registered with Nimbus", reporter)
+            record["recovery_steps"] = _recovery_steps(cluster, topology_id, victim, killed_wall,
+                                                       killed_wall + (returned_at - killed_at))
             watch.for_(settings.after_s, f"{scheduler}: after {victim} returned", reporter)
             after = placement(watch.samples[-1].counts, machines)
             end = time.monotonic()
@@ -432,6 +449,22 @@ def _figures(watch: Watch, origin: float, killed_at: float, returned_at: float, 
     }
 
 
+def _recovery_steps(cluster: LocalCluster, topology_id: str, victim: str, killed_wall: float,
+                    returned_wall: float) -> dict[str, Any]:
+    """Where the seconds from the kill went (:mod:`bench.recovery`), from Nimbus's, the surviving supervisors' and
+    their workers' logs; a log that cannot be read is said, not fatal."""
+    survivors = [m.id for m in cluster.layout.machines if m.id != victim]
+    try:
+        logs = recovery.Logs(
+            nimbus=cluster.log_file("nimbus").read_text(errors="replace"),
+            supervisors=tuple(cluster.log_file(m).read_text(errors="replace") for m in survivors),
+            workers=tuple(f.read_text(errors="replace") for m in survivors for f in cluster.worker_logs(m)
+                          if topology_id in str(f)))
+    except (OSError, ClusterError) as exc:
+        return {"error": f"not read: {exc}"}
+    return recovery.steps(logs, topology_id, killed_wall, returned_wall)
+
+
 NIMBUS_LOG_LINES = re.compile(r"hetsched:|not alive|[Bb]lacklist")
 
 
@@ -507,6 +540,8 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
         planner_url = planner.start()
         specs = _specs(planner_url, profile_set, spec, bench_settings)
         data["plan"] = {"id": specs["planned"].plan_id, "parallelism": specs["planned"].parallelism}
+        if CONTINGENCY in specs:
+            data["contingency_plan"] = {"id": specs[CONTINGENCY].plan_id, "parallelism": specs[CONTINGENCY].parallelism}
         for round_ in range(settings.repeats):
             order = settings.schedulers if round_ % 2 == 0 else tuple(reversed(settings.schedulers))
             for scheduler in order:
@@ -529,19 +564,39 @@ def _specs(planner_url: str, profile_set, spec: ClusterSpec, settings: BenchSett
     """Linear as the ordinary bench submits it for each scheduler, from one plan for the whole cluster."""
     cluster = spec.planner_cluster(machine_base_load(profile_set))
     entry = lookup(TOPOLOGY)
+    request = PlanRequest(topology=planner_topology(entry), cluster=cluster, profiles=ProfileRef(name=profile_set.name))
     with PlannerClient(planner_url) as client:
         client.put_profile_set(profile_set)
-        plan = client.plan(PlanRequest(topology=planner_topology(entry), cluster=cluster,
-                                       profiles=ProfileRef(name=profile_set.name)))
+        plan = client.plan(request)
+        surviving = None
+        if CONTINGENCY in settings.schedulers:
+            surviving = client.plan(request.model_copy(update={"options": PlanOptions(
+                survive_loss=SurviveLoss(objective="nominal"))}))
     reference = cluster.machine_types[0]
-    runs = run_specs(settings, entry, plan, profile_set.entries, len(cluster.machines), reference.name,
-                     reference.cores or 1.0, planner_url, profile_set.name)
-    return {r.scheduler: _with_profiles(r, profile_set.name) for r in runs}
+    wanted = tuple(s for s in settings.schedulers if s != CONTINGENCY)
+    others = replace(settings, schedulers=wanted + (("planned",) if "planned" not in wanted else ()))
+    runs = {r.scheduler: _with_profiles(r, profile_set.name)
+            for r in run_specs(others, entry, plan, profile_set.entries, len(cluster.machines), reference.name,
+                               reference.cores or 1.0, planner_url, profile_set.name)}
+    if surviving is not None:
+        runs[CONTINGENCY] = contingency_spec(runs["planned"], surviving)
+    return runs
+
+
+def contingency_spec(planned: RunSpec, surviving: Plan) -> RunSpec:
+    """``planned``'s run bound to the plan with contingencies (its own counts: ``nominal`` keeps the strategy's)."""
+    if not surviving.contingencies:
+        raise BenchError(f"the planner stored no contingencies with plan {surviving.id}, so {CONTINGENCY} cannot run")
+    machines = ", ".join(c.machine for c in surviving.contingencies)
+    return replace(planned, scheduler=CONTINGENCY, name=planned.name.replace("planned", CONTINGENCY),
+                   parallelism=plan_counts(surviving), plan_id=surviving.id,
+                   note=f"hetsched plugin, plan {surviving.id} ({surviving.strategy}) with a contingency for each of "
+                        f"{machines}, applied in the round the loss is seen")
 
 
 def _with_profiles(run: RunSpec, profile_set: str) -> RunSpec:
     """``planned`` also names its profile set, so the plugin can plan it again (repair, return) beyond its stored plan."""
-    if run.scheduler != "planned":
+    if run.scheduler not in ("planned", CONTINGENCY):
         return run
     return replace(run, conf={**run.conf, keys.PROFILES: profile_set}, profiles=profile_set)
 

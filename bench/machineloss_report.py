@@ -56,6 +56,25 @@ def summary_table(data: dict[str, Any]) -> Table:
     return table
 
 
+STEP_TITLES = (("dead_s", "declared dead"), ("assigned_s", "assigned"), ("launched_s", "worker created"),
+               ("jvm_up_s", "worker JVM up"), ("ready_s", "executors ready"))
+
+
+def steps_table(data: dict[str, Any]) -> Table:
+    """Per scheduler: where the seconds from the kill to the recovered rate went (bench/recovery.py), median (range)."""
+    table = Table(title="machine-loss: seconds after the kill, median (min-max) per scheduler")
+    table.add_column("scheduler")
+    for _, title in STEP_TITLES + (("replaced_s", "all running (Nimbus)"), ("recovered_s", "rate recovered")):
+        table.add_column(title, justify="right")
+    for scheduler, row in summary(data.get("runs", [])).items():
+        cells = []
+        for name, _ in STEP_TITLES + (("replaced_s", ""), ("recovered_s", "")):
+            figure = row.get(name)
+            cells.append("-" if not figure else f"{figure['median']:g} ({figure['min']:g}-{figure['max']:g})")
+        table.add_row(scheduler, *cells)
+    return table
+
+
 def headline_lines(data: dict[str, Any]) -> list[str]:
     """What the run shows in a few sentences: recovery, the smaller cluster against its prediction, the return."""
     lines = []

@@ -47,7 +47,7 @@ DISABLE_LOAD_AWARE = "topology.disable.loadaware.messaging"
 MESSAGE_TIMEOUT = "topology.message.timeout.secs"
 
 CLUSTER_SCHEDULER = {"default": "plugin", "default-naive": "plugin", "planned": "plugin", "planned-weighted": "plugin",
-                     "planned-strict": "plugin", "resource_aware": "resource_aware",
+                     "planned-strict": "plugin", "planned-contingency": "plugin", "resource_aware": "resource_aware",
                      "sps": "sps", "dps": "dps", "ras-priority": "resource_aware-pool"}
 """What Nimbus must run for each (a phase of the bench): the plugin schedules topologies without
 ``hetsched.profiles`` exactly as Storm's DefaultScheduler; every other phase restarts Nimbus."""

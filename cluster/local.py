@@ -280,6 +280,19 @@ class LocalCluster:
         self._wait_until_registered(timeout_s, report, stopped=set(dead) - set(stopped))
         return stopped
 
+    def restart_stopped_daemons(self, timeout_s: float = 180.0, report: Report = log.info) -> list[str]:
+        """Start again every daemon that exited while the cluster runs: ZooKeeper, then each Nimbus, then the
+        supervisors, each with the last error its log gave; what a process supervisor (systemd) does for a real
+        cluster. A daemon stopped by ``down`` has no pid file and is not restarted. Returns the daemons restarted."""
+        _live, dead = self._daemon_states()
+        restarted = []
+        for daemon in [ZOOKEEPER, *self.layout.nimbus_daemons()]:
+            if daemon in dead:
+                report(f"{daemon} had stopped ({self._last_error(daemon)}); restarting it.")
+                self.restart_daemon(daemon, timeout_s=timeout_s, report=report)
+                restarted.append(daemon)
+        return restarted + self.restart_stopped_supervisors(timeout_s=timeout_s, report=report)
+
     def kill_machine(self, machine_id: str, grace_s: float = 2.0) -> list[int]:
         """Take a machine away as a power cut would: its supervisor and every process in its cgroup (its workers and
         their Python subprocesses) are stopped; ``restart_stopped_supervisors`` brings the machine back. Returns the pids."""

@@ -107,7 +107,7 @@ def bench(
     topologies: Optional[str] = typer.Option(None, "--topologies", help="Comma-separated catalog topologies [default: linear,diamond,star]; rolling_count and unique_visitor need --profile-now."),
     schedulers: Optional[str] = typer.Option(
         None, "--schedulers", help="Comma-separated: default,default-naive,resource_aware,planned [default: all four], "
-                             "also planned-weighted (a plan made with weighted shares, on the weighted groupings, issue 33) and sps,dps,ras-priority (docs/baselines.md)."),
+                             "also planned-weighted (a plan made with weighted shares, on the weighted groupings, issue 33) and sps,dps,ras-priority (docs/concepts/baselines.md)."),
     profiles: str = typer.Option("default-cluster", "--profiles", help="A shipped profile set's name (profiles/NAME.json) or a ProfileSet file."),
     profile_now: bool = typer.Option(False, "--profile-now", help="Measure the profile set on the cluster first (hetsched profile) instead."),
     fill_by_speed: bool = typer.Option(
@@ -134,9 +134,9 @@ def bench(
                                "also of a bench cut short (its finished runs)."),
     scenario: Optional[str] = typer.Option(
         None, "--scenario", help="'multi-tenant': Linear, Diamond and Star sharing the cluster with priorities and "
-                                 "minimums under each scheduler, and a priority change mid-run (docs/baselines.md); "
-                                 "'machine-loss': a machine killed under Linear and returned, under planned, default "
-                                 "and resource_aware (docs/operating.md)."),
+                                 "minimums under each scheduler, and a priority change mid-run (docs/concepts/baselines.md); "
+                                 "'machine-loss': a machine killed under Linear and returned, under planned, "
+                                 "planned-contingency, default and resource_aware (docs/operations/cluster.md)."),
     min_rates: Optional[str] = typer.Option(
         None, "--min-rates", help="multi-tenant: topology=tuples/s pairs [default: a quarter of each one's solo plan]."),
     after: Optional[float] = typer.Option(
@@ -262,7 +262,8 @@ def _machine_loss(schedulers, profiles, window, warmup, down, after, victim, rep
         after_s=after, start_timeout_s=start_timeout, max_spout_pending=max_spout_pending, spec_path=spec,
         port_base=port_base))
     _show_scenario(data, path, machineloss_report.plot,
-                   (machineloss_report.runs_table, machineloss_report.summary_table), machineloss_report.headline_lines)
+                   (machineloss_report.runs_table, machineloss_report.summary_table, machineloss_report.steps_table),
+                   machineloss_report.headline_lines)
 
 
 def demo(

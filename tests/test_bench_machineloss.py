@@ -80,7 +80,7 @@ def test_the_default_victim_is_the_largest_machine_of_the_spec():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"schedulers": ("sps",)}, "runs planned, default, resource_aware"),
+    ({"schedulers": ("sps",)}, "runs planned, planned-contingency, default, resource_aware"),
     ({"repeats": 0}, "--repeats must be a whole number from 1 to 20"),
     ({"down_s": 30.0}, "--down must be at least 70 s"),
     ({"window_s": 5.0}, "--window must be at least 20 s"),

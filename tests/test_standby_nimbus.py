@@ -396,3 +396,18 @@ def test_down_stops_the_standby_even_when_status_is_asked_with_a_spec_without_on
     while standby.is_running() and standby.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not plain.layout.pid_file(NIMBUS_STANDBY).exists()
+
+
+def test_the_test_sessions_supervision_restarts_zookeeper_then_a_stopped_nimbus_then_the_supervisors(
+        cluster, sleepers, monkeypatch):
+    cluster.layout.pid_file(ZOOKEEPER).parent.mkdir(parents=True, exist_ok=True)
+    for daemon in (ZOOKEEPER, NIMBUS):
+        cluster.layout.pid_file(daemon).write_text('{"pid": 1, "create_time": 0}')  # halted: its pid file stays
+    sleepers(cluster, NIMBUS_STANDBY)
+    restarted: list[str] = []
+    monkeypatch.setattr(LocalCluster, "restart_daemon", lambda self, daemon, **kw: restarted.append(daemon))
+    monkeypatch.setattr(LocalCluster, "restart_stopped_supervisors", lambda self, **kw: ["small-1"])
+    said: list[str] = []
+    assert cluster.restart_stopped_daemons(timeout_s=10, report=said.append) == [ZOOKEEPER, NIMBUS, "small-1"]
+    assert restarted == [ZOOKEEPER, NIMBUS], "the running standby is left alone"
+    assert said[0].startswith(f"{ZOOKEEPER} had stopped (no ERROR line in ") and said[1].startswith(f"{NIMBUS} had stopped")
