@@ -1,7 +1,10 @@
 """Starting and stopping the daemons of one cluster, tracked by pid files.
 
 A pid file holds the pid and the process' start time, so a recycled pid is
-never mistaken for a daemon. Each daemon leads its own process group; the
+never mistaken for a daemon. The start time compared is the one counted from boot
+(``since_boot_s``), which a step of the wall clock does not move: the epoch start
+time moves with ``btime``, whole seconds, when a virtual machine's clock is set
+again, and every daemon would then look stopped. Each daemon leads its own process group; the
 workers and Python processes a supervisor starts stay in that group (and in
 the supervisor's cgroup), so stopping the group stops them all.
 """
@@ -43,8 +46,15 @@ def start(
             preexec_fn=before_exec,
         )
     process = psutil.Process(child.pid)
-    pid_file.write_text(json.dumps({"pid": child.pid, "create_time": process.create_time(), "command": command[-1]}))
+    pid_file.write_text(json.dumps({"pid": child.pid, "create_time": process.create_time(),
+                                    "since_boot_s": since_boot_s(child.pid), "command": command[-1]}))
     return process
+
+
+def since_boot_s(pid: int) -> float:
+    """When a process started, in seconds after boot (``/proc/<pid>/stat``'s starttime): no clock step moves it."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
 def running(pid_file: Path) -> psutil.Process | None:
@@ -52,7 +62,11 @@ def running(pid_file: Path) -> psutil.Process | None:
     try:
         record = json.loads(pid_file.read_text())
         process = psutil.Process(int(record["pid"]))
-        if abs(process.create_time() - float(record["create_time"])) > _START_TIME_TOLERANCE_S:
+        if "since_boot_s" in record:
+            started, recorded = since_boot_s(process.pid), float(record["since_boot_s"])
+        else:  # written before since_boot_s
+            started, recorded = process.create_time(), float(record["create_time"])
+        if abs(started - recorded) > _START_TIME_TOLERANCE_S:
             return None
         if process.status() == psutil.STATUS_ZOMBIE:
             return None

@@ -1,6 +1,8 @@
 """Every refusal of the local cluster says what is wrong in a sentence, and starts nothing."""
 from __future__ import annotations
 
+import json
+
 import socket
 import stat
 import sys
@@ -238,6 +240,19 @@ def test_down_stops_the_daemons_it_started_and_nothing_else(idle_cluster, sleepe
         assert not idle_cluster.layout.pid_file("nimbus").exists()
     finally:
         bystander.kill()
+
+
+def test_a_step_of_the_wall_clock_does_not_make_a_running_daemon_look_stopped(tmp_path, monkeypatch):
+    pid_file = tmp_path / "nimbus.pid"
+    me = psutil.Process()
+    pid_file.write_text(json.dumps({"pid": me.pid, "create_time": me.create_time(),
+                                    "since_boot_s": processes.since_boot_s(me.pid)}))
+    real_boot_time = psutil._pslinux.boot_time
+    monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: real_boot_time() - 1.0)  # btime one second back
+    assert processes.running(pid_file).pid == me.pid
+    pid_file.write_text(json.dumps({"pid": me.pid, "create_time": me.create_time(),
+                                    "since_boot_s": processes.since_boot_s(me.pid) - 5.0}))
+    assert processes.running(pid_file) is None, "another process that had the same pid"
 
 
 def test_a_recycled_pid_is_not_taken_for_a_daemon(tmp_path):
