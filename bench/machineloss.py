@@ -528,7 +528,8 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     cluster = scenario_run.scenario_cluster(spec, out, settings.port_base)
     planner = PlannerService(out / "planner.db", out / "planner.log")
     with scenario_run.recorded_errors(data, cluster, planner.stop):
-        bench_settings = BenchSettings(out_dir=out, topologies=(TOPOLOGY,), schedulers=settings.schedulers,
+        storm_schedulers = tuple(dict.fromkeys("planned" if s == CONTINGENCY else s for s in settings.schedulers))
+        bench_settings = BenchSettings(out_dir=out, topologies=(TOPOLOGY,), schedulers=storm_schedulers,
                                        profiles=settings.profiles, window_s=settings.window_s,
                                        warmup_s=settings.warmup_s, max_spout_pending=settings.max_spout_pending,
                                        message_timeout_s=MESSAGE_TIMEOUT_S)
@@ -538,7 +539,7 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
         if cluster.is_running():
             raise BenchError(f"a cluster already runs in {cluster.layout.home}; bring it down first")
         planner_url = planner.start()
-        specs = _specs(planner_url, profile_set, spec, bench_settings)
+        specs = _specs(planner_url, profile_set, spec, bench_settings, CONTINGENCY in settings.schedulers)
         data["plan"] = {"id": specs["planned"].plan_id, "parallelism": specs["planned"].parallelism}
         if CONTINGENCY in specs:
             data["contingency_plan"] = {"id": specs[CONTINGENCY].plan_id, "parallelism": specs[CONTINGENCY].parallelism}
@@ -560,8 +561,11 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     return scenario_run.finish(path, data)
 
 
-def _specs(planner_url: str, profile_set, spec: ClusterSpec, settings: BenchSettings) -> dict[str, RunSpec]:
-    """Linear as the ordinary bench submits it for each scheduler, from one plan for the whole cluster."""
+def _specs(planner_url: str, profile_set, spec: ClusterSpec, settings: BenchSettings,
+           contingency: bool) -> dict[str, RunSpec]:
+    """Linear as the ordinary bench submits it for each scheduler (``settings.schedulers``: Storm's and ``planned``),
+    from one plan for the whole cluster; with ``contingency`` also ``planned-contingency``, from that plan again with
+    a contingency per machine."""
     cluster = spec.planner_cluster(machine_base_load(profile_set))
     entry = lookup(TOPOLOGY)
     request = PlanRequest(topology=planner_topology(entry), cluster=cluster, profiles=ProfileRef(name=profile_set.name))
@@ -569,14 +573,12 @@ def _specs(planner_url: str, profile_set, spec: ClusterSpec, settings: BenchSett
         client.put_profile_set(profile_set)
         plan = client.plan(request)
         surviving = None
-        if CONTINGENCY in settings.schedulers:
+        if contingency:
             surviving = client.plan(request.model_copy(update={"options": PlanOptions(
                 survive_loss=SurviveLoss(objective="nominal"))}))
     reference = cluster.machine_types[0]
-    wanted = tuple(s for s in settings.schedulers if s != CONTINGENCY)
-    others = replace(settings, schedulers=wanted + (("planned",) if "planned" not in wanted else ()))
     runs = {r.scheduler: _with_profiles(r, profile_set.name)
-            for r in run_specs(others, entry, plan, profile_set.entries, len(cluster.machines), reference.name,
+            for r in run_specs(settings, entry, plan, profile_set.entries, len(cluster.machines), reference.name,
                                reference.cores or 1.0, planner_url, profile_set.name)}
     if surviving is not None:
         runs[CONTINGENCY] = contingency_spec(runs["planned"], surviving)
