@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -54,7 +55,8 @@ import org.slf4j.LoggerFactory;
  * {@code hetsched.replan.min.interval.secs}. A plan bound to the topology ({@code /v1/assignments}) is placed first.
  * A topology whose own profile set is missing or lacks its pairs is placed evenly at once and asked for again only
  * when the set or the machine types change. A topology placed by a plan that stores contingencies
- * ({@code options.survive_loss}) is re-placed by the lost machine's contingency without asking the planner. What the
+ * ({@code options.survive_loss}) is re-placed by the lost machine's contingency without asking the planner, and moved
+ * back when that machine returns, as its plan placed it, without a rebalance ({@link ContingencyReturn}). What the
  * plugin does without asking (a contingency applied, a repair placed) it tells the planner afterwards, on a thread of
  * its own, by binding the plan the topology then runs by ({@link PlannerCalls#tell}); a failure there is one line in
  * the log and changes nothing else.
@@ -114,6 +116,8 @@ public class HetschedScheduler implements IScheduler {
     private final ProfileWaits profileWaits = new ProfileWaits();
     /** The plan each topology runs by, where it stores contingencies: applied in the round a machine is lost. */
     private final Map<String, Plan> contingencyPlans = new HashMap<>();
+    /** The contingency each topology runs in, kept until its machine returns: then undone ({@link ContingencyReturn}). */
+    private final Map<String, ContingencyReturn.Applied> contingenciesApplied = new HashMap<>();
     /** When each topology was last placed by plan (plugin clock): a ledger refusal asked before that is stale. */
     private final Map<String, Long> placedAtMillis = new HashMap<>();
     /** Topologies the planner last answered "not admitted": left unscheduled, not placed evenly, while it is unavailable. */
@@ -230,7 +234,8 @@ public class HetschedScheduler implements IScheduler {
     public void schedule(Topologies topologies, Cluster cluster) {
         Round round = new Round(nowMillis.getAsLong() + settings.roundBudget().toMillis());
         forgetGone(topologies);
-        List<String> joined = noticeMachines(cluster);
+        MachineChanges.Changes changes = noticeMachines(cluster);
+        List<String> joined = changes.joinedNames();
         checkProfileWaits(topologies, cluster);
         sortOut(topologies, cluster, round);
         placeAnswered(cluster, round);
@@ -238,6 +243,7 @@ public class HetschedScheduler implements IScheduler {
         jobs.await(round.deadline);
         placeAnswered(cluster, round);
         placeEvenly(cluster, round);
+        moveBackAfterReturns(topologies, cluster, changes.joined(), round);
         replanAfterJoins(topologies, cluster, joined, round);
         returnedPorts.seen(cluster);
         if (heartbeat != null) {
@@ -275,6 +281,8 @@ public class HetschedScheduler implements IScheduler {
         List<TopologyDetails> replanned = List.of();
         /** Topologies whose answer was applied this round. */
         final Set<String> answered = new HashSet<>();
+        /** Topologies moved back onto a returned machine this round, as their plan placed them: not re-planned. */
+        final Set<String> movedBack = new HashSet<>();
 
         Round(long deadline) {
             this.deadline = deadline;
@@ -282,11 +290,11 @@ public class HetschedScheduler implements IScheduler {
     }
 
     /** The supervisors that joined since the last round, by machine name; a lost one's ports are remembered. */
-    private List<String> noticeMachines(Cluster cluster) {
+    private MachineChanges.Changes noticeMachines(Cluster cluster) {
         MachineChanges.Changes changes = machineChanges.notice(cluster);
         changes.lost().forEach(supervisor -> returnedPorts.lost(supervisor.id()));
         changes.joined().forEach(supervisor -> returnedPorts.returned(supervisor.id(), nowMillis.getAsLong()));
-        return changes.joinedNames();
+        return changes;
     }
 
     /** Sorts the topologies Nimbus wants placed: evenly at once, or by plan; and those to plan again after a fallback. */
@@ -350,6 +358,9 @@ public class HetschedScheduler implements IScheduler {
             });
             result.workers().forEach((slot, executors) -> cluster.assign(slot, id, executors));
             contingencyPlans.remove(id);
+            SchedulerAssignment now = cluster.getAssignmentById(id);
+            contingenciesApplied.put(id, ContingencyReturn.applied(plan, result,
+                    now == null ? Map.of() : new HashMap<>(now.getExecutorToSlot())));
             String rate = Double.isNaN(result.inputRate()) ? "" : String.format(java.util.Locale.ROOT,
                     ", predicted %.2f tuples/s", result.inputRate());
             String status = "placed by contingency at " + clockTime(nowMillis.getAsLong()) + " after losing "
@@ -366,6 +377,81 @@ public class HetschedScheduler implements IScheduler {
                     + "a repair", id, plan.id(), fault.reason());
             return false;
         }
+    }
+
+    /**
+     * After supervisors joined: a topology running in the contingency the plugin applied for a machine that is back is
+     * moved back as its plan placed it, without asking the planner ({@link ContingencyReturn}); the plan's
+     * contingencies then apply to the next loss again. Where that cannot be done, the log says why in one line and the
+     * topology is planned again on the larger cluster as after any join ({@link #replanAfterJoins}).
+     */
+    private void moveBackAfterReturns(Topologies topologies, Cluster cluster, List<MachineChanges.Supervisor> joined,
+                                      Round round) {
+        if (joined.isEmpty() || contingenciesApplied.isEmpty()) {
+            return;
+        }
+        String joinedNames = String.join(", ", joined.stream().map(MachineChanges.Supervisor::name).toList());
+        for (String id : new ArrayList<>(new TreeSet<>(contingenciesApplied.keySet()))) {
+            TopologyDetails topology = topologies.getById(id);
+            ContingencyReturn.Applied applied = contingenciesApplied.get(id);
+            if (topology == null) {
+                continue;
+            }
+            MachineChanges.Supervisor back = ContingencyReturn.returned(applied, joined).orElse(null);
+            if (back == null) {
+                LOG.info("hetsched: topology {} stays in plan {}'s contingency for {}: {} joined, not {}; planned "
+                        + "again on the larger cluster as after any join", id, applied.plan().id(), applied.machine(),
+                        joinedNames, applied.machine());
+                continue;
+            }
+            contingenciesApplied.remove(id); // undone now, or never: what runs is no longer the contingency alone
+            try {
+                if (round.answered.contains(id) || round.even.containsKey(topology) || fallbacks.contains(id)
+                        || jobs.has(id)) {
+                    throw PlanFault.planDoesNotFit("it is being placed otherwise this round");
+                }
+                moveBack(topology, cluster, applied, back);
+                round.movedBack.add(id);
+            } catch (PlanFault fault) {
+                LOG.info("hetsched: topology {}: {} returned, but plan {}'s contingency for it is not undone ({}); "
+                        + "planned again on the larger cluster as after any join", id, back.name(), applied.plan().id(),
+                        fault.reason());
+            }
+        }
+    }
+
+    /** Frees the contingency's workers and puts their executors into one new worker on the returned supervisor. */
+    private void moveBack(TopologyDetails topology, Cluster cluster, ContingencyReturn.Applied applied,
+                          MachineChanges.Supervisor back) throws PlanFault {
+        String id = topology.getId();
+        TopologySettings wanted = TopologySettings.fromConf(topology.getConf());
+        SchedulerAssignment assignment = cluster.getAssignmentById(id);
+        Map<ExecutorDetails, WorkerSlot> running = assignment == null ? Map.of() : assignment.getExecutorToSlot();
+        Set<String> offered = new HashSet<>();
+        for (SupervisorDetails supervisor : cluster.getSupervisors().values()) {
+            if (!cluster.isBlackListed(supervisor.getId())) {
+                offered.add(supervisor.getId());
+                offered.add(machineChanges.machineName(supervisor));
+                if (supervisor.getHost() != null) {
+                    offered.add(supervisor.getHost());
+                }
+            }
+        }
+        long now = nowMillis.getAsLong();
+        ContingencyReturn.Result result = ContingencyReturn.undo(applied, back.id(),
+                new HashSet<>(topology.getExecutors()), new HashMap<>(running), offered,
+                usableMachines(cluster, id, wanted), returnedPorts.settlingPorts(back.id(), now),
+                wanted.maxExecutorsPerWorker());
+        result.freed().forEach(cluster::freeSlot);
+        cluster.assign(result.worker(), id, result.executors());
+        contingencyPlans.put(id, result.plan()); // it runs as its plan placed it: the plan's contingencies again
+        String status = "moved back to " + result.machine() + " at " + clockTime(now) + " by plan "
+                + result.plan().id() + ": " + result.executors().size() + " executors into one new worker, the "
+                + "contingency's " + result.freed().size() + " workers freed, no other worker restarts";
+        cluster.setStatus(id, STATUS + status);
+        LOG.info("hetsched: topology {} {} (port {}{}); without asking the planner", id, status,
+                result.worker().getPort(), result.settling() ? ", one it ran workers on when lost: no other was free" : "");
+        tellPlanner(topology.getName(), result.plan().id(), ContingencyReturn.reason(result));
     }
 
     /** Starts a request for every topology of the round that has no answer yet. */
@@ -392,7 +478,8 @@ public class HetschedScheduler implements IScheduler {
     private void replanAfterJoins(Topologies topologies, Cluster cluster, List<String> joined, Round round) {
         if (!joined.isEmpty()) {
             for (TopologyDetails topology : topologies.getTopologies()) {
-                if (!round.answered.contains(topology.getId()) && !round.even.containsKey(topology)) {
+                if (!round.answered.contains(topology.getId()) && !round.even.containsKey(topology)
+                        && !round.movedBack.contains(topology.getId())) {
                     startUpgrade(topology, cluster, joined);
                 }
             }
@@ -431,6 +518,7 @@ public class HetschedScheduler implements IScheduler {
         upgrades.retainOnly(id -> topologies.getById(id) != null);
         profileWaits.retainOnly(id -> topologies.getById(id) != null);
         contingencyPlans.keySet().removeIf(id -> topologies.getById(id) == null);
+        contingenciesApplied.keySet().removeIf(id -> topologies.getById(id) == null);
         placedAtMillis.keySet().removeIf(id -> topologies.getById(id) == null);
         refusals.retainOnly(id -> topologies.getById(id) != null);
     }
@@ -656,6 +744,7 @@ public class HetschedScheduler implements IScheduler {
                 supervisorNames(cluster, settings.machineIdKey()), wanted.maxExecutorsPerWorker());
 
         cluster.freeSlots(new ArrayList<>(cluster.getUsedSlotsByTopologyId(topology.getId())));
+        contingenciesApplied.remove(topology.getId());
         for (Map.Entry<WorkerSlot, List<ExecutorDetails>> worker : placement.workers().entrySet()) {
             cluster.assign(worker.getKey(), topology.getId(), worker.getValue());
         }
@@ -724,6 +813,7 @@ public class HetschedScheduler implements IScheduler {
         RepairPlacement.Result result = RepairPlacement.place(answer.plan(), TopologyGraph.of(topology), running,
                 machines, freePorts);
         result.workers().forEach((slot, executors) -> cluster.assign(slot, topology.getId(), executors));
+        contingenciesApplied.remove(topology.getId());
         if (answer.plan().contingencies().isEmpty()) {
             contingencyPlans.remove(topology.getId()); // it no longer runs as its plan placed it
         } else {
