@@ -253,7 +253,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         done = [{**r, "replaced_s": None, "recovered_s": None} if unplaced_while_down(r) else r
                 for r in runs if r["scheduler"] == scheduler and not r.get("error")]
         row: dict[str, Any] = {"runs": len(done)}
-        for name in figures + recovery.STEPS:
+        for name in figures + recovery.STEPS + RETURN_FIGURES:
             values = [v for v in (_figure(r, name) for r in done) if isinstance(v, (int, float))]
             row[name] = ({"median": round(statistics.median(values), 3), "min": min(values), "max": max(values),
                           "n": len(values)} if values else None)
@@ -261,10 +261,29 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def return_figures(run: dict[str, Any]) -> dict[str, float | None]:
+    """From a run's rate series, how the return went: ``restored_s``, when the trailing 20 s rate wholly after the
+    return first reached 90% of the rate at the end; ``lowest_after``, the lowest trailing 20 s rate after the return
+    (0: a stall of 20 s or more)."""
+    series, returned, final = run.get("series") or [], run.get("returned_at_s"), run.get("rate_after")
+    if not series or returned is None or not final:
+        return {"restored_s": None, "lowest_after": None}
+    after = returned + SERIES_SPAN_S - 0.05
+    restored = first_at(series, after, RECOVERED_SHARE * final)
+    lowest = min((rate for t, rate in series if t > after), default=None)
+    return {"restored_s": None if restored is None else round(restored - returned, 1), "lowest_after": lowest}
+
+
+RETURN_FIGURES = ("restored_s", "lowest_after")
+
+
 def _figure(run: dict[str, Any], name: str) -> Any:
-    """A run's figure by name; the recovery steps are kept together under ``recovery_steps``."""
+    """A run's figure by name; the recovery steps are kept together under ``recovery_steps``, the return's figures
+    are computed from the series (so a result written before them has them too)."""
     if name in recovery.STEPS:
         return (run.get("recovery_steps") or {}).get(name)
+    if name in RETURN_FIGURES:
+        return return_figures(run)[name]
     return run.get(name)
 
 

@@ -42,6 +42,7 @@ def summary_table(data: dict[str, Any]) -> Table:
     table = Table(title="machine-loss: median (min-max) per scheduler")
     names = (("rate_before", "before"), ("rate_down", "down"), ("predicted_down", "predicted down"),
              ("recovered_s", "recovered s"), ("rate_after", "after"), ("moved_back_s", "moved back s"),
+             ("restored_s", "after rate s"), ("lowest_after", "lowest 20 s rate after"),
              ("failed_down", "failed down"), ("failed_after", "failed after"), ("gave_up", "gave up"))
     table.add_column("scheduler")
     table.add_column("runs", justify="right")

@@ -86,3 +86,11 @@ def test_a_plan_without_contingencies_cannot_be_the_contingency_run():
     planned = RunSpec("linear", "planned", "bench-linear-planned", {"spout": 1}, {})
     with pytest.raises(BenchError, match="no contingencies"):
         machineloss.contingency_spec(planned, _plan(False))
+
+
+def test_the_return_is_restored_when_the_trailing_rate_wholly_after_it_reaches_nine_tenths_of_the_end():
+    series = [(100.0, 10.0), (205.0, 4.0), (215.0, 0.0), (220.0, 0.0), (225.0, 19.0), (230.0, 30.0), (300.0, 31.0)]
+    run = {"series": series, "returned_at_s": 200.0, "rate_after": 30.0}
+    assert machineloss.return_figures(run) == {"restored_s": 30.0, "lowest_after": 0.0}
+    assert machineloss.return_figures({"series": series, "returned_at_s": None}) == {"restored_s": None, "lowest_after": None}
+    assert machineloss.summary([{"scheduler": "planned", **run}])["planned"]["restored_s"]["median"] == 30.0
