@@ -148,7 +148,19 @@ class ComposeCluster:
         """Each supervisor's storm.yaml as the compose file mounts it (``docker/storm/supervisor-<machine>.yaml``):
         where ``hetsched tune``, ``replan`` and ``placement`` read the machine each one declares."""
         return [p for m in self.layout.machines
-                if (p := compose.REPO_ROOT / compose.CONF_FOLDER / f"{self.host(m.id)}.yaml").is_file()]
+                if (p := self.deployment_dir() / compose.CONF_FOLDER / f"{self.host(m.id)}.yaml").is_file()]
+
+    def deployment_dir(self) -> Path:
+        """The folder of the compose file this cluster runs: the repository's committed one where it is what the
+        spec gives, else (another spec, e.g. one more machine) one generated into the home from the spec, so every
+        machine of the spec gets its container."""
+        if not compose.stale_files(self.spec):
+            return REPO_ROOT
+        return self.home / "compose" / "deployment"
+
+    def _write_deployment(self) -> None:
+        if self.deployment_dir() != REPO_ROOT:
+            compose.write(self.spec, out_dir=self.deployment_dir())
 
     def handle(self) -> ComposeClusterHandle:
         return ComposeClusterHandle(self)
@@ -192,6 +204,7 @@ class ComposeCluster:
             for image in ensure_images(report):
                 if image.built:
                     report(f"built {image.name} in {image.seconds:g} s")
+        self._write_deployment()
         self._write_run_files(scheduler, conf, new_token=True)
         self._save_state(scheduler, conf)
         report(f"starting {self.project}: ZooKeeper, Nimbus ({scheduler}), the planner, "
@@ -367,8 +380,9 @@ class ComposeCluster:
     def _compose(self, tool: list[str], *args: str, check: bool = True) -> str:
         env = {**os.environ, compose.NIMBUS_PORT_VARIABLE: str(self.nimbus_port),
                compose.PLANNER_PORT_VARIABLE: str(self.planner_port)}
-        command = [*tool, "--project-name", self.project, "--project-directory", str(REPO_ROOT),
-                   "-f", str(REPO_ROOT / compose.COMPOSE_FILE), "-f", str(self.home / "compose" / "override.yml"), *args]
+        folder = self.deployment_dir()
+        command = [*tool, "--project-name", self.project, "--project-directory", str(folder),
+                   "-f", str(folder / compose.COMPOSE_FILE), "-f", str(self.home / "compose" / "override.yml"), *args]
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, timeout=600)
         if check and done.returncode != 0:
             raise ClusterError(f"{' '.join(tool)} {args[0]} failed (exit {done.returncode}): "
@@ -376,7 +390,8 @@ class ComposeCluster:
         return done.stdout + done.stderr
 
     def _compose_files_exist(self) -> bool:
-        return (self.home / "compose" / "override.yml").is_file() and (REPO_ROOT / compose.COMPOSE_FILE).is_file()
+        return (self.home / "compose" / "override.yml").is_file() and (
+            self.deployment_dir() / compose.COMPOSE_FILE).is_file()
 
     def _remove_by_label(self) -> None:
         label = f"label={PROJECT_LABEL}={self.project}"

@@ -453,3 +453,20 @@ def test_a_machine_type_with_a_memory_limit_gets_it_in_its_container():
     large = next(s for name, s in services.items() if "large" in name)
     assert (small["mem_limit"], small["memswap_limit"]) == ("768m", "768m")
     assert "mem_limit" not in large
+
+
+def test_a_spec_other_than_the_committed_one_runs_from_a_compose_file_generated_into_the_home(tmp_path):
+    from cluster.compose_cluster import REPO_ROOT, ComposeCluster
+
+    assert ComposeCluster(load_spec(), home=tmp_path / "default", port_base=25000).deployment_dir() == REPO_ROOT
+    raw = yaml.safe_load(DEFAULT_SPEC.read_text())
+    next(t for t in raw["machine_types"] if t["name"] == "medium")["count"] = 2
+    four = ComposeCluster(parse_spec({**raw, "name": "plus-medium"}), home=tmp_path / "four", port_base=25000)
+    folder = four.deployment_dir()
+    assert folder == tmp_path / "four" / "compose" / "deployment"
+    four._write_deployment()
+    services = yaml.safe_load((folder / compose.COMPOSE_FILE).read_text())["services"]
+    assert {compose.supervisor_service(m) for m in ("small-1", "medium-1", "medium-2", "large-1")} <= set(services)
+    assert [p.name for p in four.supervisor_conf_files()] == [
+        f"{compose.supervisor_service(m.id)}.yaml" for m in four.layout.machines]
+    assert not compose.stale_files(load_spec()), "the committed files are left as they are"
