@@ -35,7 +35,6 @@ import org.apache.storm.metric.StormMetricsRegistry;
 import org.apache.storm.scheduler.Cluster;
 import org.apache.storm.scheduler.ExecutorDetails;
 import org.apache.storm.scheduler.SchedulerAssignment;
-import org.apache.storm.scheduler.SchedulerAssignmentImpl;
 import org.apache.storm.scheduler.SupervisorDetails;
 import org.apache.storm.scheduler.Topologies;
 import org.apache.storm.scheduler.TopologyDetails;
@@ -136,15 +135,9 @@ class ContingencyTest {
     private Map<ExecutorDetails, WorkerSlot> lose(String supervisorId) {
         supervisors = new LinkedHashMap<>(supervisors);
         assertTrue(supervisors.remove(supervisorId) != null);
-        Map<String, SchedulerAssignment> left = new HashMap<>();
+        assignments = StormFixtures.withoutSupervisor(assignments, supervisorId);
         Map<ExecutorDetails, WorkerSlot> alive = new HashMap<>();
-        assignments.forEach((id, assignment) -> {
-            Map<ExecutorDetails, WorkerSlot> kept = new HashMap<>(assignment.getExecutorToSlot());
-            kept.values().removeIf(slot -> slot.getNodeId().equals(supervisorId));
-            alive.putAll(kept);
-            left.put(id, new SchedulerAssignmentImpl(id, kept, null, null));
-        });
-        assignments = left;
+        assignments.values().forEach(assignment -> alive.putAll(assignment.getExecutorToSlot()));
         return alive;
     }
 

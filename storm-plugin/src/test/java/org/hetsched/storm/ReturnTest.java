@@ -141,15 +141,9 @@ class ReturnTest {
     private Map<ExecutorDetails, WorkerSlot> lose(String supervisorId) {
         supervisors = new LinkedHashMap<>(supervisors);
         assertTrue(supervisors.remove(supervisorId) != null);
-        Map<String, SchedulerAssignment> left = new HashMap<>();
+        assignments = StormFixtures.withoutSupervisor(assignments, supervisorId);
         Map<ExecutorDetails, WorkerSlot> alive = new HashMap<>();
-        assignments.forEach((id, assignment) -> {
-            Map<ExecutorDetails, WorkerSlot> kept = new HashMap<>(assignment.getExecutorToSlot());
-            kept.values().removeIf(slot -> slot.getNodeId().equals(supervisorId));
-            alive.putAll(kept);
-            left.put(id, new SchedulerAssignmentImpl(id, kept, null, null));
-        });
-        assignments = left;
+        assignments.values().forEach(assignment -> alive.putAll(assignment.getExecutorToSlot()));
         return alive;
     }
 

@@ -18,6 +18,7 @@ import org.apache.storm.scheduler.ExecutorDetails;
 import org.apache.storm.scheduler.INimbus;
 import org.apache.storm.scheduler.IScheduler;
 import org.apache.storm.scheduler.SchedulerAssignment;
+import org.apache.storm.scheduler.SchedulerAssignmentImpl;
 import org.apache.storm.scheduler.SupervisorDetails;
 import org.apache.storm.scheduler.Topologies;
 import org.apache.storm.scheduler.TopologyDetails;
@@ -32,6 +33,19 @@ import org.apache.storm.utils.Utils;
 
 /** Real Storm scheduler objects for tests, built the way Nimbus builds them. */
 final class StormFixtures {
+
+    /** The assignments Nimbus keeps once a supervisor is gone: every executor that ran there dropped. */
+    static Map<String, SchedulerAssignment> withoutSupervisor(Map<String, SchedulerAssignment> assignments,
+                                                              String supervisorId) {
+        Map<String, SchedulerAssignment> left = new HashMap<>();
+        assignments.forEach((id, assignment) -> {
+            Map<ExecutorDetails, WorkerSlot> kept = new HashMap<>(assignment.getExecutorToSlot());
+            kept.values().removeIf(slot -> slot.getNodeId().equals(supervisorId));
+            left.put(id, new SchedulerAssignmentImpl(id, kept, null, null));
+        });
+        return left;
+    }
+
     static final int FIRST_PORT = 6700;
 
     private StormFixtures() {
