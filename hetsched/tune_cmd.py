@@ -55,6 +55,8 @@ def _pairs_table(report) -> Table | None:
             source = "live, fitted"
         elif pair in report.from_fallback:
             source = "fallback set"
+        elif pair in report.by_speed:
+            source = "estimated by machine speed"
         else:
             source = "none"
         table.add_row(profile, machine_type, source)
@@ -70,6 +72,7 @@ def tune(
     explore: bool = typer.Option(True, "--explore/--no-explore", help="Lend executors to the machine types a component was never measured on, one drained re-placement per round."),
     explore_seconds: float = typer.Option(60.0, "--explore-seconds", min=20.0, help="Seconds each explore round runs."),
     fallback: Optional[str] = typer.Option(None, "--fallback", help="Stored profile set for the pairs the live records do not cover (e.g. a lab set)."),
+    fill_by_speed: bool = typer.Option(True, "--fill-by-speed/--no-fill-by-speed", help="Estimate a pair no set has from the same profile key on the other machine types, scaled by their measured relative speed, instead of making no plan."),
     put: Optional[str] = typer.Option(None, "--put", metavar="NAME", help="Name to store the profile set under (default: <topology>-tuned)."),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="Planner strategy (default: the planner's best)."),
     min_gain: float = typer.Option(0.05, "--min-gain", min=0.0, help="Apply a plan only if its predicted input rate is at least this much above the running placement's (0.05: 5%)."),
@@ -113,7 +116,7 @@ def tune(
 
     settings = TuneSettings(
         store=store, set_name=put or f"{topology}-tuned", window_s=window, warmup_s=warmup, idle_s=idle, explore=explore,
-        explore_s=explore_seconds, min_samples=min_samples, fallback=fallback, strategy=strategy, min_gain=min_gain,
+        explore_s=explore_seconds, min_samples=min_samples, fallback=fallback, fill_by_speed=fill_by_speed, strategy=strategy, min_gain=min_gain,
         noise=noise, max_drain_s=max_drain, dry_run=dry_run, master=master, outage_s=outage)
     faults = (TuneError, ProfilingError, TopologyError, TopologyGraphError, ReplanError, NimbusError, PlannerClientError,
               ReplacementError)

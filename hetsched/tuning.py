@@ -58,6 +58,7 @@ from spark_profiling.tune import (
     coverage,
     coverage_lines,
     explore_rounds,
+    fill_by_speed,
     never_worse,
     without_lost,
 )
@@ -102,6 +103,8 @@ class TuneSettings:
     explore_s: float = 60.0
     min_samples: int = 5
     fallback: str | None = None
+    fill_by_speed: bool = True
+    """Estimate a pair no set has from the same key on the other machine types, instead of making no plan."""
     strategy: str | None = None
     min_gain: float = 0.05
     noise: float = 0.10
@@ -129,6 +132,7 @@ class TuneReport:
     coverage: Coverage | None = None
     estimated: dict[str, Any] = field(default_factory=dict)
     from_fallback: list[str] = field(default_factory=list)
+    by_speed: list[str] = field(default_factory=list)
     explore_rounds: list[dict[str, list[str]]] = field(default_factory=list)
     outcome: str = ""
     returned: bool = False
@@ -148,6 +152,7 @@ class TuneReport:
                      "strategy": self.plan.strategy} if self.plan else None,
             "pairs": {"needed": len(cov.needed), "live": [f"{p}@{t}" for p, t in cov.live],
                       "estimated": self.estimated, "from_fallback": self.from_fallback,
+                      "by_machine_speed": self.by_speed,
                       "never_observed": [f"{p}@{t}" for p, t in cov.never_observed]} if cov else None,
             "explore_rounds": self.explore_rounds, "failed_tuples": self.failed_tuples,
         }
@@ -227,8 +232,13 @@ class Tuner:
             fallback_set = (self.patient(lambda: self.planner.get_profile_set(fallback_name), "the fallback set")
                             if fallback_name else None)
             done = complete(live, fallback_set, cov, s.set_name)
+            if s.fill_by_speed:
+                done, notes = fill_by_speed(done, set(self.machines_by_type))
+                for note in notes:
+                    self.say(f"estimated by machine speed: {note}")
             r.estimated = dict((live.source.get("estimated_pairs") or {}) if live else {})
             r.from_fallback = [f"{p}@{t}" for p, t in done.from_fallback]
+            r.by_speed = [f"{p}@{t}" for p, t in done.by_speed]
             for line in coverage_lines(cov, done):
                 self.say(line)
             for pair, est in r.estimated.items():

@@ -4,7 +4,8 @@ A running topology's records give profiles only for the (profile key, machine ty
 on, at the rates it ran at. The planner refuses a request that needs a pair the set lacks, so
 tune names each pair the live set does not cover (never observed, or observed but left out as
 weak) and plans with the live entries where they exist and the fallback set's (a lab profile
-set) for the rest, saying which came from where. ``--explore`` places the pairs never observed.
+set) for the rest, saying which came from where. ``--explore`` places the pairs never observed; a pair still
+in no set is estimated from its key's cost on the other machine types, moved by their measured relative speed.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from planner.model import ProfileEntry, ProfileSet
-from planner.profiles import MACHINE_BASE_LOAD
+from planner.profiles import MACHINE_BASE_LOAD, fill_by_machine_speed
 
 Pair = tuple[str, str]
 
@@ -55,7 +56,9 @@ class Completed:
     """None when no pair is in either set (nothing to plan with)."""
     from_fallback: tuple[Pair, ...]
     uncovered: tuple[Pair, ...]
-    """Pairs neither set has: the planner will refuse a plan that needs them."""
+    """Pairs no set has and no estimate reaches: the planner will refuse a plan that needs them."""
+    by_speed: tuple[Pair, ...] = ()
+    """Pairs estimated from the same key on other machine types (:func:`fill_by_speed`)."""
 
 
 def complete(live: ProfileSet | None, fallback: ProfileSet | None, cov: Coverage, name: str) -> Completed:
@@ -97,6 +100,27 @@ def complete(live: ProfileSet | None, fallback: ProfileSet | None, cov: Coverage
     return Completed(profile_set, tuple(filled), tuple(uncovered))
 
 
+def fill_by_speed(done: Completed, machine_types: set[str]) -> tuple[Completed, list[str]]:
+    """``done`` with its uncovered pairs estimated by :func:`planner.profiles.fill_by_machine_speed`, and one note per
+    pair estimated.
+
+    An operator's topology tried from cold can leave a pair in no set even after exploring (a key that saturates a
+    small machine gives too few intervals there). Refusing to plan then leaves the topology where Storm put it; an
+    estimate gives a plan, and the tune's measured before/after check undoes a plan the estimate misled.
+    A pair whose key was measured on no other type, or no key on both types, stays uncovered.
+    """
+    if not done.uncovered or done.profile_set is None:
+        return done, []
+    profile_set, notes = fill_by_machine_speed(done.profile_set, {p for p, _ in done.uncovered}, machine_types)
+    have = {(e.profile, e.machine_type) for e in profile_set.entries}
+    by_speed = tuple(p for p in done.uncovered if p in have)
+    if not by_speed:
+        return done, []
+    tune_source = {**profile_set.source.get("tune", {}), "by_machine_speed": [f"{p}@{t}" for p, t in by_speed]}
+    profile_set = profile_set.model_copy(update={"source": {**profile_set.source, "tune": tune_source}})
+    return Completed(profile_set, done.from_fallback, tuple(p for p in done.uncovered if p not in have), by_speed), notes
+
+
 def coverage_lines(cov: Coverage, done: Completed | None = None) -> list[str]:
     """What an operator reads about the pairs: measured live, left out as weak, never observed, filled."""
     lines = [f"measured live: {len(cov.live)} of {len(cov.needed)} pairs"]
@@ -106,6 +130,9 @@ def coverage_lines(cov: Coverage, done: Completed | None = None) -> list[str]:
                      + " (--explore places them so they are measured)")
     if done is not None and done.from_fallback:
         lines.append("from the fallback set: " + ", ".join(f"({p}, {t})" for p, t in done.from_fallback))
+    if done is not None and done.by_speed:
+        lines.append("estimated by machine speed: " + ", ".join(f"({p}, {t})" for p, t in done.by_speed)
+                     + " (from the same key on the other machine types; the plan is measured before it is kept)")
     if done is not None and done.uncovered:
         lines.append("in no set: " + ", ".join(f"({p}, {t})" for p, t in done.uncovered)
                      + " (give --fallback NAME with a set that has them, or --explore)")

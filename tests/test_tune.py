@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from hetsched.cli import _register, app
 from planner.model import ProfileEntry, ProfileSet
-from spark_profiling.tune import ComponentShape, complete, coverage, coverage_lines, explore_rounds, never_worse, watch_decision
+from spark_profiling.tune import (ComponentShape, complete, coverage, coverage_lines, explore_rounds, fill_by_speed, never_worse,
+                                  watch_decision)
 
 _register()
 
@@ -74,6 +75,26 @@ def test_pairs_in_no_set_are_named():
     done = complete(LIVE, None, cov, "linear-tuned")
     assert done.uncovered == (("high", "large"), ("spout", "large"))
     assert coverage_lines(cov, done)[-1].startswith("in no set: (high, large), (spout, large)")
+
+
+def test_a_pair_in_no_set_is_estimated_from_its_key_on_another_type_moved_by_the_types_speed():
+    live = LIVE.model_copy(update={"entries": [*LIVE.entries, entry("spout", "large", 0.0005)]})
+    cov = coverage({"high", "spout"}, {"small", "large"}, live)
+    done, notes = fill_by_speed(complete(live, None, cov, "linear-tuned"), {"small", "large"})
+    assert done.uncovered == () and done.by_speed == (("high", "large"),)
+    got = {(e.profile, e.machine_type): e.e for e in done.profile_set.entries}
+    assert got[("high", "large")] == pytest.approx(0.02 * 0.0005 / 0.001)  # large runs spout in half small's time
+    assert done.profile_set.source["tune"]["by_machine_speed"] == ["high@large"]
+    assert len(notes) == 1 and "(high, small) x 0.50" in notes[0]
+    assert "estimated by machine speed: (high, large)" in "\n".join(coverage_lines(cov, done))
+
+
+def test_a_pair_with_no_key_measured_on_both_types_stays_in_no_set():
+    cov = coverage({"high", "spout"}, {"small", "large"}, LIVE)
+    done = complete(LIVE, None, cov, "linear-tuned")
+    assert fill_by_speed(done, {"small", "large"}) == (done, [])
+    nothing = complete(None, None, cov, "x")
+    assert fill_by_speed(nothing, {"small", "large"}) == (nothing, [])
 
 
 def test_explore_lends_one_executor_to_each_missing_type_and_keeps_the_rest():
@@ -318,6 +339,35 @@ def test_a_tune_that_cannot_plan_puts_the_topology_back(monkeypatch, tmp_path, p
     assert "no plan: in no set" in result.output and "back on its starting placement" in result.output
     assert tuned.replaced[-1]["wanted"] == {c: ["m-small-1"] for c in ("spout", "low", "mid", "high")}
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("fill", [True, False])
+def test_a_pair_no_set_has_is_estimated_by_machine_speed_unless_told_not_to(monkeypatch, tmp_path, planner_service, fill):
+    from bench.profiles import load_profile_set
+    from tests.test_replan import _scripted
+
+    lab, _ = load_profile_set("default-cluster")
+    lacking = lab.model_copy(update={"name": "lab-without-high-on-large", "entries": [
+        e for e in lab.entries if (e.profile, e.machine_type) != ("highCompute", "large")]})
+    with planner_service.client() as client:
+        client.put_profile_set(lacking)
+    executors: list = []
+    yamls = _scripted(monkeypatch, tmp_path, lacking.name, {"hetsched.component.profiles": LINEAR_PROFILES}, executors)
+    tuned = Tuned(monkeypatch, executors[0], [5.0, 9.0, 5.0])
+    flag = "--fill-by-speed" if fill else "--no-fill-by-speed"
+    result = CliRunner().invoke(app, ["tune", "linear", "--store", str(tmp_path), "--fallback", lacking.name, "--window",
+                                      "20", "--no-explore", flag, "--planner", planner_service.url, *yamls])
+    assert "Traceback" not in result.output
+    if fill:
+        assert result.exit_code == 0, result.output
+        assert "estimated by machine speed: (highCompute, large) estimated at e" in result.output
+        assert "planned: measured" in result.output and len(tuned.replaced) == 1
+        with planner_service.client() as client:
+            stored = client.get_profile_set("linear-tuned")
+        assert stored.source["tune"]["by_machine_speed"] == ["highCompute@large"]
+    else:
+        assert result.exit_code == 1
+        assert "no plan: in no set: (highCompute, large)" in result.output and tuned.replaced == []
 
 
 def test_someone_elses_rebalance_stops_the_tune_and_leaves_the_topology_alone(monkeypatch, tmp_path, planner_service):
