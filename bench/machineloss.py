@@ -534,13 +534,13 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     """Every scheduler in turn, ``repeats`` rounds, one planner; the cluster restarted for every run."""
     reporter = reporter or QuietReporter()
     out = Path(settings.out_dir)
-    scenario_run.results_folder(out)
     path = out / RESULT_FILE
     spec = load_spec(settings.spec_path)
     victim = settings.victim or default_victim(spec)
     if victim not in dict(spec.machine_ids()):
         raise BenchError(f"--victim {victim!r} is no machine of the cluster; its machines are "
                          f"{', '.join(m for m, _ in spec.machine_ids())}")
+    scenario_run.results_folder(out)  # after the refusals, so a refused run leaves no empty folder
     data: dict[str, Any] = {"scenario": "machine-loss", "started_at": scenario_files.now(), "settings": scenario_files.settings_dict(settings),
                             "nimbus_conf": NIMBUS_CONF, "versions": versions(), "topology": TOPOLOGY,
                             "victim": victim, "runs": [], "error": None}

@@ -600,13 +600,13 @@ def run_scenario(settings: ScenarioSettings, reporter: Reporter | None = None,
     reporter = reporter or QuietReporter()
     out = Path(settings.out_dir).resolve()  # Nimbus (DPS's priority file) and the spouts (rate files) read in it
     settings = replace(settings, out_dir=out)  # by absolute path, from their own working folders
-    scenario_run.results_folder(out)
+    spec = with_slots(load_spec(settings.spec_path), settings.slots)
+    scenario_run.results_folder(out)  # after the spec's refusals, so a refused run leaves no empty folder
     path = out / RESULT_FILE
     data: dict[str, Any] = read_result(path) if path.is_file() else {"scenario": "multi-tenant", "runs": {}}
     data.update({"started_at": scenario_files.now(), "settings": scenario_files.settings_dict(settings), "versions": versions(), "error": None,
                  "tenants": [{"topology": t, "priority": p} for t, p in TENANTS],
                  "change": {"topology": CHANGED[0], "priority": CHANGED[1]}})
-    spec = with_slots(load_spec(settings.spec_path), settings.slots)
     cluster = scenario_run.scenario_cluster(spec, out, settings.port_base)
     planner = PlannerService(out / "planner.db", out / "planner.log")
     with scenario_run.recorded_errors(data, cluster, lambda: planner.stop()):  # the planner last started

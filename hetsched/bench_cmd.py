@@ -28,6 +28,7 @@ def _run_and_report(settings) -> int:
     from bench import report
     from bench.errors import BenchError
     from bench.experiment import run_bench
+    from cluster.errors import ClusterError
     from observe.progress import RichReporter
 
     logging.basicConfig(level=logging.WARNING)
@@ -35,7 +36,7 @@ def _run_and_report(settings) -> int:
     try:
         with Progress(*columns, console=console, transient=True) as progress:
             result = run_bench(settings, RichReporter(progress))
-    except BenchError as exc:
+    except (BenchError, ClusterError) as exc:  # a bad --spec is the cluster's sentence
         raise fail(str(exc)) from None
     data = report.result_dict(result)
     if result.saved_to is not None:
@@ -201,6 +202,7 @@ def bench(
 def _run_scenario(module, report_file, make_settings):
     """A scenario's result: read again (``--report``) or run with progress; its path. Faults are one sentence."""
     from bench.errors import BenchError
+    from cluster.errors import ClusterError
     from observe.progress import RichReporter
 
     try:
@@ -213,7 +215,7 @@ def _run_scenario(module, report_file, make_settings):
         with Progress(*columns, console=console, transient=True) as progress:
             data = module.run_scenario(settings, RichReporter(progress))
         return data, Path(data["saved_to"])
-    except BenchError as exc:
+    except (BenchError, ClusterError) as exc:  # a bad --spec is the cluster's sentence
         raise fail(str(exc)) from None
 
 

@@ -92,7 +92,8 @@ def test_bad_settings_are_one_sentence(tmp_path, kwargs, message):
 
 def test_an_unknown_victim_is_refused_before_anything_starts(tmp_path):
     with pytest.raises(BenchError, match="--victim 'huge-9' is no machine of the cluster; its machines are"):
-        machineloss.run_scenario(machineloss.ScenarioSettings(out_dir=tmp_path, victim="huge-9"))
+        machineloss.run_scenario(machineloss.ScenarioSettings(out_dir=tmp_path / "results", victim="huge-9"))
+    assert not (tmp_path / "results").exists(), "a refused run leaves no results folder behind"
 
 
 def _result(tmp_path) -> dict:
@@ -138,3 +139,13 @@ def test_a_run_that_left_executors_unplaced_while_down_was_never_re_placed():
     assert machineloss.summary([run])["resource_aware"]["recovered_s"] is None
     table = machineloss_report.runs_table({"runs": [run]})
     assert "never (2 unplaced)" in str(table.columns[8]._cells)
+
+
+@pytest.mark.parametrize("scenario", [["--scenario", "machine-loss"], ["--scenario", "multi-tenant"], []])
+def test_a_spec_that_does_not_exist_is_one_sentence_and_leaves_no_results_folder(tmp_path, scenario):
+    _register()
+    out = tmp_path / "results"
+    refused = CliRunner().invoke(app, ["bench", *scenario, "--spec", str(tmp_path / "none.yaml"), "--out", str(out)])
+    assert refused.exit_code == 1, refused.output
+    assert f"The cluster spec {tmp_path / 'none.yaml'} does not exist." in refused.output
+    assert "Traceback" not in refused.output and not out.exists()
