@@ -12,6 +12,7 @@ It offers what the bench uses of :class:`cluster.local.LocalCluster` (``up``, ``
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -154,9 +155,12 @@ class ComposeCluster:
         """The folder of the compose file this cluster runs: the repository's committed one where it is what the
         spec gives, else (another spec, e.g. one more machine) one generated into the home from the spec, so every
         machine of the spec gets its container."""
-        if not compose.stale_files(self.spec):
-            return REPO_ROOT
-        return self.home / "compose" / "deployment"
+        return REPO_ROOT if self._runs_committed_files else self.home / "compose" / "deployment"
+
+    @functools.cached_property
+    def _runs_committed_files(self) -> bool:
+        """Decided once per cluster object: rendering the deployment to compare it is too much for every command."""
+        return not compose.stale_files(self.spec)
 
     def _write_deployment(self) -> None:
         if self.deployment_dir() != REPO_ROOT:
